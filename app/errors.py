@@ -1,0 +1,23 @@
+"""Domain errors the API turns into HTTP answers (see app.main)."""
+
+from collections.abc import Sequence
+
+
+class InputError(Exception):
+    """Bad input that validation of the body's shape could not see (a missing dataset, too many cells).
+
+    Rendered as 422 in FastAPI's own shape so clients parse one format.
+    """
+
+    def __init__(self, loc: Sequence[str | int], msg: str, allowed: Sequence[str] | None = None) -> None:
+        super().__init__(msg)
+        self.loc = ["body", *loc]
+        self.msg = msg if not allowed else f"{msg}; allowed values: {', '.join(allowed)}"
+
+    def detail(self) -> list[dict]:
+        return [{"loc": self.loc, "msg": self.msg, "type": "value_error"}]
+
+
+class NotFoundError(Exception):
+    def __init__(self, what: str, ident: object) -> None:
+        super().__init__(f"{what} {ident} not found")

@@ -1,0 +1,237 @@
+"""Typed SQLAlchemy 2.0 models: the only description of the tables besides the migrations."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Enum,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from app.enums import CrashKind, JobState
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator):
+    """Timezone-aware on every backend: SQLite keeps naive values, so they are read back as UTC."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):  # noqa: ANN001
+        if value is not None and value.tzinfo is not None:
+            value = value.astimezone(UTC)
+        return value
+
+    def process_result_value(self, value, dialect):  # noqa: ANN001
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON, list[Any]: JSON}
+
+
+def _enum(enum_cls: type) -> Enum:
+    # Stored as plain strings (no native ENUM type) so adding a member needs no migration.
+    return Enum(
+        enum_cls,
+        native_enum=False,
+        create_constraint=False,
+        length=32,
+        values_callable=lambda e: [m.value for m in e],
+    )
+
+
+class Build(Base):
+    """A vLLM build that some worker can run, by label (``vllm-0.32-cpu``)."""
+
+    __tablename__ = "builds"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    label: Mapped[str] = mapped_column(String(128), unique=True)
+    vllm_version: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Worker(Base):
+    __tablename__ = "workers"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    host: Mapped[str] = mapped_column(String(255))
+    gpu_kinds: Mapped[list[Any]] = mapped_column()
+    gpu_count: Mapped[int] = mapped_column(default=0)
+    builds: Mapped[list[Any]] = mapped_column()
+    registered_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Sweep(Base):
+    __tablename__ = "sweeps"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    spec: Mapped[dict[str, Any]] = mapped_column()
+    priority: Mapped[int] = mapped_column(default=0)
+    pull_request: Mapped[int | None] = mapped_column()
+    branch: Mapped[str | None] = mapped_column(String(255))
+    commit: Mapped[str | None] = mapped_column(String(64))
+    tags: Mapped[list[Any]] = mapped_column(default=list)
+    submitted_by: Mapped[str | None] = mapped_column(String(200))
+    reason: Mapped[str | None] = mapped_column(Text)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    cancelled_at: Mapped[datetime | None] = mapped_column()
+
+    jobs: Mapped[list["Job"]] = relationship(back_populates="sweep", order_by="Job.id")
+
+
+class Job(Base):
+    """One matrix cell and repeat: the unit the queue hands to a worker."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        Index("ix_jobs_claim", "state", "gpu_kind", "build_label", "priority", "id"),
+        Index("ix_jobs_lease", "state", "lease_expires_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"), index=True)
+    cell_index: Mapped[int] = mapped_column()
+    repeat: Mapped[int] = mapped_column()
+    build_label: Mapped[str] = mapped_column(String(128))
+    gpu_kind: Mapped[str] = mapped_column(String(32))
+    backend: Mapped[str] = mapped_column(String(32))
+    graph_mode: Mapped[str] = mapped_column(String(32))
+    # None for a baseline cell (no speculation).
+    method: Mapped[str | None] = mapped_column(String(32))
+    config: Mapped[dict[str, Any]] = mapped_column()
+    config_hash: Mapped[str] = mapped_column(String(64), index=True)
+    state: Mapped[JobState] = mapped_column(_enum(JobState), default=JobState.QUEUED)
+    priority: Mapped[int] = mapped_column(default=0)
+    attempts: Mapped[int] = mapped_column(default=0)
+    max_attempts: Mapped[int] = mapped_column(default=3)
+    worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="SET NULL"))
+    lease_expires_at: Mapped[datetime | None] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column()
+    finished_at: Mapped[datetime | None] = mapped_column()
+    error: Mapped[str | None] = mapped_column(Text)
+
+    sweep: Mapped[Sweep] = relationship(back_populates="jobs")
+    result: Mapped["Result | None"] = relationship(back_populates="job", uselist=False)
+    crash: Mapped["Crash | None"] = relationship(back_populates="job", uselist=False)
+
+
+class Result(Base):
+    """What a successful cell measured, with the derived metrics stored for filtering."""
+
+    __tablename__ = "results"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), unique=True)
+    engine_start_s: Mapped[float] = mapped_column(Float)
+    generation_s: Mapped[float] = mapped_column(Float)
+    num_requests: Mapped[int] = mapped_column()
+    output_tokens: Mapped[int] = mapped_column()
+    tokens_per_s: Mapped[float] = mapped_column(Float)
+    requests_per_s: Mapped[float] = mapped_column(Float)
+    num_drafts: Mapped[int] = mapped_column(default=0)
+    num_draft_tokens: Mapped[int] = mapped_column(default=0)
+    num_accepted_tokens: Mapped[int] = mapped_column(default=0)
+    accepted_per_position: Mapped[list[Any]] = mapped_column(default=list)
+    acceptance_rate: Mapped[float | None] = mapped_column(Float)
+    acceptance_rate_low: Mapped[float | None] = mapped_column(Float)
+    acceptance_rate_high: Mapped[float | None] = mapped_column(Float)
+    mean_acceptance_length: Mapped[float | None] = mapped_column(Float)
+    mean_acceptance_length_low: Mapped[float | None] = mapped_column(Float)
+    mean_acceptance_length_high: Mapped[float | None] = mapped_column(Float)
+    output_fingerprint: Mapped[str] = mapped_column(String(64))
+    resolved_backend: Mapped[str | None] = mapped_column(String(64))
+    resolved_draft_backend: Mapped[str | None] = mapped_column(String(64))
+    resolved_graph_mode: Mapped[str | None] = mapped_column(String(32))
+    resolved_draft_graph_mode: Mapped[str | None] = mapped_column(String(32))
+    graph_downgraded: Mapped[bool] = mapped_column(Boolean, default=False)
+    draft_eager: Mapped[bool] = mapped_column(Boolean, default=False)
+    vllm_version: Mapped[str | None] = mapped_column(String(64))
+    gpu_name: Mapped[str | None] = mapped_column(String(128))
+    versions: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # The cell's JSON as validated, and what the log said ran, kept whole for later questions.
+    raw: Mapped[dict[str, Any]] = mapped_column()
+    ran: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    job: Mapped[Job] = relationship(back_populates="result")
+
+
+class CrashSignature(Base):
+    """A group of crashes that share a normalised cause."""
+
+    __tablename__ = "crash_signatures"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    signature: Mapped[str] = mapped_column(String(64), unique=True)
+    kind: Mapped[CrashKind] = mapped_column(_enum(CrashKind))
+    exception_type: Mapped[str | None] = mapped_column(String(255))
+    message: Mapped[str] = mapped_column(Text)
+    frames: Mapped[list[Any]] = mapped_column(default=list)
+    first_seen: Mapped[datetime] = mapped_column(default=utcnow)
+    last_seen: Mapped[datetime] = mapped_column(default=utcnow)
+    count: Mapped[int] = mapped_column(default=0)
+
+    crashes: Mapped[list["Crash"]] = relationship(back_populates="signature_group")
+
+
+class Crash(Base):
+    __tablename__ = "crashes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), unique=True)
+    signature_id: Mapped[int] = mapped_column(ForeignKey("crash_signatures.id"), index=True)
+    kind: Mapped[CrashKind] = mapped_column(_enum(CrashKind))
+    exit_code: Mapped[int | None] = mapped_column()
+    signal: Mapped[int | None] = mapped_column()
+    message: Mapped[str] = mapped_column(Text)
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    job: Mapped[Job] = relationship(back_populates="crash")
+    signature_group: Mapped[CrashSignature] = relationship(back_populates="crashes")
+
+
+class JobLog(Base):
+    """The cell's full log, zlib-compressed: crashes are diagnosed from it long after the run."""
+
+    __tablename__ = "job_logs"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    compressed: Mapped[bytes] = mapped_column(LargeBinary)
+    size: Mapped[int] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,47 @@
+"""Speculative cells against their sweep's baseline: speedup and losslessness."""
+
+from app.analysis.acceptance import lossless_share, speedup
+from app.models import Job, Result, Sweep
+from app.schemas.result import ResultOut
+
+
+def baseline_key(job: Job) -> tuple:
+    """A speculative cell's baseline shares its sweep, GPU, backend, graph mode and repeat."""
+    return (job.sweep_id, job.gpu_kind, job.backend, job.graph_mode, job.repeat)
+
+
+# Fields ResultOut copies from the Result row as they are.
+_RESULT_FIELDS = [name for name in ResultOut.model_fields if name != "job_id" and hasattr(Result, name)]
+
+
+def to_out(rows: list[tuple[Result, Job, Sweep]], baselines: dict[tuple, Result]) -> list[ResultOut]:
+    """Render rows, each speculative one compared with its baseline (see ``baseline_key``)."""
+    out = []
+    for result, job, sweep in rows:
+        base = baselines.get(baseline_key(job)) if job.method is not None else None
+        out.append(
+            ResultOut(
+                job_id=job.id,
+                sweep_id=sweep.id,
+                sweep_name=sweep.name,
+                repeat=job.repeat,
+                config_hash=job.config_hash,
+                build=job.build_label,
+                gpu_kind=job.gpu_kind,
+                method=job.method,
+                backend=job.backend,
+                graph_mode=job.graph_mode,
+                speedup=speedup(result.tokens_per_s, base.tokens_per_s) if base else None,
+                lossless_share=_lossless(result, base) if base else None,
+                **{name: getattr(result, name) for name in _RESULT_FIELDS},
+            )
+        )
+    return out
+
+
+def _lossless(result: Result, base: Result) -> float | None:
+    mine = [r["fingerprint"] for r in result.raw.get("requests", [])]
+    theirs = [r["fingerprint"] for r in base.raw.get("requests", [])]
+    if not mine or len(mine) != len(theirs):
+        return None
+    return lossless_share(mine, theirs)

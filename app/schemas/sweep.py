@@ -1,0 +1,88 @@
+"""The sweep a developer submits, and what the API returns about it."""
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.enums import AttentionBackend, GpuKind, GraphMode, JobState, SpecMethod, SweepState
+from app.schemas.cell import Workload
+
+
+class SpeculativeConfig(BaseModel):
+    """One vLLM ``speculative_config``; keys beyond these pass through to vLLM unchanged."""
+
+    model_config = ConfigDict(extra="allow")
+
+    method: SpecMethod
+    num_speculative_tokens: int = Field(ge=1, le=64)
+    model: str | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _non_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+
+class SweepSpec(BaseModel):
+    """The matrix: build x model x speculative x backend x graph mode x GPU x repeat."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    build: str = Field(min_length=1, max_length=128)
+    model: str = Field(min_length=1)
+    tokenizer: str | None = None
+    workload: Workload
+    speculative: list[SpeculativeConfig] = Field(min_length=1)
+    attention_backends: list[AttentionBackend] = Field(min_length=1)
+    cudagraph_modes: list[GraphMode] = Field(min_length=1)
+    gpus: list[GpuKind] = Field(min_length=1)
+    repeats: int = Field(default=1, ge=1, le=100)
+    engine_args: dict[str, Any] = Field(default_factory=dict)
+    baseline: bool = Field(default=False, description="Also run each backend x mode x GPU without speculation")
+    timeout_s: float = Field(default=900.0, gt=0, le=24 * 3600)
+    priority: int = Field(default=0, ge=-100, le=100)
+    # Who and why: a pull request, a branch, a commit, free tags.
+    pull_request: int | None = Field(default=None, ge=1)
+    branch: str | None = Field(default=None, max_length=255)
+    commit: str | None = Field(default=None, max_length=64)
+    tags: list[str] = Field(default_factory=list)
+    submitted_by: str | None = Field(default=None, max_length=200)
+    reason: str | None = None
+
+
+class CellStatus(BaseModel):
+    job_id: int
+    cell_index: int
+    repeat: int
+    gpu_kind: str
+    backend: str
+    graph_mode: str
+    method: str | None
+    state: JobState
+    attempts: int
+    acceptance_rate: float | None = None
+    tokens_per_s: float | None = None
+    crash_signature: str | None = None
+
+
+class SweepSummary(BaseModel):
+    id: int
+    name: str
+    state: SweepState
+    created_at: datetime
+    build: str
+    pull_request: int | None
+    branch: str | None
+    commit: str | None
+    tags: list[str]
+    counts: dict[str, int]
+    total: int
+
+
+class SweepDetail(SweepSummary):
+    spec: dict[str, Any]
+    cells: list[CellStatus]

@@ -1,0 +1,89 @@
+"""The worker protocol: register, claim, heartbeat, upload the log, complete."""
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.enums import GpuKind, JobState
+from app.schemas.cell import CellOutcome
+
+
+class BuildInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    label: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._+-]+$")
+    vllm_version: str | None = Field(default=None, max_length=64)
+
+
+class RegisterRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=128)
+    host: str = Field(min_length=1, max_length=255)
+    gpu_kinds: list[GpuKind] = Field(min_length=1)
+    gpu_count: int = Field(default=0, ge=0, le=1024)
+    builds: list[BuildInfo] = Field(min_length=1)
+
+
+class WorkerOut(BaseModel):
+    id: int
+    name: str
+    host: str
+    gpu_kinds: list[str]
+    gpu_count: int
+    builds: list[str]
+    registered_at: datetime
+    last_heartbeat_at: datetime
+    alive: bool
+
+
+class ClaimedJob(BaseModel):
+    job_id: int
+    sweep_id: int
+    attempt: int
+    lease_expires_at: datetime
+    cell: dict[str, Any]
+
+
+class HeartbeatRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    job_ids: list[int] = Field(default_factory=list, max_length=1024)
+
+
+class HeartbeatResponse(BaseModel):
+    # Jobs the worker must stop: cancelled, or requeued after its lease ran out.
+    stop: list[int]
+
+
+class CompleteRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    worker_id: int
+    outcome: CellOutcome
+
+
+class JobOut(BaseModel):
+    id: int
+    sweep_id: int
+    cell_index: int
+    repeat: int
+    build_label: str
+    gpu_kind: str
+    backend: str
+    graph_mode: str
+    method: str | None
+    config_hash: str
+    state: JobState
+    attempts: int
+    max_attempts: int
+    worker_id: int | None
+    lease_expires_at: datetime | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str | None
+    config: dict[str, Any]
+
+    model_config = ConfigDict(from_attributes=True)

@@ -1,0 +1,67 @@
+"""Expand a sweep into its cells: pure functions, no database."""
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from app.enums import AttentionBackend, GpuKind
+from app.schemas.cell import CellSpec
+from app.schemas.sweep import SweepSpec
+
+
+@dataclass(frozen=True)
+class Cell:
+    index: int
+    spec: CellSpec
+
+    @property
+    def method(self) -> str | None:
+        return None if self.spec.speculative is None else self.spec.speculative["method"]
+
+
+def runs_on(backend: AttentionBackend, gpu: GpuKind) -> bool:
+    """CPU_ATTN is the CPU engine's only backend and runs nowhere else."""
+    return (backend is AttentionBackend.CPU_ATTN) == (gpu is GpuKind.CPU)
+
+
+def expand(spec: SweepSpec) -> list[Cell]:
+    """The cartesian product GPU x backend x graph mode x speculative config (plus baselines).
+
+    Backend/GPU pairs that cannot run (``runs_on``) are left out; repeats are not cells, the
+    caller makes one job per cell and repeat.
+    """
+    speculative: list[dict[str, Any] | None] = [s.model_dump(exclude_none=True) for s in spec.speculative]
+    if spec.baseline:
+        speculative = [None, *speculative]
+    cells = []
+    for gpu, backend, mode, spec_config in itertools.product(
+        spec.gpus, spec.attention_backends, spec.cudagraph_modes, speculative
+    ):
+        if not runs_on(backend, gpu):
+            continue
+        cell = CellSpec(
+            build=spec.build,
+            gpu_kind=gpu,
+            model=spec.model,
+            tokenizer=spec.tokenizer,
+            workload=spec.workload,
+            speculative=spec_config,
+            attention_backend=backend,
+            cudagraph_mode=mode,
+            engine_args=spec.engine_args,
+            timeout_s=spec.timeout_s,
+        )
+        cells.append(Cell(index=len(cells), spec=cell))
+    return cells
+
+
+def canonical(cell: CellSpec) -> dict[str, Any]:
+    """The cell as plain JSON with a stable key order: what the job stores and the worker runs."""
+    return json.loads(json.dumps(cell.model_dump(mode="json"), sort_keys=True))
+
+
+def config_hash(cell: CellSpec) -> str:
+    """sha256 of the canonical cell: equal hashes mean the same experiment, across sweeps."""
+    return hashlib.sha256(json.dumps(canonical(cell), sort_keys=True, separators=(",", ":")).encode()).hexdigest()

@@ -1,0 +1,173 @@
+"""Creating, reading and cancelling sweeps."""
+
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from app.config import Settings
+from app.enums import JobState, SweepState
+from app.errors import InputError, NotFoundError
+from app.jobs import queue
+from app.models import Build, Crash, Job, Sweep, utcnow
+from app.schemas.sweep import CellStatus, SweepDetail, SweepSpec, SweepSummary
+from app.sweeps import matrix
+
+
+def create(
+    *, session: Session, spec: SweepSpec, settings: Settings, idempotency_key: str | None
+) -> tuple[Sweep, bool]:
+    """Validate what the body's schema cannot, then store the sweep and one job per cell and repeat.
+
+    Returns the sweep and whether it is new: a known idempotency key returns the first sweep.
+    Everything happens in the caller's transaction: a rejected sweep leaves no rows behind.
+    """
+    if idempotency_key:
+        existing = session.scalar(select(Sweep).where(Sweep.idempotency_key == idempotency_key))
+        if existing is not None:
+            return existing, False
+    _check_references(session=session, spec=spec)
+    sweep = build(
+        spec, max_cells=settings.max_cells, max_attempts=settings.max_attempts, idempotency_key=idempotency_key
+    )
+    session.add(sweep)
+    try:
+        session.flush()
+    except IntegrityError:
+        # Two submissions with one idempotency key raced: the other one won, return it.
+        session.rollback()
+        existing = session.scalar(select(Sweep).where(Sweep.idempotency_key == idempotency_key))
+        if existing is None:
+            raise
+        return existing, False
+    return sweep, True
+
+
+def build(spec: SweepSpec, *, max_cells: int, max_attempts: int, idempotency_key: str | None = None) -> Sweep:
+    """The sweep and one job per cell and repeat, not yet added to a session."""
+    cells = matrix.expand(spec)
+    if not cells:
+        raise InputError(["gpus"], "no cell can run: CPU_ATTN runs only on gpu kind 'cpu' and 'cpu' only with CPU_ATTN")
+    total = len(cells) * spec.repeats
+    if total > max_cells:
+        raise InputError(
+            ["repeats"],
+            f"the matrix has {total} jobs ({len(cells)} cells x {spec.repeats} repeats), over the limit of {max_cells}",
+        )
+    sweep = Sweep(
+        name=spec.name,
+        spec=spec.model_dump(mode="json"),
+        priority=spec.priority,
+        pull_request=spec.pull_request,
+        branch=spec.branch,
+        commit=spec.commit,
+        tags=spec.tags,
+        submitted_by=spec.submitted_by,
+        reason=spec.reason,
+        idempotency_key=idempotency_key,
+    )
+    for cell in cells:
+        config = matrix.canonical(cell.spec)
+        digest = matrix.config_hash(cell.spec)
+        sweep.jobs.extend(
+            Job(
+                cell_index=cell.index,
+                repeat=repeat,
+                build_label=spec.build,
+                gpu_kind=cell.spec.gpu_kind.value,
+                backend=cell.spec.attention_backend.value,
+                graph_mode=cell.spec.cudagraph_mode.value,
+                method=cell.method,
+                config=config,
+                config_hash=digest,
+                priority=spec.priority,
+                max_attempts=max_attempts,
+            )
+            for repeat in range(spec.repeats)
+        )
+    return sweep
+
+
+def _check_references(*, session: Session, spec: SweepSpec) -> None:
+    labels = list(session.scalars(select(Build.label).order_by(Build.label)))
+    if spec.build not in labels:
+        raise InputError(
+            ["build"],
+            f"build {spec.build!r} is not registered by any worker",
+            allowed=labels or ["(no build registered yet: start a worker)"],
+        )
+    if not Path(spec.workload.dataset).is_file():
+        raise InputError(["workload", "dataset"], f"dataset {spec.workload.dataset!r} does not exist")
+
+
+def get(*, session: Session, sweep_id: int) -> Sweep:
+    jobs = selectinload(Sweep.jobs)
+    sweep = session.get(
+        Sweep,
+        sweep_id,
+        options=[jobs.selectinload(Job.result), jobs.selectinload(Job.crash).selectinload(Crash.signature_group)],
+    )
+    if sweep is None:
+        raise NotFoundError("sweep", sweep_id)
+    return sweep
+
+
+def list_recent(*, session: Session, limit: int, offset: int) -> list[Sweep]:
+    return list(session.scalars(select(Sweep).order_by(Sweep.id.desc()).limit(limit).offset(offset)))
+
+
+def cancel(*, session: Session, sweep_id: int) -> Sweep:
+    sweep = get(session=session, sweep_id=sweep_id)
+    queue.cancel(session=session, sweep_id=sweep_id)
+    sweep.cancelled_at = sweep.cancelled_at or utcnow()
+    return sweep
+
+
+def state_of(sweep: Sweep, counts: dict[str, int]) -> SweepState:
+    if sweep.cancelled_at is not None:
+        return SweepState.CANCELLED
+    if counts.get(JobState.RUNNING, 0):
+        return SweepState.RUNNING
+    if counts.get(JobState.QUEUED, 0):
+        return SweepState.QUEUED if len(counts) == 1 else SweepState.RUNNING
+    return SweepState.FINISHED
+
+
+def summary(*, session: Session, sweep: Sweep) -> SweepSummary:
+    counts = queue.counts_by_state(session=session, sweep_id=sweep.id)
+    return SweepSummary(
+        id=sweep.id,
+        name=sweep.name,
+        state=state_of(sweep, counts),
+        created_at=sweep.created_at,
+        build=sweep.spec["build"],
+        pull_request=sweep.pull_request,
+        branch=sweep.branch,
+        commit=sweep.commit,
+        tags=sweep.tags,
+        counts=counts,
+        total=sum(counts.values()),
+    )
+
+
+def detail(*, session: Session, sweep: Sweep) -> SweepDetail:
+    base = summary(session=session, sweep=sweep)
+    cells = [
+        CellStatus(
+            job_id=job.id,
+            cell_index=job.cell_index,
+            repeat=job.repeat,
+            gpu_kind=job.gpu_kind,
+            backend=job.backend,
+            graph_mode=job.graph_mode,
+            method=job.method,
+            state=job.state,
+            attempts=job.attempts,
+            acceptance_rate=job.result.acceptance_rate if job.result else None,
+            tokens_per_s=job.result.tokens_per_s if job.result else None,
+            crash_signature=job.crash.signature_group.signature if job.crash else None,
+        )
+        for job in sweep.jobs
+    ]
+    return SweepDetail(**base.model_dump(), spec=sweep.spec, cells=cells)

@@ -1,0 +1,74 @@
+"""The worker's HTTP client for the service: the only place a worker talks to the network."""
+
+import logging
+import time
+from typing import Any
+
+import httpx
+
+from app.schemas.cell import CellOutcome
+from app.schemas.worker import ClaimedJob, CompleteRequest, HeartbeatRequest, RegisterRequest
+
+log = logging.getLogger("draftbench.worker")
+
+
+class JobLost(Exception):
+    """The service no longer leases this job to us (409): drop it, its newer attempt stands."""
+
+
+class ServiceClient:
+    """Retries while the service or its database is away, so a restart loses no result."""
+
+    def __init__(self, server: str, token: str, *, retry_for_s: float = 600.0, timeout_s: float = 60.0) -> None:
+        self._http = httpx.Client(
+            base_url=server.rstrip("/"), headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s
+        )
+        self._retry_for_s = retry_for_s
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        deadline = time.monotonic() + self._retry_for_s
+        delay = 0.5
+        while True:
+            try:
+                response = self._http.request(method, url, **kwargs)
+            except httpx.TransportError as exc:
+                failure = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code < 500:
+                    if response.status_code == 409:
+                        raise JobLost(response.json().get("detail", "job lost"))
+                    response.raise_for_status()
+                    return response
+                failure = f"HTTP {response.status_code}: {response.text[:200]}"
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{method} {url} kept failing for {self._retry_for_s:.0f} s: {failure}")
+            log.warning("%s %s failed (%s); retrying in %.1f s", method, url, failure, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 15.0)
+
+    def register(self, request: RegisterRequest) -> int:
+        return self._call("POST", "/api/v1/workers", json=request.model_dump(mode="json")).json()["id"]
+
+    def claim(self, worker_id: int) -> ClaimedJob | None:
+        response = self._call("POST", f"/api/v1/workers/{worker_id}/claim")
+        return None if response.status_code == 204 else ClaimedJob.model_validate(response.json())
+
+    def heartbeat(self, worker_id: int, job_ids: list[int]) -> list[int]:
+        body = HeartbeatRequest(job_ids=job_ids).model_dump()
+        return self._call("POST", f"/api/v1/workers/{worker_id}/heartbeat", json=body).json()["stop"]
+
+    def upload_log(self, worker_id: int, job_id: int, text: str) -> None:
+        self._call(
+            "PUT",
+            f"/api/v1/jobs/{job_id}/log",
+            params={"worker_id": worker_id},
+            content=text.encode(),
+            headers={"content-type": "text/plain; charset=utf-8"},
+        )
+
+    def complete(self, worker_id: int, job_id: int, outcome: CellOutcome) -> None:
+        body = CompleteRequest(worker_id=worker_id, outcome=outcome).model_dump(mode="json")
+        self._call("POST", f"/api/v1/jobs/{job_id}/complete", json=body)

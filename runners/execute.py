@@ -1,0 +1,102 @@
+"""Run one command in its own process group with a timeout, capturing its output to a file.
+
+Standard library only: the offline matrix runner uses it on machines that have nothing but vLLM.
+A cell that hangs, segfaults or loses its CUDA context takes only its own process group down.
+"""
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Finished:
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    stopped: bool
+    duration_s: float
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    log_path: Path,
+    timeout_s: float,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    on_line: Callable[[str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    poll_s: float = 0.5,
+) -> Finished:
+    """Run ``argv`` to the end, the timeout, or until ``should_stop()`` says so.
+
+    stdout and stderr go, merged, to ``log_path`` and line by line to ``on_line``. On timeout or
+    stop the whole process group gets SIGTERM, then SIGKILL after 10 s, so vLLM's engine-core
+    children die with it.
+    """
+    start = time.monotonic()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        pump = threading.Thread(target=_pump, args=(proc, log, on_line), daemon=True)
+        pump.start()
+        timed_out = stopped = False
+        while proc.poll() is None:
+            if time.monotonic() - start > timeout_s:
+                timed_out = True
+            elif should_stop is not None and should_stop():
+                stopped = True
+            if timed_out or stopped:
+                _terminate_group(proc)
+                break
+            time.sleep(poll_s)
+        proc.wait()
+        # The leader is gone; engine-core children it spawned may not be, and they hold the pipe.
+        _signal_group(proc.pid, signal.SIGKILL)
+        pump.join(timeout=10)
+    code = proc.returncode
+    # A group killed by us reports the signal; keep the timeout/stop as the reason instead.
+    return Finished(
+        exit_code=code if code is not None and code >= 0 else None,
+        signal=-code if code is not None and code < 0 else None,
+        timed_out=timed_out,
+        stopped=stopped,
+        duration_s=time.monotonic() - start,
+    )
+
+
+def _pump(proc: subprocess.Popen, log, on_line: Callable[[str], None] | None) -> None:  # noqa: ANN001
+    assert proc.stdout is not None
+    for raw in iter(proc.stdout.readline, b""):
+        log.write(raw)
+        log.flush()
+        if on_line is not None:
+            on_line(raw.decode(errors="replace"))
+
+
+def _terminate_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        _signal_group(proc.pid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

