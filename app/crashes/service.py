@@ -20,7 +20,7 @@ def record(*, session: Session, job: Job, outcome: CellOutcome, log: str) -> Cra
         group = CrashSignature(
             signature=info.signature,
             kind=info.kind,
-            exception_type=info.exception_type,
+            exception_type=info.exception_type and info.exception_type[:255],
             message=info.message,
             frames=list(info.frames),
             first_seen=now,

@@ -31,7 +31,7 @@ def to_out(rows: list[tuple[Result, Job, Sweep]], baselines: dict[tuple, Result]
                 method=job.method,
                 backend=job.backend,
                 graph_mode=job.graph_mode,
-                speedup=speedup(result.tokens_per_s, base.tokens_per_s) if base else None,
+                speedup=speedup(result.tokens_per_s, base.tokens_per_s) if base and base.tokens_per_s > 0 else None,
                 lossless_share=_lossless(result, base) if base else None,
                 **{name: getattr(result, name) for name in _RESULT_FIELDS},
             )

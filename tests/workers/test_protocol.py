@@ -1,0 +1,140 @@
+"""The worker protocol over HTTP: register, claim, heartbeat, log, complete; results and crashes read back."""
+
+import csv
+import io
+
+import pytest
+
+from tests.conftest import AUTH
+from tests.factories import register_worker, submit, sweep_body
+
+SYNTHETIC_LOG = """\
+(EngineCore_DP0 pid=4242) ERROR 11-30 00:01:02 [core.py:1012] EngineCore encountered a fatal error.
+(EngineCore_DP0 pid=4242) ERROR 11-30 00:01:02 [core.py:1012] Traceback (most recent call last):
+(EngineCore_DP0 pid=4242) ERROR 11-30 00:01:02 [core.py:1012]   File "/venv/lib/python3.11/site-packages/vllm/v1/engine/core.py", line 1003, in run_engine_core
+(EngineCore_DP0 pid=4242) ERROR 11-30 00:01:02 [core.py:1012]     engine_core.run_busy_loop()
+(EngineCore_DP0 pid=4242) ERROR 11-30 00:01:02 [core.py:1012]   File "/venv/lib/python3.11/site-packages/vllm/v1/sample/rejection_sampler.py", line 88, in forward
+(EngineCore_DP0 pid=4242) ERROR 11-30 00:01:02 [core.py:1012]     assert not synthetic, "Synthetic acceptance not supported with CPU sampling"
+(EngineCore_DP0 pid=4242) ERROR 11-30 00:01:02 [core.py:1012] AssertionError: Synthetic acceptance not supported with CPU sampling
+Traceback (most recent call last):
+  File "/tmp/runners/cell.py", line 300, in <module>
+vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.
+"""
+
+
+def _result(tokens_per_s: float = 100.0, accepted: int = 30, fingerprints=("a", "b")) -> dict:  # noqa: ANN001
+    return {
+        "engine_start_s": 10.0, "warmup_s": 1.0, "generation_s": 2.0, "num_requests": len(fingerprints),
+        "prompt_tokens": 40, "output_tokens": 200, "tokens_per_s": tokens_per_s, "requests_per_s": 1.0,
+        "spec": {"num_drafts": 20, "num_draft_tokens": 60, "num_accepted_tokens": accepted, "accepted_per_position": [15, 10, 5]},
+        "requests": [{"num_output_tokens": 100, "fingerprint": f} for f in fingerprints],
+        "output_fingerprint": "f" * 16, "versions": {"vllm": "0.32.0"},
+    }
+
+
+@pytest.fixture
+def running(client, dataset):  # noqa: ANN001, ANN201
+    worker = register_worker(client)
+    sweep = submit(client, sweep_body(dataset, repeats=1)).json()
+    job = client.post(f"/api/v1/workers/{worker}/claim", headers=AUTH).json()
+    return worker, sweep["id"], job
+
+
+def _complete(client, job_id: int, worker: int, outcome: dict):  # noqa: ANN001, ANN202
+    return client.post(f"/api/v1/jobs/{job_id}/complete", json={"worker_id": worker, "outcome": outcome}, headers=AUTH)
+
+
+def test_claimed_job_carries_the_canonical_cell(running) -> None:  # noqa: ANN001
+    _, _, job = running
+    assert job["attempt"] == 1
+    assert job["cell"]["attention_backend"] == "CPU_ATTN" and job["cell"]["speculative"]["method"] == "ngram"
+
+
+def test_a_result_is_stored_with_derived_metrics_and_what_ran(client, running) -> None:  # noqa: ANN001
+    worker, sweep_id, job = running
+    ran = {"backend": "CPU_ATTN", "graph_mode": "NONE", "draft_eager": False}
+    response = _complete(client, job["job_id"], worker, {"result": _result(), "ran": ran, "exit_code": 0, "duration_s": 15})
+    assert response.status_code == 200 and response.json()["state"] == "succeeded"
+    [row] = client.get("/api/v1/results", params={"sweep_id": sweep_id}).json()
+    assert row["acceptance_rate"] == pytest.approx(0.5)
+    assert row["mean_acceptance_length"] == pytest.approx(2.5)
+    assert row["acceptance_rate_low"] < 0.5 < row["acceptance_rate_high"]
+    assert row["resolved_backend"] == "CPU_ATTN" and row["resolved_graph_mode"] == "NONE"
+    assert client.get("/api/v1/results", params={"method": "draft_model"}).json() == []
+    assert client.get("/api/v1/results", params={"backend": "NOPE"}).status_code == 422
+
+
+def test_csv_export_has_one_line_per_result(client, running) -> None:  # noqa: ANN001
+    worker, sweep_id, job = running
+    _complete(client, job["job_id"], worker, {"result": _result(), "exit_code": 0})
+    response = client.get("/api/v1/results.csv", params={"sweep_id": sweep_id})
+    assert response.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.text)))
+    assert len(rows) == 1 and rows[0]["accepted_per_position"] == "15 10 5" and float(rows[0]["tokens_per_s"]) == 100.0
+
+
+def test_a_crash_is_signed_from_its_log_and_grouped(client, dataset, running) -> None:  # noqa: ANN001
+    worker, sweep_id, job = running
+    second = client.post(f"/api/v1/workers/{worker}/claim", headers=AUTH).json()
+    for claimed in (job, second):
+        log = SYNTHETIC_LOG.replace("4242", str(claimed["job_id"] * 1000))
+        assert client.put(f"/api/v1/jobs/{claimed['job_id']}/log", params={"worker_id": worker}, content=log, headers=AUTH).status_code == 204
+        response = _complete(client, claimed["job_id"], worker, {"exit_code": 1, "duration_s": 20})
+        assert response.json()["state"] == "crashed"
+    [group] = client.get("/api/v1/crashes").json()
+    assert group["count"] == 2 and group["exception_type"].endswith("AssertionError")
+    detail = client.get(f"/api/v1/crashes/{group['signature']}").json()
+    assert sorted(detail["job_ids"]) == sorted([job["job_id"], second["job_id"]]) and detail["builds"] == ["vllm-test"]
+    log = client.get(f"/api/v1/jobs/{job['job_id']}/log")
+    assert "Synthetic acceptance not supported" in log.text
+
+
+def test_timeout_is_its_own_state_and_kind(client, running) -> None:  # noqa: ANN001
+    worker, _, job = running
+    assert _complete(client, job["job_id"], worker, {"timed_out": True, "signal": 9, "duration_s": 1}).json()["state"] == "timed_out"
+    assert client.get("/api/v1/crashes").json()[0]["kind"] == "timeout"
+
+
+def test_heartbeat_tells_the_worker_to_stop_a_cancelled_job(client, running) -> None:  # noqa: ANN001
+    worker, sweep_id, job = running
+    beat = client.post(f"/api/v1/workers/{worker}/heartbeat", json={"job_ids": [job["job_id"]]}, headers=AUTH)
+    assert beat.json() == {"stop": []}
+    client.post(f"/api/v1/sweeps/{sweep_id}/cancel", headers=AUTH)
+    beat = client.post(f"/api/v1/workers/{worker}/heartbeat", json={"job_ids": [job["job_id"]]}, headers=AUTH)
+    assert beat.json() == {"stop": [job["job_id"]]}
+    # A result for a job the worker no longer holds is refused, and nothing is stored.
+    assert _complete(client, job["job_id"], worker, {"result": _result(), "exit_code": 0}).status_code == 409
+    assert client.get("/api/v1/results").json() == []
+
+
+def test_another_worker_cannot_complete_or_log_a_job_it_does_not_hold(client, running) -> None:  # noqa: ANN001
+    _, _, job = running
+    other = register_worker(client)
+    assert _complete(client, job["job_id"], other, {"result": _result(), "exit_code": 0}).status_code == 409
+    assert client.put(f"/api/v1/jobs/{job['job_id']}/log", params={"worker_id": other}, content="x", headers=AUTH).status_code == 409
+
+
+def test_baseline_gives_speedup_and_lossless_share(client, dataset) -> None:  # noqa: ANN001
+    worker = register_worker(client)
+    body = sweep_body(dataset, repeats=1, baseline=True, speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
+    sweep_id = submit(client, body).json()["id"]
+    claimed = [client.post(f"/api/v1/workers/{worker}/claim", headers=AUTH).json() for _ in range(2)]
+    for job in claimed:
+        baseline = job["cell"]["speculative"] is None
+        result = _result(tokens_per_s=50.0 if baseline else 100.0, fingerprints=("a", "b") if baseline else ("a", "c"))
+        if baseline:
+            result["spec"] = None
+        _complete(client, job["job_id"], worker, {"result": result, "exit_code": 0})
+    rows = {r["method"]: r for r in client.get("/api/v1/results", params={"sweep_id": sweep_id}).json()}
+    assert rows["ngram"]["speedup"] == pytest.approx(2.0) and rows["ngram"]["lossless_share"] == pytest.approx(0.5)
+    assert rows[None]["speedup"] is None and rows[None]["acceptance_rate"] is None
+
+
+def test_workers_and_builds_are_listed(client) -> None:  # noqa: ANN001
+    register_worker(client, builds=["vllm-a", "vllm-b"])
+    assert [w["builds"] for w in client.get("/api/v1/workers").json()] == [["vllm-a", "vllm-b"]]
+    assert [b["label"] for b in client.get("/api/v1/builds").json()] == ["vllm-a", "vllm-b"]
+
+
+def test_unknown_worker_gets_404(client) -> None:  # noqa: ANN001
+    assert client.post("/api/v1/workers/999/claim", headers=AUTH).status_code == 404
