@@ -6,7 +6,7 @@ import io
 import pytest
 
 from tests.conftest import AUTH
-from tests.factories import register_worker, submit, sweep_body
+from tests.factories import cell_result, register_worker, submit, sweep_body
 
 SYNTHETIC_LOG = """\
 (EngineCore_DP0 pid=4242) ERROR 11-30 00:01:02 [core.py:1012] EngineCore encountered a fatal error.
@@ -20,16 +20,6 @@ Traceback (most recent call last):
   File "/tmp/runners/cell.py", line 300, in <module>
 vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.
 """
-
-
-def _result(tokens_per_s: float = 100.0, accepted: int = 30, fingerprints=("a", "b")) -> dict:  # noqa: ANN001
-    return {
-        "engine_start_s": 10.0, "warmup_s": 1.0, "generation_s": 2.0, "num_requests": len(fingerprints),
-        "prompt_tokens": 40, "output_tokens": 200, "tokens_per_s": tokens_per_s, "requests_per_s": 1.0,
-        "spec": {"num_drafts": 20, "num_draft_tokens": 60, "num_accepted_tokens": accepted, "accepted_per_position": [15, 10, 5]},
-        "requests": [{"num_output_tokens": 100, "fingerprint": f} for f in fingerprints],
-        "output_fingerprint": "f" * 16, "versions": {"vllm": "0.32.0"},
-    }
 
 
 @pytest.fixture
@@ -53,7 +43,7 @@ def test_claimed_job_carries_the_canonical_cell(running) -> None:  # noqa: ANN00
 def test_a_result_is_stored_with_derived_metrics_and_what_ran(client, running) -> None:  # noqa: ANN001
     worker, sweep_id, job = running
     ran = {"backend": "CPU_ATTN", "graph_mode": "NONE", "draft_eager": False}
-    response = _complete(client, job["job_id"], worker, {"result": _result(), "ran": ran, "exit_code": 0, "duration_s": 15})
+    response = _complete(client, job["job_id"], worker, {"result": cell_result(), "ran": ran, "exit_code": 0, "duration_s": 15})
     assert response.status_code == 200 and response.json()["state"] == "succeeded"
     [row] = client.get("/api/v1/results", params={"sweep_id": sweep_id}).json()
     assert row["acceptance_rate"] == pytest.approx(0.5)
@@ -66,7 +56,7 @@ def test_a_result_is_stored_with_derived_metrics_and_what_ran(client, running) -
 
 def test_csv_export_has_one_line_per_result(client, running) -> None:  # noqa: ANN001
     worker, sweep_id, job = running
-    _complete(client, job["job_id"], worker, {"result": _result(), "exit_code": 0})
+    _complete(client, job["job_id"], worker, {"result": cell_result(), "exit_code": 0})
     response = client.get("/api/v1/results.csv", params={"sweep_id": sweep_id})
     assert response.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.text)))
@@ -103,14 +93,14 @@ def test_heartbeat_tells_the_worker_to_stop_a_cancelled_job(client, running) -> 
     beat = client.post(f"/api/v1/workers/{worker}/heartbeat", json={"job_ids": [job["job_id"]]}, headers=AUTH)
     assert beat.json() == {"stop": [job["job_id"]]}
     # A result for a job the worker no longer holds is refused, and nothing is stored.
-    assert _complete(client, job["job_id"], worker, {"result": _result(), "exit_code": 0}).status_code == 409
+    assert _complete(client, job["job_id"], worker, {"result": cell_result(), "exit_code": 0}).status_code == 409
     assert client.get("/api/v1/results").json() == []
 
 
 def test_another_worker_cannot_complete_or_log_a_job_it_does_not_hold(client, running) -> None:  # noqa: ANN001
     _, _, job = running
     other = register_worker(client)
-    assert _complete(client, job["job_id"], other, {"result": _result(), "exit_code": 0}).status_code == 409
+    assert _complete(client, job["job_id"], other, {"result": cell_result(), "exit_code": 0}).status_code == 409
     assert client.put(f"/api/v1/jobs/{job['job_id']}/log", params={"worker_id": other}, content="x", headers=AUTH).status_code == 409
 
 
@@ -121,7 +111,7 @@ def test_baseline_gives_speedup_and_lossless_share(client, dataset) -> None:  # 
     claimed = [client.post(f"/api/v1/workers/{worker}/claim", headers=AUTH).json() for _ in range(2)]
     for job in claimed:
         baseline = job["cell"]["speculative"] is None
-        result = _result(tokens_per_s=50.0 if baseline else 100.0, fingerprints=("a", "b") if baseline else ("a", "c"))
+        result = cell_result(tokens_per_s=50.0 if baseline else 100.0, fingerprints=("a", "b") if baseline else ("a", "c"))
         if baseline:
             result["spec"] = None
         _complete(client, job["job_id"], worker, {"result": result, "exit_code": 0})

@@ -1,0 +1,206 @@
+"""The HTML dashboards: rendered by the server (TestClient) and seen in a real browser (Playwright).
+
+Sweeps and results are made through the worker protocol, as a worker would, so the pages are
+checked against what the service really stores.
+"""
+
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.config import Settings
+from app.main import create_app
+from tests.conftest import TOKEN
+from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
+from tests.live import serve
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+MATRIX_COLUMNS = ["GPU", "backend", "graph mode (requested)", "graph mode (ran)", "method",
+                  "acceptance", "tokens/s", "draft eager", "runs", "states"]
+
+
+class _Tables(HTMLParser):
+    """Collects each ``<table id=...>`` as rows of (row class, cell texts): enough to read the matrix."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[tuple[str, list[str]]]] = {}
+        self._table: str | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "table":
+            self._table = attributes.get("id") or ""
+            self.tables[self._table] = []
+        elif tag == "tr" and self._table is not None:
+            self.tables[self._table].append((attributes.get("class") or "", []))
+        elif tag in ("td", "th") and self._table is not None:
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[self._table][-1][1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def tables(html: str) -> dict[str, list[tuple[str, list[str]]]]:
+    parser = _Tables()
+    parser.feed(html)
+    return parser.tables
+
+
+def matrix_rows(html: str) -> list[dict[str, str]]:
+    """The #matrix table's body rows as dicts by column header, plus the row's class under ``_class``."""
+    header, *body = tables(html)["matrix"]
+    assert header[1] == MATRIX_COLUMNS
+    return [dict(zip(MATRIX_COLUMNS, cells, strict=True), _class=cls) for cls, cells in body]
+
+
+def new_sweep(client: httpx.Client, body: dict[str, Any]) -> tuple[int, dict]:
+    """Register a worker (a sweep's build must be one a worker offers), submit; return (worker, sweep)."""
+    worker = register_worker(client)
+    response = submit(client, body)
+    assert response.status_code == 201, response.text
+    return worker, response.json()
+
+
+def finish_jobs(client: httpx.Client, worker: int, count: int, *, ran: dict[str, Any] | None = None) -> list[dict]:
+    """Claim ``count`` jobs and report a result for each, as a worker does; return the claimed jobs."""
+    jobs = [claim(client, worker) for _ in range(count)]
+    for job in jobs:
+        outcome = {"result": cell_result(), "ran": ran or {}, "exit_code": 0, "duration_s": 12}
+        assert complete(client, job["job_id"], worker, outcome).status_code == 200
+    return jobs
+
+
+# --- server-side rendering -------------------------------------------------------------------
+
+
+def test_index_lists_sweeps_with_a_link_to_each(client, dataset) -> None:  # noqa: ANN001
+    assert "No sweep yet" in client.get("/").text
+    _, sweep = new_sweep(client, sweep_body(dataset, name="eagle-vs-ngram"))
+    response = client.get("/")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
+    assert f'href="/sweeps/{sweep["id"]}"' in response.text
+    [_, (_, cells)] = tables(response.text)["sweeps"]
+    assert cells[:4] == [str(sweep["id"]), "eagle-vs-ngram", "vllm-test", "queued"]
+    assert cells[4] == "queued 4"
+
+
+def test_sweep_page_shows_the_matrix_before_any_result(client, dataset) -> None:  # noqa: ANN001
+    _, sweep = new_sweep(client, sweep_body(dataset, name="matrix-only"))
+    response = client.get(f"/sweeps/{sweep['id']}")
+    assert response.status_code == 200
+    assert "<h1>matrix-only</h1>" in response.text and 'id="sweep-state">queued<' in response.text
+    rows = matrix_rows(response.text)
+    assert [(r["GPU"], r["backend"], r["graph mode (requested)"], r["method"], r["runs"], r["states"]) for r in rows] == [
+        ("cpu", "CPU_ATTN", "NONE", "draft_model", "2", "queued 2"),
+        ("cpu", "CPU_ATTN", "NONE", "ngram", "2", "queued 2"),
+    ]
+    assert "No cell has finished yet" in response.text and "<svg" not in response.text
+
+
+def test_sweep_page_draws_the_chart_once_a_result_exists(client, dataset) -> None:  # noqa: ANN001
+    worker, sweep = new_sweep(client, sweep_body(dataset, name="charted"))
+    finish_jobs(client, worker, 1, ran={"backend": "CPU_ATTN", "graph_mode": "NONE"})
+    html = client.get(f"/sweeps/{sweep['id']}").text
+    ngram = next(r for r in matrix_rows(html) if r["method"] == "ngram")
+    assert ngram["acceptance"] == "0.500" and ngram["tokens/s"] == "100.0"
+    assert ngram["graph mode (ran)"] == "NONE" and ngram["_class"] == ""
+    assert ngram["states"] == "queued 1, succeeded 1"
+    chart = html[html.index('<figure id="chart">'):]
+    assert chart.index("<svg") < chart.index("</figure>") and "Throughput per cell" in chart
+
+
+def test_unknown_sweep_page_is_404(client) -> None:  # noqa: ANN001
+    assert client.get("/sweeps/9999").status_code == 404
+
+
+def test_a_downgraded_cell_shows_the_mode_that_ran_and_is_marked(client, dataset) -> None:  # noqa: ANN001
+    body = sweep_body(dataset, repeats=1, cudagraph_modes=["FULL_AND_PIECEWISE"],
+                      speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
+    worker, sweep = new_sweep(client, body)
+    finish_jobs(client, worker, 1, ran={"backend": "CPU_ATTN", "graph_mode": "PIECEWISE", "graph_downgraded": True})
+    [row] = matrix_rows(client.get(f"/sweeps/{sweep['id']}").text)
+    assert row["graph mode (requested)"] == "FULL_AND_PIECEWISE" and row["graph mode (ran)"] == "PIECEWISE"
+    assert row["_class"] == "downgraded"
+
+
+# --- a real browser --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def live_server(sqlite_url: str) -> Iterator[str]:
+    """The app over SQLite, served by uvicorn in a thread."""
+    with serve(Settings(database_url=sqlite_url, token=TOKEN)) as url:
+        yield url
+
+
+@pytest.fixture
+def chromium():  # noqa: ANN201
+    """Headless system Chromium through Playwright; a missing browser is a failure, never a skip."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: the browser test needs Chromium; install it with `make browser`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def _ran_as_on_cpu(job: dict) -> dict[str, Any]:
+    """What a CPU worker's log would say: full CUDA graphs fall back to piecewise, flagged as a downgrade."""
+    requested = job["cell"]["cudagraph_mode"]
+    ran = "PIECEWISE" if requested.startswith("FULL") else requested
+    return {"backend": "CPU_ATTN", "graph_mode": ran, "graph_downgraded": ran != requested}
+
+
+def test_a_browser_follows_the_sweep_link_and_sees_matrix_and_chart(live_server, chromium, dataset, tmp_path) -> None:  # noqa: ANN001
+    with httpx.Client(base_url=live_server, timeout=30) as http:
+        body = sweep_body(dataset, name="browser-sweep", repeats=1, cudagraph_modes=["NONE", "FULL_AND_PIECEWISE"])
+        worker, sweep = new_sweep(http, body)
+        jobs = [claim(http, worker) for _ in range(3)]
+        for job in jobs:
+            outcome = {"result": cell_result(tokens_per_s=80.0 + 20 * job["job_id"]), "ran": _ran_as_on_cpu(job), "exit_code": 0}
+            assert complete(http, job["job_id"], worker, outcome).status_code == 200
+
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{live_server}/")
+    page.locator("#sweeps").get_by_role("link", name="browser-sweep").click()
+    page.wait_for_url(f"{live_server}/sweeps/{sweep['id']}")
+
+    assert page.locator("h1").inner_text() == "browser-sweep"
+    assert page.locator("#sweep-state").inner_text() == "running"
+    rows = page.locator("#matrix tr")
+    assert rows.count() == 1 + 4  # the header, then 2 methods x 2 graph modes
+    cells = [[c.strip() for c in rows.nth(i).locator("td").all_inner_texts()] for i in range(1, 5)]
+    assert {(c[2], c[4]) for c in cells} == {(m, s) for m in ("NONE", "FULL_AND_PIECEWISE") for s in ("draft_model", "ngram")}
+    assert sorted(c[9] for c in cells) == ["queued 1", "succeeded 1", "succeeded 1", "succeeded 1"]
+    # Two of the four cells ask for full graphs and three ran, so at least one ran downgraded.
+    downgraded = sum(_ran_as_on_cpu(job)["graph_downgraded"] for job in jobs)
+    assert downgraded >= 1 and page.locator("#matrix tr.downgraded").count() == downgraded
+    assert page.locator("#matrix tr.downgraded").first.locator("td").nth(3).inner_text() == "PIECEWISE"
+    chart = page.locator("#chart svg")
+    assert chart.is_visible() and chart.bounding_box()["width"] > 300
+
+    shot = tmp_path / "sweep.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
