@@ -13,7 +13,6 @@ import httpx
 import pytest
 
 from app.config import Settings
-from app.main import create_app
 from tests.conftest import TOKEN
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
 from tests.live import serve
