@@ -3,10 +3,12 @@
 Standard library only, so it runs beside vLLM alone. ``draftbench expand`` writes the folder;
 ``draftbench import`` reads the results back into the service's database.
 
-    python runners/offline.py FOLDER [--python PATH] [--only-missing]
+    python runners/offline.py FOLDER [--python PATH] [--only-missing] [--budget-s SECONDS]
 
 Each ``FOLDER/cells/NAME/spec.json`` gets ``cell.log``, ``exit.json`` and, when the cell ran to
-the end, ``result.json`` beside it.
+the end, ``result.json`` beside it. With ``--budget-s`` (a lease on a borrowed GPU) a cell that
+the budget cuts short is left without ``exit.json``, so it is not mistaken for a timeout and
+``--only-missing`` runs it next time.
 """
 
 import argparse
@@ -23,20 +25,29 @@ from runners import execute  # noqa: E402
 CELL_SCRIPT = Path(__file__).with_name("cell.py")
 
 
-def run_folder(folder: Path, *, python: str, only_missing: bool = False) -> list[dict]:
+def run_folder(folder: Path, *, python: str, only_missing: bool = False, budget_s: float | None = None) -> list[dict]:
     """Run every cell under ``folder/cells`` in name order; returns one summary per cell."""
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     summaries = []
     for cell_dir in sorted(p for p in (folder / "cells").iterdir() if (p / "spec.json").is_file()):
         if only_missing and (cell_dir / "exit.json").is_file():
             continue
         spec = json.loads((cell_dir / "spec.json").read_text())
+        timeout_s = float(spec.get("timeout_s", 900))
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left < 30:
+            print(json.dumps({"cell": cell_dir.name, "skipped": "budget spent"}), flush=True)
+            break
         (cell_dir / "result.json").unlink(missing_ok=True)
         finished = execute.run(
             [python, str(CELL_SCRIPT), str(cell_dir / "spec.json"), str(cell_dir / "result.json")],
             log_path=cell_dir / "cell.log",
-            timeout_s=float(spec.get("timeout_s", 900)),
+            timeout_s=timeout_s if left is None else min(timeout_s, left),
             cwd=cell_dir,
         )
+        if finished.timed_out and left is not None and left < timeout_s:
+            print(json.dumps({"cell": cell_dir.name, "cut": "budget spent mid-cell; run it again"}), flush=True)
+            break
         exit_info = {
             "exit_code": finished.exit_code,
             "signal": finished.signal,
@@ -59,8 +70,9 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--python", default=sys.executable, help="The vLLM build's interpreter")
     parser.add_argument("--only-missing", action="store_true", help="Skip cells that already have exit.json")
+    parser.add_argument("--budget-s", type=float, help="Start no cell after this many seconds; cut the last one")
     args = parser.parse_args()
-    run_folder(args.folder, python=args.python, only_missing=args.only_missing)
+    run_folder(args.folder, python=args.python, only_missing=args.only_missing, budget_s=args.budget_s)
 
 
 if __name__ == "__main__":

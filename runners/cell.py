@@ -1,0 +1,397 @@
+"""Run one benchmark cell inside a vLLM build's own Python and write what it measured as JSON.
+
+Usage:
+
+    python runners/cell.py SPEC.json RESULT.json
+
+SPEC.json is a ``CellSpec`` and RESULT.json a ``CellResult`` (``app/schemas/cell.py``, schema version 1).
+This file imports only the standard library and vLLM (torch only for version and GPU facts), because
+it runs inside whatever build is being measured; the worker validates the JSON it writes.
+
+What is measured and how:
+- engine_start_s is the ``LLM(...)`` construction (model load, KV cache, compile and graph capture).
+- Warm-up runs ``warmup_prompts`` prompts first; vLLM's spec-decode counters are cumulative, so they
+  are read after warm-up and again after the measured run, and the difference is reported.
+- Requests use ``ignore_eos=True``: every request produces exactly ``max_tokens`` tokens, so a
+  speculative cell and its baseline do the same amount of work and tokens/s compare like for like
+  (with random-weight test models EOS would otherwise end requests at arbitrary points).
+- Each request gets its own sampling seed (workload seed + request index), so outputs do not
+  depend on how vLLM batches the requests.
+
+The result is written before vLLM is shut down (engine shutdown can hang); then vLLM gets a bounded
+chance to stop, any engine process still alive is killed, and the process exits with ``os._exit(0)``.
+On any exception the traceback is printed, leftover engine processes are killed and the exit code is 1.
+"""
+
+import dataclasses
+import hashlib
+import importlib
+import importlib.metadata
+import itertools
+import json
+import os
+import platform
+import signal
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+SCHEMA_VERSION = 1
+# How long vLLM may take to stop its engine processes after the result is written.
+SHUTDOWN_GRACE_S = 20.0
+
+SPEC_COUNTERS = {
+    "num_drafts": "vllm:spec_decode_num_drafts",
+    "num_draft_tokens": "vllm:spec_decode_num_draft_tokens",
+    "num_accepted_tokens": "vllm:spec_decode_num_accepted_tokens",
+}
+PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
+
+
+# ---------------------------------------------------------------------------- workload
+
+
+def load_prompts(workload: dict[str, Any]) -> list[str]:
+    """First turns of the Spec-Bench file, filtered by category, cycled up to ``num_prompts``."""
+    categories = set(workload.get("categories") or [])
+    questions = []
+    with open(workload["dataset"], encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if categories and record.get("category") not in categories:
+                continue
+            questions.append(record["turns"][0])
+    if not questions:
+        raise ValueError(f"no prompts in {workload['dataset']} for categories {sorted(categories)}")
+    return list(itertools.islice(itertools.cycle(questions), workload["num_prompts"]))
+
+
+# ---------------------------------------------------------------------------- engine
+
+
+def engine_kwargs(spec: dict[str, Any], engine_arg_names: set[str]) -> dict[str, Any]:
+    """Keyword arguments for ``vllm.LLM``: the cell's ``engine_args`` plus its backend, graph mode and speculation.
+
+    The cell's own dimensions win over ``engine_args`` (they are what the cell measures); a
+    ``compilation_config`` in ``engine_args`` is kept, with the cell's ``cudagraph_mode`` set in it.
+    """
+    kwargs: dict[str, Any] = dict(spec.get("engine_args") or {})
+    kwargs.update(
+        model=spec["model"],
+        tokenizer=spec.get("tokenizer") or spec["model"],
+        seed=spec["workload"].get("seed", 0),
+        # Spec-decode counters only exist when stats are logged.
+        disable_log_stats=False,
+        attention_backend=spec["attention_backend"],
+    )
+    if spec["cudagraph_mode"] == "NONE":
+        kwargs["enforce_eager"] = True
+    else:
+        compilation = kwargs.get("compilation_config", {})
+        kwargs["compilation_config"] = {**compilation, "cudagraph_mode": spec["cudagraph_mode"]}
+    if spec.get("speculative") is not None:
+        kwargs["speculative_config"] = dict(spec["speculative"])
+        # Per-request acceptance only where this vLLM offers it (0.32 does; older builds reject the name).
+        if "per_request_spec_decode_metrics" in engine_arg_names:
+            kwargs["per_request_spec_decode_metrics"] = "summary"
+    return kwargs
+
+
+def engine_arg_names() -> set[str]:
+    """Field names ``EngineArgs`` accepts in this vLLM build."""
+    from vllm.engine.arg_utils import EngineArgs
+
+    return {field.name for field in dataclasses.fields(EngineArgs)}
+
+
+def has_chat_template(llm) -> bool:
+    """Whether prompts should go through the chat template (only if the tokenizer has one)."""
+    return bool(getattr(llm.get_tokenizer(), "chat_template", None))
+
+
+def sampling_params(workload: dict[str, Any], count: int, offset: int = 0) -> list:
+    """One ``SamplingParams`` per request; the seed is per request so batching cannot change outputs."""
+    from vllm import SamplingParams
+
+    return [
+        SamplingParams(
+            temperature=workload.get("temperature", 0.0),
+            max_tokens=workload["max_tokens"],
+            seed=workload.get("seed", 0) + offset + index,
+            ignore_eos=True,
+        )
+        for index in range(count)
+    ]
+
+
+def run_prompts(llm, prompts: list[str], params: list, chat: bool) -> list:
+    """Generate for ``prompts``, through the chat template when ``chat``."""
+    if chat:
+        conversations = [[{"role": "user", "content": prompt}] for prompt in prompts]
+        return llm.chat(conversations, params, use_tqdm=False)
+    return llm.generate(prompts, params, use_tqdm=False)
+
+
+# ---------------------------------------------------------------------------- metrics
+
+
+def add_elementwise(left: list[int], right: list[int], sign: int = 1) -> list[int]:
+    """``left + sign * right`` position by position; the shorter list counts as zero-padded."""
+    size = max(len(left), len(right))
+    left = left + [0] * (size - len(left))
+    right = right + [0] * (size - len(right))
+    return [a + sign * b for a, b in zip(left, right)]
+
+
+def read_spec_counters(llm) -> dict[str, Any]:
+    """Current cumulative spec-decode counters, summed over engines (labels) if there are several."""
+    keys = {name: key for key, name in SPEC_COUNTERS.items()}
+    totals: dict[str, Any] = {key: 0 for key in SPEC_COUNTERS}
+    totals["accepted_per_position"] = []
+    for metric in llm.get_metrics():
+        if metric.name in keys:
+            totals[keys[metric.name]] += int(metric.value)
+        elif metric.name == PER_POSITION:
+            values = [int(value) for value in metric.values]
+            totals["accepted_per_position"] = add_elementwise(totals["accepted_per_position"], values)
+    return totals
+
+
+def counters_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What the measured run added to the cumulative counters."""
+    delta = {key: after[key] - before[key] for key in SPEC_COUNTERS}
+    delta["accepted_per_position"] = add_elementwise(
+        after["accepted_per_position"], before["accepted_per_position"], sign=-1
+    )
+    return delta
+
+
+def fingerprint(token_ids) -> str:
+    """A short, stable identity of one token sequence."""
+    return hashlib.sha256(json.dumps(list(token_ids)).encode()).hexdigest()[:16]
+
+
+def request_outcome(output) -> dict[str, Any]:
+    """Per-request figures; drafts and accepted tokens only when vLLM filled per-request metrics."""
+    completion = output.outputs[0]
+    outcome: dict[str, Any] = {
+        "num_output_tokens": len(completion.token_ids),
+        "fingerprint": fingerprint(completion.token_ids),
+    }
+    metrics = getattr(completion, "spec_decode_metrics", None)
+    if metrics is not None:
+        # histogram[j] counts verify steps that accepted j draft tokens.
+        outcome["num_drafts"] = sum(metrics.histogram)
+        outcome["num_accepted_tokens"] = sum(j * count for j, count in enumerate(metrics.histogram))
+    return outcome
+
+
+def output_fingerprint(outputs: list) -> str:
+    """sha256 over every request's token ids, in request order."""
+    digest = hashlib.sha256()
+    for output in outputs:
+        digest.update(json.dumps(list(output.outputs[0].token_ids)).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------------------- versions
+
+
+def package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def vllm_commit() -> str | None:
+    """The commit vLLM was built from, where the build records it (``vllm._version``)."""
+    try:
+        version_module = importlib.import_module("vllm._version")
+    except ImportError:
+        return None
+    return getattr(version_module, "__commit_id__", None) or getattr(version_module, "commit_id", None)
+
+
+def gpu_versions() -> dict[str, Any]:
+    """torch and CUDA versions, and the GPU's name, capability and driver when CUDA is available."""
+    try:
+        torch = importlib.import_module("torch")
+    except ImportError:
+        return {}
+    facts: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda}
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability(0)
+        facts["gpu_name"] = torch.cuda.get_device_name(0)
+        facts["compute_capability"] = f"{major}.{minor}"
+        facts["driver"] = nvidia_driver()
+    return facts
+
+
+def nvidia_driver() -> str | None:
+    """The NVIDIA driver version from the kernel module, without needing nvidia-smi."""
+    try:
+        with open("/proc/driver/nvidia/version", encoding="utf-8") as handle:
+            first = handle.readline()
+    except OSError:
+        return None
+    words = first.split()
+    return next((w for w in words if w[0].isdigit() and "." in w), None)
+
+
+def versions() -> dict[str, Any]:
+    import vllm
+
+    return {
+        "vllm": vllm.__version__,
+        "vllm_commit": vllm_commit(),
+        "flashinfer": package_version("flashinfer-python") or package_version("flashinfer"),
+        "python": platform.python_version(),
+        **gpu_versions(),
+    }
+
+
+# ---------------------------------------------------------------------------- the cell
+
+
+def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """Start the engine, warm up, measure; return the result dict and the live ``LLM``."""
+    from vllm import LLM
+
+    workload = spec["workload"]
+    prompts = load_prompts(workload)
+    speculative = spec.get("speculative") is not None
+
+    started = time.perf_counter()
+    llm = LLM(**engine_kwargs(spec, engine_arg_names()))
+    engine_start_s = time.perf_counter() - started
+    chat = has_chat_template(llm)
+
+    warmup = list(itertools.islice(itertools.cycle(prompts), workload.get("warmup_prompts", 0)))
+    started = time.perf_counter()
+    if warmup:
+        run_prompts(llm, warmup, sampling_params(workload, len(warmup), offset=len(prompts)), chat)
+    warmup_s = time.perf_counter() - started
+
+    before = read_spec_counters(llm) if speculative else None
+    started = time.perf_counter()
+    outputs = run_prompts(llm, prompts, sampling_params(workload, len(prompts)), chat)
+    generation_s = time.perf_counter() - started
+    spec_counters = counters_delta(before, read_spec_counters(llm)) if speculative else None
+
+    output_tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+    result = {
+        "schema_version": SCHEMA_VERSION,
+        "engine_start_s": engine_start_s,
+        "warmup_s": warmup_s,
+        "generation_s": generation_s,
+        "num_requests": len(outputs),
+        "prompt_tokens": sum(len(o.prompt_token_ids or []) for o in outputs),
+        "output_tokens": output_tokens,
+        "tokens_per_s": output_tokens / generation_s if generation_s > 0 else 0.0,
+        "requests_per_s": len(outputs) / generation_s if generation_s > 0 else 0.0,
+        "spec": spec_counters,
+        "requests": [request_outcome(o) for o in outputs],
+        "output_fingerprint": output_fingerprint(outputs),
+        "versions": versions(),
+    }
+    return result, llm
+
+
+def write_json(path: str, data: dict[str, Any]) -> None:
+    """Write atomically (temp file + rename) and fsync, so the worker never reads half a result."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=2)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def shutdown_engine(llm, grace_s: float) -> None:
+    """Ask vLLM to stop its engine processes, waiting at most ``grace_s`` (shutdown can hang)."""
+    engine_core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    stop = getattr(engine_core, "shutdown", None)
+    if stop is None:
+        return
+    thread = threading.Thread(target=stop, daemon=True)
+    thread.start()
+    thread.join(grace_s)
+
+
+def descendants(root: int) -> list[int]:
+    """Process ids below ``root`` in the process tree (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
+                # The command name (field 2) may hold spaces; the parent id is the 2nd field after it.
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, queue = [], [root]
+    while queue:
+        below = children.get(queue.pop(), [])
+        found += below
+        queue += below
+    return found
+
+
+def is_resource_tracker(pid: int) -> bool:
+    """multiprocessing's resource tracker: it exits with us and frees shared memory vLLM leaked."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return b"multiprocessing.resource_tracker" in handle.read()
+    except OSError:
+        return False
+
+
+def kill_descendants() -> None:
+    """SIGKILL whatever vLLM left running (engine core, workers), so no orphan outlives the cell."""
+    for pid in descendants(os.getpid()):
+        if is_resource_tracker(pid):
+            continue
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def finish(exit_code: int) -> None:
+    """Kill leftover engine processes, flush, and exit now (Python's teardown can hang in vLLM's)."""
+    kill_descendants()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code)
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) != 3:
+        sys.exit(f"usage: {argv[0]} SPEC.json RESULT.json")
+    with open(argv[1], encoding="utf-8") as handle:
+        spec = json.load(handle)
+    try:
+        result, llm = run_cell(spec)
+    except BaseException:
+        # Print the root cause for the worker's crash signatures, then leave no engine process behind.
+        traceback.print_exc()
+        finish(exit_code=1)
+    write_json(argv[2], result)
+    print(f"cell result written to {argv[2]}", flush=True)
+    # The result is safe on disk: give vLLM a bounded chance to stop cleanly, then make sure its
+    # processes are gone (orphans would hold the worker's log pipe open) and exit without Python's
+    # own teardown, which would run vLLM's shutdown again and can hang.
+    shutdown_engine(llm, SHUTDOWN_GRACE_S)
+    finish(exit_code=0)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

