@@ -28,7 +28,8 @@ ENV PATH=/opt/draftbench/bin:$PATH \
 WORKDIR /root
 # The vLLM image's entrypoint is `vllm serve`; the worker is the process here.
 ENTRYPOINT []
-CMD ["sh", "-c", "exec draftbench worker --build \"vllm-${DRAFTBENCH_VLLM_VERSION}=/usr/bin/python3\" --gpu-kind auto"]
+# One worker process per visible GPU (--gpus all), as in docker-compose.yml.
+CMD ["sh", "-c", "exec draftbench worker --build \"vllm-${DRAFTBENCH_VLLM_VERSION}=/usr/bin/python3\" --gpu-kind auto --gpus all"]
 
 # --- api: the service --------------------------------------------------------------------------
 FROM python:3.11-slim AS api

@@ -13,10 +13,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from app.auth.cli import token_cli
 from app.enums import GpuKind, JobState
 
 cli = typer.Typer(help=__doc__, no_args_is_help=True, add_completion=False)
-console = Console()
+cli.add_typer(token_cli, name="token")
+# Piped output (make, CI logs) gets a wide table instead of rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 200)
 
 Server = Annotated[str, typer.Option(envvar="DRAFTBENCH_SERVER", help="The service's base URL")]
 Token = Annotated[str, typer.Option(envvar="DRAFTBENCH_TOKEN", help="Bearer token for writes")]
@@ -67,6 +70,17 @@ def worker(
     token: Token = "",
     build: Annotated[list[str], typer.Option(help="LABEL=/path/to/python of a vLLM environment; repeatable")] = [],  # noqa: B006
     gpu_kind: Annotated[str, typer.Option(help="'auto' reads nvidia-smi; or one of the GPU kinds")] = "auto",
+    gpu: Annotated[
+        str | None,
+        typer.Option(help="GPUs this worker owns, INDEX[,INDEX...] or UUID: CUDA_VISIBLE_DEVICES of its cells; "
+                     "it claims cells needing up to that many GPUs"),
+    ] = None,
+    gpus: Annotated[
+        str | None,
+        typer.Option(help="'all' or a list 0,1,2: start one worker process per GPU (or per --gpus-per-worker GPUs) "
+                     "and supervise them"),
+    ] = None,
+    gpus_per_worker: Annotated[int, typer.Option(help="With --gpus: GPUs of each worker (2 runs tensor-parallel-2 cells)")] = 1,
     name: str | None = None,
     heartbeat: float = 10.0,
     max_jobs: int | None = None,
@@ -74,6 +88,9 @@ def worker(
     quiet: bool = False,
 ) -> None:
     """Claim cells from the service and run each in its own vLLM subprocess."""
+    import signal
+
+    from runners import gpus as gpu_devices
     from runners.client import ServiceClient
     from runners.worker import Build, Worker, detect_gpu_kinds
 
@@ -84,21 +101,61 @@ def worker(
         builds = [Build.parse(b) for b in build]
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--build") from None
-    if gpu_kind == "auto":
-        kinds, count = detect_gpu_kinds()
-    else:
-        try:
-            kinds, count = [GpuKind(gpu_kind)], 0 if gpu_kind == GpuKind.CPU else 1
-        except ValueError:
-            allowed = ", ".join(k.value for k in GpuKind)
-            raise typer.BadParameter(f"unknown GPU kind {gpu_kind!r}; allowed values: auto, {allowed}") from None
-    client = ServiceClient(server, token)
+    if gpu_kind != "auto" and gpu_kind not in {k.value for k in GpuKind}:
+        allowed = ", ".join(k.value for k in GpuKind)
+        raise typer.BadParameter(f"unknown GPU kind {gpu_kind!r}; allowed values: auto, {allowed}", param_hint="--gpu-kind")
+    if gpu is not None and gpus is not None:
+        raise typer.BadParameter("give --gpu (this process) or --gpus (one process per GPU), not both", param_hint="--gpus")
+    if gpus is not None:
+        raise typer.Exit(_worker_fleet(server=server, token=token, build=build, gpu_kind=gpu_kind, gpus=gpus,
+                                       per_worker=gpus_per_worker, name=name, heartbeat=heartbeat, max_jobs=max_jobs,
+                                       exit_when_idle=exit_when_idle, quiet=quiet))
     try:
-        Worker(client, builds=builds, gpu_kinds=kinds, gpu_count=count, name=name, heartbeat_s=heartbeat, echo=not quiet).run(
-            max_jobs=max_jobs, exit_when_idle=exit_when_idle
-        )
+        gpu_ids = gpu_devices.parse_ids(gpu) if gpu is not None else None
+        if gpu_kind == "auto":
+            kinds, count = detect_gpu_kinds(gpu_ids)
+        elif gpu_kind == GpuKind.CPU:
+            if gpu_ids:
+                raise gpu_devices.GpuError("--gpu-kind cpu runs the CPU engine: drop --gpu")
+            kinds, count = [GpuKind.CPU], 0
+        else:
+            kinds, count = [GpuKind(gpu_kind)], len(gpu_ids) if gpu_ids else 1
+    except gpu_devices.GpuError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--gpu") from None
+    client = ServiceClient(server, token)
+    runner = Worker(client, builds=builds, gpu_kinds=kinds, gpu_count=count, gpu_ids=gpu_ids, name=name,
+                    heartbeat_s=heartbeat, echo=not quiet)
+    # SIGTERM (docker stop, the --gpus supervisor) stops the running cell and ends the loop.
+    signal.signal(signal.SIGTERM, lambda *_: runner.stopping.set())
+    try:
+        runner.run(max_jobs=max_jobs, exit_when_idle=exit_when_idle)
     finally:
         client.close()
+
+
+def _worker_fleet(*, server: str, token: str, build: list[str], gpu_kind: str, gpus: str, per_worker: int,
+                  name: str | None, heartbeat: float, max_jobs: int | None, exit_when_idle: bool, quiet: bool) -> int:
+    """``--gpus``: one ``draftbench worker --gpu ...`` per group of GPUs, supervised; their exit code."""
+    import os
+    import socket
+
+    from runners import fleet
+    from runners import gpus as gpu_devices
+
+    try:
+        ids = fleet.worker_ids(gpus, visible=os.environ.get("CUDA_VISIBLE_DEVICES"), found=gpu_devices.list_gpus())
+        groups = gpu_devices.groups(ids, per_worker)
+    except gpu_devices.GpuError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--gpus") from None
+    base = [*fleet.cli_base(), "worker", "--server", server, *(f"--build={b}" for b in build), "--gpu-kind", gpu_kind,
+            "--heartbeat", str(heartbeat)]
+    base += ["--max-jobs", str(max_jobs)] if max_jobs is not None else []
+    base += ["--exit-when-idle"] if exit_when_idle else []
+    base += ["--quiet"] if quiet else []
+    # The token travels in the environment, never on a command line other users can read.
+    env = os.environ | {"DRAFTBENCH_TOKEN": token}
+    argvs = [fleet.child_argv(base, group, name=name or socket.gethostname()) for group in groups]
+    return fleet.supervise(argvs, env=env)
 
 
 @cli.command()

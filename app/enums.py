@@ -99,5 +99,13 @@ class CrashKind(StrEnum):
     EXIT = "exit"
 
 
+class TokenScope(StrEnum):
+    """What an API token may do. ``admin`` implies every other scope."""
+
+    SUBMIT = "submit"  # submit sweeps, cancel one's own (developers, CI)
+    WORKER = "worker"  # register, claim, heartbeat, upload logs, complete jobs
+    ADMIN = "admin"  # tokens, builds, cancel any sweep
+
+
 def allowed(enum: type[StrEnum]) -> list[str]:
     return [member.value for member in enum]

@@ -4,14 +4,19 @@ import logging
 
 from fastapi import FastAPI, Request, status
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DataError
 
 from app import db
+from app.auth.ratelimit import RateLimiter
+from app.auth.router import router as tokens_router
 from app.config import Settings, get_settings
 from app.crashes.router import router as crashes_router
 from app.errors import InputError, NotFoundError
 from app.jobs.queue import NotLeasedError
 from app.jobs.router import router as jobs_router
 from app.limits import BodyLimitMiddleware
+from app.metrics.router import router as metrics_router
+from app.metrics.service import Metrics
 from app.results.router import router as results_router
 from app.schemas.sweep import SweepSpec
 from app.sweeps.router import router as sweeps_router
@@ -20,7 +25,7 @@ from dashboards.views import router as dashboards_router
 
 log = logging.getLogger("draftbench")
 
-API_ROUTERS = (sweeps_router, jobs_router, results_router, crashes_router, workers_router)
+API_ROUTERS = (sweeps_router, jobs_router, results_router, crashes_router, workers_router, metrics_router, tokens_router)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -38,6 +43,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = db.make_sessionmaker(engine)
+    app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
+    app.state.metrics = Metrics(sessions=app.state.sessionmaker, stale_seconds=settings.worker_stale_seconds)
     app.add_middleware(BodyLimitMiddleware, max_body=settings.max_body_bytes, max_log=settings.max_log_bytes)
     for router in API_ROUTERS:
         app.include_router(router)
@@ -74,3 +81,14 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def _not_leased(request: Request, exc: NotLeasedError) -> JSONResponse:
         log.warning("refused %s %s: %s", request.method, request.url.path, exc)
         return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
+
+    @app.exception_handler(OverflowError)
+    @app.exception_handler(DataError)
+    async def _out_of_range(request: Request, exc: Exception) -> JSONResponse:
+        # An id, offset or count beyond what the database stores (64-bit integers): SQLite's driver
+        # raises OverflowError, PostgreSQL a DataError ("out of range"). Bad input, not a server fault.
+        log.warning("refused %s %s: %s", request.method, request.url.path, str(exc).splitlines()[0])
+        return JSONResponse(
+            {"detail": [{"loc": ["request"], "msg": "a value is out of the range the database stores", "type": "value_error"}]},
+            status_code=status.HTTP_422_UNPROCESSABLE_CONTENT,
+        )

@@ -93,6 +93,20 @@ class Worker(Base):
     last_heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class ApiToken(Base):
+    """A bearer token: only the sha256 of its secret is stored, with the scopes it grants."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    hash: Mapped[str] = mapped_column(String(64), unique=True)
+    scopes: Mapped[list[Any]] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column()
+    revoked_at: Mapped[datetime | None] = mapped_column()
+
+
 class Sweep(Base):
     __tablename__ = "sweeps"
 
@@ -109,6 +123,8 @@ class Sweep(Base):
     idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     cancelled_at: Mapped[datetime | None] = mapped_column()
+    # The token that submitted it (None: the bootstrap DRAFTBENCH_TOKEN or an import); it may cancel it.
+    created_by_token_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id", ondelete="SET NULL"))
 
     jobs: Mapped[list["Job"]] = relationship(back_populates="sweep", order_by="Job.id")
 
@@ -120,6 +136,9 @@ class Job(Base):
     __table_args__ = (
         Index("ix_jobs_claim", "state", "gpu_kind", "build_label", "priority", "id"),
         Index("ix_jobs_lease", "state", "lease_expires_at"),
+        # The claim's fairness terms: running jobs per sweep, and when the sweep was last served.
+        Index("ix_jobs_sweep_state", "sweep_id", "state"),
+        Index("ix_jobs_sweep_started", "sweep_id", "started_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -136,6 +155,8 @@ class Job(Base):
     config_hash: Mapped[str] = mapped_column(String(64), index=True)
     state: Mapped[JobState] = mapped_column(_enum(JobState), default=JobState.QUEUED)
     priority: Mapped[int] = mapped_column(default=0)
+    # GPUs the cell takes on one host: tensor_parallel_size x pipeline_parallel_size; 0 on the CPU engine.
+    gpus_needed: Mapped[int] = mapped_column(default=1, server_default="1")
     attempts: Mapped[int] = mapped_column(default=0)
     max_attempts: Mapped[int] = mapped_column(default=3)
     worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="SET NULL"))

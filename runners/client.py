@@ -19,9 +19,20 @@ class JobLost(Exception):
 class ServiceClient:
     """Retries while the service or its database is away, so a restart loses no result."""
 
-    def __init__(self, server: str, token: str, *, retry_for_s: float = 600.0, timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        server: str,
+        token: str,
+        *,
+        retry_for_s: float = 600.0,
+        timeout_s: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self._http = httpx.Client(
-            base_url=server.rstrip("/"), headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s
+            base_url=server.rstrip("/"),
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout_s,
+            transport=transport,
         )
         self._retry_for_s = retry_for_s
 
@@ -37,16 +48,18 @@ class ServiceClient:
             except httpx.TransportError as exc:
                 failure = f"{type(exc).__name__}: {exc}"
             else:
-                if response.status_code < 500:
-                    if response.status_code == 409:
-                        raise JobLost(response.json().get("detail", "job lost"))
+                if response.status_code == 409:
+                    raise JobLost(response.json().get("detail", "job lost"))
+                if response.status_code < 500 and response.status_code != 429:
                     response.raise_for_status()
                     return response
                 failure = f"HTTP {response.status_code}: {response.text[:200]}"
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{method} {url} kept failing for {self._retry_for_s:.0f} s: {failure}")
-            log.warning("%s %s failed (%s); retrying in %.1f s", method, url, failure, delay)
-            time.sleep(delay)
+            # Rate limited: the service says when to come back.
+            wait = _retry_after(response) if failure.startswith("HTTP 429") else delay
+            log.warning("%s %s failed (%s); retrying in %.1f s", method, url, failure, wait)
+            time.sleep(wait)
             delay = min(delay * 2, 15.0)
 
     def register(self, request: RegisterRequest) -> int:
@@ -72,3 +85,10 @@ class ServiceClient:
     def complete(self, worker_id: int, job_id: int, outcome: CellOutcome) -> None:
         body = CompleteRequest(worker_id=worker_id, outcome=outcome).model_dump(mode="json")
         self._call("POST", f"/api/v1/jobs/{job_id}/complete", json=body)
+
+
+def _retry_after(response: httpx.Response) -> float:
+    try:
+        return max(0.1, float(response.headers.get("Retry-After", "1")))
+    except ValueError:
+        return 1.0

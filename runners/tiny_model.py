@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-DEFAULT_CORPUS = Path("/work/shared/datasets/spec_bench_questions.jsonl")
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "spec_bench_questions.jsonl"
 
 # Qwen's chat markers, so prompts look like the real model's and vLLM's chat path is exercised.
 BOS = "<|endoftext|>"
@@ -76,18 +76,18 @@ def train_tokenizer(corpus: Path, vocab_size: int):
     return wrapped
 
 
-def build_config(tokenizer, *, layers: int, hidden: int, vocab_size: int):
-    """A Qwen3 config scaled down: 4 query heads and 2 KV heads of size hidden/4 (GQA, as in real Qwen3)."""
+def build_config(tokenizer, *, layers: int, hidden: int, vocab_size: int, heads: int = 4, kv_heads: int | None = None):
+    """A Qwen3 config scaled down: by default 4 query heads and 2 KV heads of size hidden/4 (GQA, as in Qwen3)."""
     from transformers import Qwen3Config
 
-    heads = 4
     return Qwen3Config(
+        architectures=["Qwen3ForCausalLM"],
         vocab_size=max(vocab_size, len(tokenizer)),
         hidden_size=hidden,
         intermediate_size=hidden * 3,
         num_hidden_layers=layers,
         num_attention_heads=heads,
-        num_key_value_heads=heads // 2,
+        num_key_value_heads=kv_heads or max(1, heads // 2),
         head_dim=hidden // heads,
         max_position_embeddings=4096,
         tie_word_embeddings=True,
@@ -123,6 +123,49 @@ def make_tiny_model(
     return out
 
 
+def make_config_only(
+    out_dir: str | Path,
+    *,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    vocab_size: int = 2048,
+    corpus: str | Path = DEFAULT_CORPUS,
+) -> Path:
+    """Config and tokenizer without weights, for ``load_format="dummy"``: GPU-sized models that travel in KBs."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = train_tokenizer(Path(corpus), vocab_size)
+    config = build_config(tokenizer, layers=layers, hidden=hidden, vocab_size=vocab_size, heads=heads, kv_heads=kv_heads)
+    config.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def make_dflash_draft(target_dir: str | Path, out_dir: str | Path, *, layers: int = 2, mask_token_id: int = 3) -> Path:
+    """A config-only DFlash draft for ``target_dir``: the target's config with DFlash's own keys (vllm-facts).
+
+    It reads hidden states from three target layers spread over its depth.
+    """
+    target = Path(target_dir)
+    config = json.loads((target / "config.json").read_text())
+    depth = config["num_hidden_layers"]
+    config.update(
+        architectures=["DFlashDraftModel"],
+        num_hidden_layers=layers,
+        layer_types=["full_attention"] * layers,
+        dflash_config={"target_layer_ids": [1, depth // 2, depth - 1], "mask_token_id": mask_token_id},
+    )
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    for name in target.iterdir():
+        if name.name != "config.json" and name.is_file() and not name.name.endswith(".safetensors"):
+            (out / name.name).write_bytes(name.read_bytes())
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir")
@@ -131,7 +174,20 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=2048)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="Spec-Bench JSONL or plain text")
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--kv-heads", type=int, default=None)
+    parser.add_argument("--config-only", action="store_true", help="No weights: for load_format=dummy")
+    parser.add_argument("--dflash-draft", metavar="DIR", help="Also write a config-only DFlash draft for it to DIR")
     args = parser.parse_args()
+    if args.config_only:
+        out = make_config_only(
+            args.out_dir, layers=args.layers, hidden=args.hidden, heads=args.heads,
+            kv_heads=args.kv_heads or max(1, args.heads // 2), vocab_size=args.vocab, corpus=args.corpus,
+        )
+        if args.dflash_draft:
+            print(make_dflash_draft(out, args.dflash_draft))
+        print(out)
+        return
     out = make_tiny_model(
         args.out_dir,
         layers=args.layers,

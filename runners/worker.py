@@ -8,19 +8,17 @@ import json
 import logging
 import os
 import platform
-import shutil
 import socket
 import subprocess
 import tempfile
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.enums import GpuKind
 from app.schemas.cell import CellOutcome, CellSpec
 from app.schemas.worker import BuildInfo, ClaimedJob, RegisterRequest
-from runners import execute
+from runners import execute, gpus
 from runners.client import JobLost, ServiceClient
 from runners.outcome import outcome_of
 
@@ -56,21 +54,19 @@ class Build:
         return out.stdout.strip() or None
 
 
-GPU_NAMES = {kind.value.replace("_", " "): kind for kind in GpuKind if kind is not GpuKind.CPU}
+def detect_gpu_kinds(ids: list[str] | None = None) -> tuple[list[GpuKind], int]:
+    """GPU kind and count from nvidia-smi ('NVIDIA H200' -> H200), of the GPUs ``ids`` or of all.
 
-
-def detect_gpu_kinds() -> tuple[list[GpuKind], int]:
-    """GPU kinds and count from nvidia-smi ('NVIDIA H200' -> H200); the CPU engine when there is none."""
-    if shutil.which("nvidia-smi") is None:
+    The CPU engine when the host has no NVIDIA GPU. Raises runners.gpus.GpuError when a GPU asked
+    for is missing, of an unknown kind, or the GPUs are of different kinds.
+    """
+    found = gpus.list_gpus()
+    if not found:
+        if ids:
+            raise gpus.GpuError(f"--gpu {','.join(ids)}: nvidia-smi lists no GPU on this host")
         return [GpuKind.CPU], 0
-    out = subprocess.run(
-        ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
-    )
-    names = [line.strip() for line in out.stdout.splitlines() if line.strip()]
-    kinds = {kind for name in names for label, kind in GPU_NAMES.items() if label in name.upper().replace("-", " ")}
-    if not kinds:
-        return [GpuKind.CPU], 0
-    return sorted(kinds), len(names)
+    chosen = gpus.pick(found, ids) if ids else found
+    return gpus.kinds_of(chosen), len(chosen)
 
 
 class Worker:
@@ -81,6 +77,7 @@ class Worker:
         builds: list[Build],
         gpu_kinds: list[GpuKind],
         gpu_count: int = 0,
+        gpu_ids: list[str] | None = None,
         name: str | None = None,
         workdir: Path | None = None,
         heartbeat_s: float = 10.0,
@@ -90,6 +87,10 @@ class Worker:
         self.builds = {b.label: b for b in builds}
         self.gpu_kinds = gpu_kinds
         self.gpu_count = gpu_count
+        # The devices this worker owns (``--gpu``); None leaves CUDA_VISIBLE_DEVICES as inherited.
+        self.gpu_ids = gpu_ids
+        # Set by SIGTERM (see app.cli): the running cell is stopped and no new job is claimed.
+        self.stopping = threading.Event()
         self.name = name or f"{socket.gethostname()}-{os.getpid()}"
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="draftbench-worker-"))
         self.heartbeat_s = heartbeat_s
@@ -113,16 +114,24 @@ class Worker:
         if self.id is None:
             self.register()
         done = 0
-        while max_jobs is None or done < max_jobs:
+        while (max_jobs is None or done < max_jobs) and not self.stopping.is_set():
             job = self.client.claim(self.id)
             if job is None:
                 if exit_when_idle:
                     break
-                time.sleep(idle_sleep_s)
+                self.stopping.wait(idle_sleep_s)
                 continue
             self.run_job(job)
             done += 1
         return done
+
+    def cell_env(self, gpus_needed: int) -> dict[str, str]:
+        """The cell's environment: this worker's first ``gpus_needed`` GPUs, numbered as nvidia-smi does."""
+        env = os.environ | {"PYTHONUNBUFFERED": "1"}
+        if self.gpu_ids:
+            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpu_ids[: max(gpus_needed, 1)])
+        return env
 
     def run_job(self, job: ClaimedJob) -> CellOutcome | None:
         """Run one claimed cell and report it; None when the service took the job back meanwhile."""
@@ -134,11 +143,14 @@ class Worker:
         beat = _Heartbeat(self, job.job_id, log_path, self.heartbeat_s)
         beat.start()
         try:
-            outcome, stopped = self._execute(spec, folder, log_path, beat)
+            outcome, stopped = self._execute(spec, folder, log_path, beat, gpus_needed=job.gpus_needed)
         finally:
             beat.stop()
         if stopped:
-            log.info("job %s: stopped (cancelled or requeued by the service)", job.job_id)
+            if self.stopping.is_set():
+                log.info("job %s: stopped, the worker is shutting down (requeued when its lease runs out)", job.job_id)
+            else:
+                log.info("job %s: stopped (cancelled or requeued by the service)", job.job_id)
             return None
         try:
             self.client.upload_log(self.id, job.job_id, _read(log_path))
@@ -149,7 +161,9 @@ class Worker:
         log.info("job %s: %s", job.job_id, _summary(outcome))
         return outcome
 
-    def _execute(self, spec: CellSpec, folder: Path, log_path: Path, beat: "_Heartbeat") -> tuple[CellOutcome, bool]:
+    def _execute(
+        self, spec: CellSpec, folder: Path, log_path: Path, beat: "_Heartbeat", *, gpus_needed: int = 1
+    ) -> tuple[CellOutcome, bool]:
         build = self.builds.get(spec.build)
         if build is None or not build.python.exists():
             error = f"build {spec.build!r} has no interpreter on this worker ({build.python if build else 'not registered here'})"
@@ -162,9 +176,9 @@ class Worker:
             log_path=log_path,
             timeout_s=spec.timeout_s,
             cwd=folder,
-            env=os.environ | {"PYTHONUNBUFFERED": "1"},
+            env=self.cell_env(gpus_needed),
             on_line=(lambda line: print(f"[cell] {line}", end="", flush=True)) if self.echo else None,
-            should_stop=beat.must_stop.is_set,
+            should_stop=lambda: beat.must_stop.is_set() or self.stopping.is_set(),
         )
         outcome = outcome_of(
             spec,

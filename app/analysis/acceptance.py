@@ -82,11 +82,18 @@ def derive(counters: SpecCounters | None, requests: Sequence[RequestOutcome]) ->
         mean_acceptance_length=1.0 + accepted / drafts,
         mean_acceptance_length_low=length_low,
         mean_acceptance_length_high=length_high,
-        per_position=tuple(
-            (at_position / drafts, *wilson_interval(at_position, drafts))
-            for at_position in counters.accepted_per_position
-        ),
+        per_position=per_position(counters.accepted_per_position, drafts),
     )
+
+
+def per_position(accepted_per_position: Sequence[int], drafts: int) -> tuple[tuple[float, float, float], ...]:
+    """``(A_i / D, low, high)`` for each draft position ``i``: Wilson with ``A_i`` successes in ``D`` trials.
+
+    Empty without drafts. Raises ValueError if a position accepted more than ``D``.
+    """
+    if drafts == 0:
+        return ()
+    return tuple((at / drafts, *wilson_interval(at, drafts)) for at in accepted_per_position)
 
 
 def speedup(tokens_per_s: float, baseline_tokens_per_s: float) -> float:

@@ -4,13 +4,27 @@ A claim is one ``UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED) RETUR
 PostgreSQL concurrent claimers skip each other's locked rows instead of waiting; on SQLite the
 clause is dropped and the write lock taken by ``BEGIN IMMEDIATE`` (see app.db) serialises claims.
 The outer ``state = 'queued'`` guard keeps a claim correct even where the lock is missing.
+
+Which job a claim takes, among those the worker can run (GPU kind, build, at most its GPU count):
+
+1. the highest ``priority`` (CI before nightly sweeps);
+2. the job needing the most GPUs (a worker started on two GPUs runs the tensor-parallel cells
+   that only it can take before the single-GPU ones that every worker can take);
+3. fairness between sweeps: the sweep with the fewest running jobs, then the sweep served least
+   recently (its latest ``started_at``; never served first), so equal sweeps get claims in turn
+   whether there are many workers or one;
+4. the oldest job.
+
+The fairness terms are scalar subqueries in ``ORDER BY``: PostgreSQL refuses ``FOR UPDATE`` beside
+``GROUP BY`` or aggregates of the locked query itself, not in a subquery, and the lock is taken
+``OF jobs`` only. ``ix_jobs_sweep_state`` and ``ix_jobs_sweep_started`` keep each term an index probe.
 """
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import and_, func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from app.enums import JobState
 from app.models import Job, utcnow
@@ -32,21 +46,45 @@ def claim(
     gpu_kinds: Sequence[str],
     builds: Sequence[str],
     lease_seconds: float,
+    gpu_count: int | None = None,
     now: datetime | None = None,
 ) -> Job | None:
-    """Hand the next matching queued job to ``worker_id`` and count the attempt; None when none is left."""
+    """Hand the next matching queued job to ``worker_id`` and count the attempt; None when none is left.
+
+    ``gpu_count`` is how many GPUs the worker has free: jobs needing more are left to other
+    workers. None puts no limit (callers that route by GPU kind only).
+    """
     now = now or utcnow()
+    other = aliased(Job)
+    running_in_sweep = (
+        select(func.count())
+        .select_from(other)
+        .where(other.sweep_id == Job.sweep_id, other.state == JobState.RUNNING)
+        .scalar_subquery()
+    )
+    sweep_last_served = (
+        select(func.max(other.started_at)).where(other.sweep_id == Job.sweep_id).scalar_subquery()
+    )
+    conditions = [
+        Job.state == JobState.QUEUED,
+        Job.gpu_kind.in_(list(gpu_kinds)),
+        Job.build_label.in_(list(builds)),
+        Job.attempts < Job.max_attempts,
+    ]
+    if gpu_count is not None:
+        conditions.append(Job.gpus_needed <= gpu_count)
     candidate = (
         select(Job.id)
-        .where(
-            Job.state == JobState.QUEUED,
-            Job.gpu_kind.in_(list(gpu_kinds)),
-            Job.build_label.in_(list(builds)),
-            Job.attempts < Job.max_attempts,
+        .where(*conditions)
+        .order_by(
+            Job.priority.desc(),
+            Job.gpus_needed.desc(),
+            running_in_sweep.asc(),
+            sweep_last_served.asc().nulls_first(),
+            Job.id,
         )
-        .order_by(Job.priority.desc(), Job.id)
         .limit(1)
-        .with_for_update(skip_locked=True)
+        .with_for_update(skip_locked=True, of=Job)
         .scalar_subquery()
     )
     job_id = session.execute(

@@ -7,10 +7,11 @@ from fastapi.responses import PlainTextResponse
 from sqlalchemy import select
 
 from app.crashes import service as crashes
-from app.deps import SessionDep, WriteAuth
+from app.deps import SessionDep, WorkerAuth
 from app.enums import JobState
 from app.errors import NotFoundError
 from app.jobs import queue
+from app.metrics.service import MetricsDep
 from app.models import Job
 from app.results import service as results
 from app.schemas.worker import CompleteRequest, JobOut
@@ -53,7 +54,7 @@ async def _body_text(request: Request) -> str:
 @router.put(
     "/{job_id}/log",
     status_code=status.HTTP_204_NO_CONTENT,
-    dependencies=[WriteAuth],
+    dependencies=[WorkerAuth],
     openapi_extra={"requestBody": {"content": {"text/plain": {"schema": {"type": "string"}}}}},
 )
 def upload_log(
@@ -73,8 +74,10 @@ def download_log(job_id: int, session: SessionDep) -> str:
     return text
 
 
-@router.post("/{job_id}/complete", response_model=JobOut, dependencies=[WriteAuth])
-def complete(job_id: int, body: CompleteRequest, session: SessionDep) -> Job:
+@router.post("/{job_id}/complete", response_model=JobOut, dependencies=[WorkerAuth])
+def complete(job_id: int, body: CompleteRequest, session: SessionDep, metrics: MetricsDep) -> Job:
     """Report a finished cell: its result, or how it died. 409 when the worker no longer holds the job."""
     _job(session, job_id)
-    return results.complete(session=session, job_id=job_id, worker_id=body.worker_id, outcome=body.outcome)
+    job = results.complete(session=session, job_id=job_id, worker_id=body.worker_id, outcome=body.outcome)
+    metrics.completed(job)
+    return job

@@ -1,6 +1,6 @@
 """Speculative cells against their sweep's baseline: speedup and losslessness."""
 
-from app.analysis.acceptance import lossless_share, speedup
+from app.analysis.acceptance import lossless_share, per_position, speedup
 from app.models import Job, Result, Sweep
 from app.schemas.result import ResultOut
 
@@ -33,6 +33,7 @@ def to_out(rows: list[tuple[Result, Job, Sweep]], baselines: dict[tuple, Result]
                 graph_mode=job.graph_mode,
                 speedup=speedup(result.tokens_per_s, base.tokens_per_s) if base and base.tokens_per_s > 0 else None,
                 lossless_share=_lossless(result, base) if base else None,
+                per_position=list(per_position(result.accepted_per_position, result.num_drafts)),
                 **{name: getattr(result, name) for name in _RESULT_FIELDS},
             )
         )

@@ -2,6 +2,7 @@
 
 import csv
 import io
+import json
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
@@ -52,7 +53,7 @@ def export_csv(session: SessionDep, where: FilterDep, limit: Limit = 10_000, off
     writer = csv.DictWriter(buffer, fieldnames=list(ResultOut.model_fields))
     writer.writeheader()
     for row in rows:
-        writer.writerow(row.model_dump(mode="json") | {"accepted_per_position": " ".join(map(str, row.accepted_per_position))})
+        writer.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in row.model_dump(mode="json").items()})
     return Response(
         buffer.getvalue(),
         media_type="text/csv",

@@ -7,7 +7,7 @@ before anything reaches the service.
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, model_validator
 
 from app.enums import AttentionBackend, GpuKind, GraphMode
 
@@ -51,6 +51,18 @@ class SpecCounters(BaseModel):
     num_draft_tokens: NonNegativeInt
     num_accepted_tokens: NonNegativeInt
     accepted_per_position: list[NonNegativeInt] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "SpecCounters":
+        # The service derives rates and Wilson intervals from these; counts that cannot come from
+        # one run (more accepted than drafted) are refused here (422) instead of failing there.
+        if self.num_drafts and not self.num_draft_tokens:
+            raise ValueError(f"{self.num_drafts} drafts but no draft tokens")
+        if self.num_accepted_tokens > self.num_draft_tokens:
+            raise ValueError(f"{self.num_accepted_tokens} accepted tokens exceed {self.num_draft_tokens} draft tokens")
+        if any(n > self.num_drafts for n in self.accepted_per_position):
+            raise ValueError(f"a position accepted more than the {self.num_drafts} drafts: {self.accepted_per_position}")
+        return self
 
 
 class RequestOutcome(BaseModel):

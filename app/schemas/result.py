@@ -42,6 +42,8 @@ class ResultOut(BaseModel):
     mean_acceptance_length: float | None
     mean_acceptance_length_low: float | None
     mean_acceptance_length_high: float | None
+    # Per draft position: [rate, low, high] (Wilson 95%), rate = accepted at the position / drafts.
+    per_position: list[tuple[float, float, float]] = []
     # Against the sweep's baseline cell (same GPU, backend, graph mode and repeat), when it ran.
     speedup: float | None = None
     lossless_share: float | None = None

@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.enums import GpuKind, JobState
 from app.schemas.cell import CellOutcome
@@ -22,8 +22,16 @@ class RegisterRequest(BaseModel):
     name: str = Field(min_length=1, max_length=128)
     host: str = Field(min_length=1, max_length=255)
     gpu_kinds: list[GpuKind] = Field(min_length=1)
+    # GPUs this worker process may use at once: it claims only jobs needing at most this many.
     gpu_count: int = Field(default=0, ge=0, le=1024)
     builds: list[BuildInfo] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _a_gpu_kind_brings_a_gpu(self) -> "RegisterRequest":
+        # A worker that names a GPU kind has at least one GPU, even if it left the count out.
+        if self.gpu_count == 0 and any(kind is not GpuKind.CPU for kind in self.gpu_kinds):
+            self.gpu_count = 1
+        return self
 
 
 class WorkerOut(BaseModel):
@@ -44,6 +52,8 @@ class ClaimedJob(BaseModel):
     attempt: int
     lease_expires_at: datetime
     cell: dict[str, Any]
+    # GPUs the cell takes (tensor x pipeline parallel); the worker sets CUDA_VISIBLE_DEVICES to that many.
+    gpus_needed: int = 1
 
 
 class HeartbeatRequest(BaseModel):
@@ -78,6 +88,7 @@ class JobOut(BaseModel):
     state: JobState
     attempts: int
     max_attempts: int
+    gpus_needed: int
     worker_id: int | None
     lease_expires_at: datetime | None
     created_at: datetime

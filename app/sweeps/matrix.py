@@ -57,6 +57,22 @@ def expand(spec: SweepSpec) -> list[Cell]:
     return cells
 
 
+def gpus_needed(cell: CellSpec) -> int:
+    """GPUs the cell takes on one host: ``tensor_parallel_size`` x ``pipeline_parallel_size``.
+
+    0 on the CPU engine. Raises ValueError when either size is not a positive integer.
+    """
+    if cell.gpu_kind is GpuKind.CPU:
+        return 0
+    total = 1
+    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+        size = cell.engine_args.get(key, 1)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"engine_args.{key} must be a positive integer, got {size!r}")
+        total *= size
+    return total
+
+
 def canonical(cell: CellSpec) -> dict[str, Any]:
     """The cell as plain JSON with a stable key order: what the job stores and the worker runs."""
     return json.loads(json.dumps(cell.model_dump(mode="json"), sort_keys=True))

@@ -4,11 +4,11 @@ import json
 from typing import Annotated, Any
 
 import yaml
-from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
-from app.deps import SessionDep, SettingsDep, WriteAuth
+from app.deps import SessionDep, SettingsDep, Submitter
 from app.schemas.sweep import SweepDetail, SweepSpec, SweepSummary
 from app.sweeps import service
 
@@ -38,7 +38,6 @@ async def _read_spec(request: Request) -> SweepSpec:
     "",
     response_model=SweepDetail,
     status_code=status.HTTP_201_CREATED,
-    dependencies=[WriteAuth],
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -50,6 +49,7 @@ async def _read_spec(request: Request) -> SweepSpec:
     },
 )
 def create_sweep(
+    by: Submitter,  # first: the caller is checked before the body is read
     spec: Annotated[SweepSpec, Depends(_read_spec)],
     response: Response,
     session: SessionDep,
@@ -60,7 +60,9 @@ def create_sweep(
 
     A repeated Idempotency-Key returns the first sweep with status 200 and creates nothing.
     """
-    sweep, created = service.create(session=session, spec=spec, settings=settings, idempotency_key=idempotency_key)
+    sweep, created = service.create(
+        session=session, spec=spec, settings=settings, idempotency_key=idempotency_key, created_by_token_id=by.token_id
+    )
     if not created:
         response.status_code = status.HTTP_200_OK
     return service.detail(session=session, sweep=service.get(session=session, sweep_id=sweep.id))
@@ -78,7 +80,14 @@ def get_sweep(sweep_id: int, session: SessionDep) -> SweepDetail:
     return service.detail(session=session, sweep=service.get(session=session, sweep_id=sweep_id))
 
 
-@router.post("/{sweep_id}/cancel", response_model=SweepSummary, dependencies=[WriteAuth])
-def cancel_sweep(sweep_id: int, session: SessionDep) -> SweepSummary:
-    """Cancel the sweep's queued and running jobs; workers stop running ones at their next heartbeat."""
+@router.post("/{sweep_id}/cancel", response_model=SweepSummary)
+def cancel_sweep(by: Submitter, sweep_id: int, session: SessionDep) -> SweepSummary:
+    """Cancel the sweep's queued and running jobs; workers stop running ones at their next heartbeat.
+
+    An admin token cancels any sweep, a submit token only the sweeps it submitted (403 otherwise).
+    """
+    if not by.may_cancel(service.get(session=session, sweep_id=sweep_id)):
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN, f"only the token that submitted sweep {sweep_id}, or an admin token, may cancel it"
+        )
     return service.summary(session=session, sweep=service.cancel(session=session, sweep_id=sweep_id))

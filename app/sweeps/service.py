@@ -7,16 +7,21 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from app.config import Settings
-from app.enums import JobState, SweepState
+from app.enums import JobState, SpecMethod, SweepState
 from app.errors import InputError, NotFoundError
 from app.jobs import queue
 from app.models import Build, Crash, Job, Sweep, utcnow
 from app.schemas.sweep import CellStatus, SweepDetail, SweepSpec, SweepSummary
-from app.sweeps import matrix
+from app.sweeps import engine_args, matrix, paths
 
 
 def create(
-    *, session: Session, spec: SweepSpec, settings: Settings, idempotency_key: str | None
+    *,
+    session: Session,
+    spec: SweepSpec,
+    settings: Settings,
+    idempotency_key: str | None,
+    created_by_token_id: int | None = None,
 ) -> tuple[Sweep, bool]:
     """Validate what the body's schema cannot, then store the sweep and one job per cell and repeat.
 
@@ -27,10 +32,12 @@ def create(
         existing = session.scalar(select(Sweep).where(Sweep.idempotency_key == idempotency_key))
         if existing is not None:
             return existing, False
+    check_inputs(spec, settings=settings)
     _check_references(session=session, spec=spec)
     sweep = build(
         spec, max_cells=settings.max_cells, max_attempts=settings.max_attempts, idempotency_key=idempotency_key
     )
+    sweep.created_by_token_id = created_by_token_id
     session.add(sweep)
     try:
         session.flush()
@@ -46,15 +53,18 @@ def create(
 
 def build(spec: SweepSpec, *, max_cells: int, max_attempts: int, idempotency_key: str | None = None) -> Sweep:
     """The sweep and one job per cell and repeat, not yet added to a session."""
-    cells = matrix.expand(spec)
-    if not cells:
+    # Counted before expanding, so a hostile matrix (thousands of drafts x every GPU) costs nothing.
+    pairs = sum(matrix.runs_on(backend, gpu) for gpu in spec.gpus for backend in spec.attention_backends)
+    count = pairs * len(spec.cudagraph_modes) * (len(spec.speculative) + spec.baseline)
+    if not count:
         raise InputError(["gpus"], "no cell can run: CPU_ATTN runs only on gpu kind 'cpu' and 'cpu' only with CPU_ATTN")
-    total = len(cells) * spec.repeats
+    total = count * spec.repeats
     if total > max_cells:
         raise InputError(
             ["repeats"],
-            f"the matrix has {total} jobs ({len(cells)} cells x {spec.repeats} repeats), over the limit of {max_cells}",
+            f"the matrix has {total} jobs ({count} cells x {spec.repeats} repeats), over the limit of {max_cells}",
         )
+    cells = matrix.expand(spec)
     sweep = Sweep(
         name=spec.name,
         spec=spec.model_dump(mode="json"),
@@ -70,6 +80,10 @@ def build(spec: SweepSpec, *, max_cells: int, max_attempts: int, idempotency_key
     for cell in cells:
         config = matrix.canonical(cell.spec)
         digest = matrix.config_hash(cell.spec)
+        try:
+            gpus_needed = matrix.gpus_needed(cell.spec)
+        except ValueError as exc:
+            raise InputError(["engine_args"], str(exc)) from None
         sweep.jobs.extend(
             Job(
                 cell_index=cell.index,
@@ -82,11 +96,43 @@ def build(spec: SweepSpec, *, max_cells: int, max_attempts: int, idempotency_key
                 config=config,
                 config_hash=digest,
                 priority=spec.priority,
+                gpus_needed=gpus_needed,
                 max_attempts=max_attempts,
             )
             for repeat in range(spec.repeats)
         )
     return sweep
+
+
+def check_inputs(spec: SweepSpec, *, settings: Settings) -> None:
+    """Refuse engine arguments off the allow-list and model or dataset paths outside the allowed roots.
+
+    Raises InputError naming the first offending field; see ``engine_args`` and ``paths``.
+    """
+    refused = engine_args.problems(spec.engine_args)
+    if refused:
+        loc, msg, allowed = refused[0]
+        raise InputError(["engine_args", *loc], msg, allowed=allowed)
+    models = [(["model"], spec.model), (["tokenizer"], spec.tokenizer)]
+    for index, draft in enumerate(spec.speculative):
+        if draft.method is SpecMethod.CUSTOM_CLASS and draft.model is not None:
+            reason = paths.import_path_problem(draft.model)
+            if reason:
+                raise InputError(["speculative", index, "model"], reason)
+        else:
+            models.append((["speculative", index, "model"], draft.model))
+        models.extend(
+            (["speculative", index, key], value)
+            for key, value in (draft.model_extra or {}).items()
+            if isinstance(value, str) and key.endswith(("model", "path", "dir"))
+        )
+    for loc, value in models:
+        reason = value and paths.problem(value, roots=settings.allowed_model_roots, kind="model", hub_ok=True)
+        if reason:
+            raise InputError(loc, reason)
+    reason = paths.problem(spec.workload.dataset, roots=settings.allowed_dataset_roots, kind="dataset", hub_ok=False)
+    if reason:
+        raise InputError(["workload", "dataset"], reason)
 
 
 def _check_references(*, session: Session, spec: SweepSpec) -> None:

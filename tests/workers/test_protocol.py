@@ -2,6 +2,7 @@
 
 import csv
 import io
+import json
 
 import pytest
 
@@ -50,6 +51,9 @@ def test_a_result_is_stored_with_derived_metrics_and_what_ran(client, running) -
     assert row["mean_acceptance_length"] == pytest.approx(2.5)
     assert row["acceptance_rate_low"] < 0.5 < row["acceptance_rate_high"]
     assert row["resolved_backend"] == "CPU_ATTN" and row["resolved_graph_mode"] == "NONE"
+    # 20 drafts; positions accepted 15, 10 and 5 times.
+    assert [round(p[0], 6) for p in row["per_position"]] == [0.75, 0.5, 0.25]
+    assert all(low < rate < high for rate, low, high in row["per_position"])
     assert client.get("/api/v1/results", params={"method": "draft_model"}).json() == []
     assert client.get("/api/v1/results", params={"backend": "NOPE"}).status_code == 422
 
@@ -60,7 +64,7 @@ def test_csv_export_has_one_line_per_result(client, running) -> None:  # noqa: A
     response = client.get("/api/v1/results.csv", params={"sweep_id": sweep_id})
     assert response.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.text)))
-    assert len(rows) == 1 and rows[0]["accepted_per_position"] == "15 10 5" and float(rows[0]["tokens_per_s"]) == 100.0
+    assert len(rows) == 1 and json.loads(rows[0]["accepted_per_position"]) == [15, 10, 5] and float(rows[0]["tokens_per_s"]) == 100.0
 
 
 def test_a_crash_is_signed_from_its_log_and_grouped(client, dataset, running) -> None:  # noqa: ANN001

@@ -1,0 +1,28 @@
+"""``/api/v1/tokens``: admins create, list and revoke API tokens. The secret is shown once, at creation."""
+
+from fastapi import APIRouter, status
+
+from app.auth import service
+from app.deps import AdminAuth, SessionDep
+from app.schemas.token import TokenCreate, TokenCreated, TokenOut
+
+router = APIRouter(prefix="/api/v1/tokens", tags=["tokens"], dependencies=[AdminAuth])
+
+
+@router.post("", response_model=TokenCreated, status_code=status.HTTP_201_CREATED)
+def create_token(body: TokenCreate, session: SessionDep) -> TokenCreated:
+    """A new token with the given scopes; the answer holds its secret, which is never shown again."""
+    token, secret = service.create(session=session, name=body.name, scopes=body.scopes)
+    return TokenCreated(**TokenOut.model_validate(token).model_dump(), secret=secret)
+
+
+@router.get("", response_model=list[TokenOut])
+def list_tokens(session: SessionDep) -> list[TokenOut]:
+    """Every token, revoked ones included, without secrets."""
+    return [TokenOut.model_validate(t) for t in service.list_all(session=session)]
+
+
+@router.delete("/{token_id}", response_model=TokenOut)
+def revoke_token(token_id: int, session: SessionDep) -> TokenOut:
+    """Revoke a token: from now on it gets 401. The row stays, for the record."""
+    return TokenOut.model_validate(service.revoke(session=session, token_id=token_id))

@@ -1,0 +1,29 @@
+"""API tokens as the API shows them: the secret only once, in the answer to its creation."""
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.enums import TokenScope
+
+
+class TokenCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200, description="Who or what holds it: 'ci', 'h200-host-3'")
+    scopes: list[TokenScope] = Field(min_length=1, description="admin implies every scope")
+
+
+class TokenOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    name: str
+    scopes: list[TokenScope]
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class TokenCreated(TokenOut):
+    secret: str = Field(description="Shown once: only its sha256 is stored")

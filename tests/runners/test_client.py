@@ -1,0 +1,41 @@
+"""The worker's client rides out a rate limit and a service outage, and drops a job it lost."""
+
+import httpx
+import pytest
+
+from runners.client import JobLost, ServiceClient
+
+
+def _client(responses: list[httpx.Response]) -> tuple[ServiceClient, list[httpx.Request]]:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return responses.pop(0)
+
+    return ServiceClient("http://service", "t", retry_for_s=30, transport=httpx.MockTransport(handler)), seen
+
+
+def test_rate_limit_is_waited_out_as_the_service_asks() -> None:
+    client, seen = _client([httpx.Response(429, headers={"Retry-After": "0.2"}), httpx.Response(204)])
+    assert client.claim(7) is None
+    assert len(seen) == 2 and seen[0].headers["Authorization"] == "Bearer t"
+
+
+def test_server_errors_are_retried_until_the_service_answers() -> None:
+    client, seen = _client([httpx.Response(503), httpx.Response(500), httpx.Response(200, json={"stop": [3]})])
+    assert client.heartbeat(1, [3]) == [3]
+    assert len(seen) == 3
+
+
+def test_conflict_means_the_job_moved_on() -> None:
+    client, _ = _client([httpx.Response(409, json={"detail": "job 3 is not leased to worker 1"})])
+    with pytest.raises(JobLost, match="not leased"):
+        client.upload_log(1, 3, "log")
+
+
+def test_a_client_error_is_not_retried() -> None:
+    client, seen = _client([httpx.Response(422, json={"detail": "bad"})])
+    with pytest.raises(httpx.HTTPStatusError):
+        client.claim(1)
+    assert len(seen) == 1
