@@ -11,7 +11,6 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Index,
-    Integer,
     LargeBinary,
     MetaData,
     String,

@@ -1,32 +1,48 @@
-"""DataFrames to inline SVG charts with matplotlib (no display needed)."""
+"""DataFrames to inline SVG charts with matplotlib (no display, no pyplot)."""
 
 import io
+from functools import lru_cache
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import pandas as pd
+from matplotlib.figure import Figure
 
 
 def _svg(fig) -> str:  # noqa: ANN001
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight")
-    plt.close(fig)
     svg = buffer.getvalue()
     return svg[svg.index("<svg"):]
 
 
 def throughput_by_cell(table: pd.DataFrame) -> str | None:
-    """Horizontal bars of median tokens/s per cell, labelled with acceptance; None when nothing ran."""
+    """Horizontal bars of median tokens/s per cell, labelled with acceptance; None when nothing ran.
+
+    Drawing costs most of a sweep page's time, so a chart is drawn once per distinct content.
+    """
     ran = table.dropna(subset=["tokens_per_s"])
     if ran.empty:
         return None
-    labels = [" / ".join(str(row[k]) for k in ("gpu_kind", "backend", "graph_mode", "method")) for _, row in ran.iterrows()]
-    fig, ax = plt.subplots(figsize=(8, 0.4 * len(ran) + 1.2))
-    bars = ax.barh(labels, ran["tokens_per_s"], color=["#c44e52" if d else "#4c72b0" for d in ran["downgraded"]])
-    for bar, rate in zip(bars, ran["acceptance_rate"], strict=True):
-        if pd.notna(rate):
+    bars = tuple(
+        (
+            " / ".join(str(row[k]) for k in ("gpu_kind", "backend", "graph_mode", "method")),
+            float(row["tokens_per_s"]),
+            None if pd.isna(row["acceptance_rate"]) else float(row["acceptance_rate"]),
+            bool(row["downgraded"]),
+        )
+        for _, row in ran.iterrows()
+    )
+    return _throughput_svg(bars)
+
+
+@lru_cache(maxsize=256)
+def _throughput_svg(cells: tuple[tuple[str, float, float | None, bool], ...]) -> str:
+    labels, speeds, rates, downgraded = zip(*cells, strict=True)
+    # Figure without pyplot: no global state, so pages render safely on the server's threads.
+    fig = Figure(figsize=(8, 0.4 * len(cells) + 1.2))
+    ax = fig.subplots()
+    bars = ax.barh(labels, speeds, color=["#c44e52" if d else "#4c72b0" for d in downgraded])
+    for bar, rate in zip(bars, rates, strict=True):
+        if rate is not None:
             ax.annotate(f"acc {rate:.2f}", (bar.get_width(), bar.get_y() + bar.get_height() / 2),
                         xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
     ax.invert_yaxis()

@@ -16,7 +16,7 @@ templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request, session: SessionDep) -> HTMLResponse:
-    rows = [sweeps.summary(session=session, sweep=s) for s in sweeps.list_recent(session=session, limit=200, offset=0)]
+    rows = sweeps.summaries(session=session, limit=200, offset=0)
     return templates.TemplateResponse(request, "index.html", {"sweeps": rows})
 
 

@@ -189,7 +189,19 @@ def cancel(*, session: Session, sweep_id: int, now: datetime | None = None) -> i
 
 
 def counts_by_state(*, session: Session, sweep_id: int) -> dict[str, int]:
+    return counts_by_sweep(session=session, sweep_ids=[sweep_id]).get(sweep_id, {})
+
+
+def counts_by_sweep(*, session: Session, sweep_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+    """Jobs per state for many sweeps in one query (a list page must not ask once per sweep)."""
+    counts: dict[int, dict[str, int]] = {sweep_id: {} for sweep_id in sweep_ids}
+    if not sweep_ids:
+        return counts
     rows = session.execute(
-        select(Job.state, func.count()).where(Job.sweep_id == sweep_id).group_by(Job.state)
+        select(Job.sweep_id, Job.state, func.count())
+        .where(Job.sweep_id.in_(list(sweep_ids)))
+        .group_by(Job.sweep_id, Job.state)
     ).all()
-    return {state.value: count for state, count in rows}
+    for sweep_id, state, count in rows:
+        counts[sweep_id][state.value] = count
+    return counts

@@ -72,7 +72,7 @@ def create_sweep(
 def list_sweeps(
     session: SessionDep, limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Annotated[int, Query(ge=0)] = 0
 ) -> list[SweepSummary]:
-    return [service.summary(session=session, sweep=s) for s in service.list_recent(session=session, limit=limit, offset=offset)]
+    return service.summaries(session=session, limit=limit, offset=offset)
 
 
 @router.get("/{sweep_id}", response_model=SweepDetail)

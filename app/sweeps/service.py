@@ -181,7 +181,17 @@ def state_of(sweep: Sweep, counts: dict[str, int]) -> SweepState:
 
 
 def summary(*, session: Session, sweep: Sweep) -> SweepSummary:
-    counts = queue.counts_by_state(session=session, sweep_id=sweep.id)
+    return _summary(sweep, queue.counts_by_state(session=session, sweep_id=sweep.id))
+
+
+def summaries(*, session: Session, limit: int, offset: int) -> list[SweepSummary]:
+    """The newest sweeps with their job counts, in two queries whatever the page size."""
+    recent = list_recent(session=session, limit=limit, offset=offset)
+    counts = queue.counts_by_sweep(session=session, sweep_ids=[s.id for s in recent])
+    return [_summary(s, counts[s.id]) for s in recent]
+
+
+def _summary(sweep: Sweep, counts: dict[str, int]) -> SweepSummary:
     return SweepSummary(
         id=sweep.id,
         name=sweep.name,
