@@ -37,7 +37,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,7 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-import psycopg
+
+from app import scratchdb
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATASET = REPO.parent / "shared" / "datasets" / "spec_bench_questions.jsonl"
@@ -65,26 +65,6 @@ MIX = {
 
 
 # --- the service -------------------------------------------------------------------------------
-
-
-@contextmanager
-def pg_database(admin_url: str) -> Iterator[str]:
-    """A fresh PostgreSQL database on the server of ``admin_url``, dropped afterwards."""
-    name = f"draftbench_load_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    base = admin_url.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    try:
-        yield f"{base}/{name}"
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@contextmanager
-def sqlite_database() -> Iterator[str]:
-    with tempfile.TemporaryDirectory(prefix="draftbench-load-") as folder:
-        yield f"sqlite:///{Path(folder) / 'draftbench.db'}"
 
 
 def free_port() -> int:
@@ -334,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         weights[kind] = int(value)
     if not any(weights.values()):
         raise SystemExit("every weight is 0: nothing to send")
-    database = sqlite_database() if args.sqlite else pg_database(args.pg)
+    database = scratchdb.sqlite() if args.sqlite else scratchdb.postgres(args.pg)
     with database as db_url, service(db_url, processes=args.service_processes, rate_limit=args.rate_limit) as url:
         t = time.monotonic()
         seeded, tokens = seed(url, args.dataset, sweeps=args.seed_sweeps, repeats=args.seed_repeats, clients=args.clients)

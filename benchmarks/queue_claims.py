@@ -15,20 +15,14 @@ import argparse
 import multiprocessing as mp
 import statistics
 import sys
-import tempfile
 import threading
 import time
-import uuid
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import psycopg
 from sqlalchemy import func, insert, select
 
-from app import db
+from app import db, scratchdb
 from app.enums import JobState
 from app.jobs import queue
 from app.models import Job, Sweep, Worker
@@ -70,27 +64,6 @@ class Outcome:
 
 
 # --- database set-up -------------------------------------------------------------------------
-
-
-@contextmanager
-def sqlite_database() -> Iterator[str]:
-    """A temp-file SQLite database (WAL needs a real file; :memory: would not be shared by processes)."""
-    with tempfile.TemporaryDirectory(prefix="draftbench-bench-") as folder:
-        yield f"sqlite:///{Path(folder) / 'queue.db'}"
-
-
-@contextmanager
-def pg_database(admin_url: str) -> Iterator[str]:
-    """A fresh PostgreSQL database on the server of ``admin_url``, dropped afterwards."""
-    name = f"draftbench_bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    base = admin_url.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    try:
-        yield f"{base}/{name}"
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def seed(url: str, *, jobs: int, workers: int) -> list[int]:
@@ -262,10 +235,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     outcomes = []
     if args.only in (None, "sqlite"):
-        with sqlite_database() as url:
+        with scratchdb.sqlite() as url:
             outcomes.append(run("sqlite", url, jobs=args.jobs, workers=args.workers))
     if args.only in (None, "postgresql"):
-        with pg_database(args.pg) as url:
+        with scratchdb.postgres(args.pg) as url:
             outcomes.append(run("postgresql", url, jobs=args.jobs, workers=args.workers))
     print(table(outcomes))
     problems = failures(outcomes)

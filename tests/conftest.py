@@ -1,16 +1,14 @@
 """Fixtures that build real objects: a migrated SQLite or PostgreSQL database, the app over it."""
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from app import db
+from app import db, scratchdb
 from app.config import Settings
 from app.main import create_app
 
@@ -28,15 +26,8 @@ def _pg_database() -> Iterator[str]:
     The server on this machine is part of the test environment: if it is down the test fails
     with the connection error, it is never skipped.
     """
-    name = f"draftbench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    try:
-        yield f"{base}/{name}"
-    finally:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratchdb.postgres(PG_ADMIN_URL) as url:
+        yield url
 
 
 @pytest.fixture
