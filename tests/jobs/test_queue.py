@@ -1,6 +1,5 @@
 """The SQL queue on SQLite and PostgreSQL: atomic claims, leases, requeue, the attempt cap, cancel."""
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -9,6 +8,7 @@ from sqlalchemy import select
 from app.enums import JobState
 from app.jobs import queue
 from app.models import Job, Sweep, Worker, utcnow
+from tests.jobs.concurrency import claim_concurrently
 
 
 def _sweep(session, n: int, *, gpu_kind: str = "cpu", build: str = "b", priority: int = 0, max_attempts: int = 3) -> Sweep:  # noqa: ANN001
@@ -61,28 +61,9 @@ def test_concurrent_claims_never_hand_out_a_job_twice(migrated_sessions) -> None
     with migrated_sessions.begin() as s:
         _sweep(s, 60)
         workers = [_worker(s, f"w{i}") for i in range(6)]
-    claimed: list[int] = []
-    lock = threading.Lock()
-    errors: list[BaseException] = []
-
-    def loop(worker_id: int) -> None:
-        try:
-            while True:
-                with migrated_sessions.begin() as s:
-                    job = _claim(s, worker_id)
-                    if job is None:
-                        return
-                    with lock:
-                        claimed.append(job.id)
-        except BaseException as exc:  # surfaced below: a thread's failure must fail the test
-            errors.append(exc)
-
-    threads = [threading.Thread(target=loop, args=(w,)) for w in workers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not errors, errors
+    claimed = claim_concurrently(
+        migrated_sessions, workers, lambda s, w: getattr(_claim(s, w), "id", None)
+    )
     assert len(claimed) == 60 and len(set(claimed)) == 60
     with migrated_sessions() as s:
         assert set(s.scalars(select(Job.state))) == {JobState.RUNNING}

@@ -1,12 +1,12 @@
 """Which job a claim hands out, on SQLite and PostgreSQL: priority, fairness between sweeps, GPU count."""
 
-import threading
 
 from sqlalchemy import select
 
 from app.enums import JobState
 from app.jobs import queue
 from app.models import Job, Sweep, Worker
+from tests.jobs.concurrency import claim_concurrently
 
 
 def _sweep(session, n: int, *, priority: int = 0, gpu_kind: str = "H200", gpus_needed: int = 1) -> list[int]:  # noqa: ANN001
@@ -105,28 +105,7 @@ def test_concurrent_claims_across_sweeps_stay_exclusive(migrated_sessions) -> No
         for priority in (0, 0, 5):
             _sweep(s, 12, priority=priority)
         workers = [_worker(s, f"w{i}") for i in range(4)]
-    claimed: list[int] = []
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-
-    def loop(worker_id: int) -> None:
-        try:
-            while True:
-                with migrated_sessions.begin() as s:
-                    job_id = _claim(s, worker_id)
-                if job_id is None:
-                    return
-                with lock:
-                    claimed.append(job_id)
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=loop, args=(w,)) for w in workers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not errors, errors
+    claimed = claim_concurrently(migrated_sessions, workers, _claim)
     assert len(claimed) == 36 and len(set(claimed)) == 36
     with migrated_sessions() as s:
         assert set(s.scalars(select(Job.state))) == {JobState.RUNNING}
