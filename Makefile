@@ -12,7 +12,7 @@ DEMO_PORT   ?= 8765
 DEMO_TOKEN  ?= demo-token
 PG_URL      ?= postgresql://postgres@127.0.0.1:5432/test
 
-.PHONY: install vllm-env browser postgres test demo demo-stop bench clean
+.PHONY: install vllm-env browser compose-cli postgres test demo demo-stop bench clean
 
 install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -35,11 +35,15 @@ $(VLLM_VENV)/.installed:
 browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
 
+# Compose's own schema check of docker-compose.yml (`config`) needs no Docker engine.
+compose-cli:
+	@command -v docker-compose >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose)
+
 postgres:
 	@pg_isready -h 127.0.0.1 -p 5432 -q || pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start
 	@pg_isready -h 127.0.0.1 -p 5432
 
-test: install vllm-env browser postgres
+test: install vllm-env browser compose-cli postgres
 	DRAFTBENCH_VLLM_PYTHON=$(VLLM_PY) DRAFTBENCH_TEST_PG=$(PG_URL) $(VPY) -m pytest -q -p no:cacheprovider
 
 demo: install vllm-env

@@ -34,9 +34,14 @@ def main() -> None:
 def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
+    processes: Annotated[
+        int, typer.Option(min=1, envvar="DRAFTBENCH_PROCESSES", help="service processes (uvicorn workers) on one port")
+    ] = 1,
     database_url: Annotated[str | None, typer.Option(envvar="DRAFTBENCH_DATABASE_URL")] = None,
 ) -> None:
     """Run the API and dashboards (migrates the database first, or refuses to start)."""
+    import os
+
     import uvicorn
 
     from app.config import Settings
@@ -52,7 +57,14 @@ def serve(
     except SchemaError as exc:
         console.print(f"[red]draftbench cannot start: {exc}[/]")
         raise typer.Exit(1) from None
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    if processes == 1:
+        uvicorn.run(app, host=host, port=port, log_level="info")
+        return
+    # Each process builds its own app from the environment; the schema is current by now, so their
+    # start-up migrations find nothing to do (and take turns under the migration lock regardless).
+    os.environ["DRAFTBENCH_DATABASE_URL"] = settings.database_url
+    app.state.engine.dispose()
+    uvicorn.run("app.main:create_app", factory=True, workers=processes, host=host, port=port, log_level="info")
 
 
 @cli.command()

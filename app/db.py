@@ -1,5 +1,7 @@
 """Engine, sessions and the start-up schema check."""
 
+import contextlib
+import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -8,8 +10,9 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -18,9 +21,18 @@ class SchemaError(RuntimeError):
     """The database cannot be brought to the schema this code expects."""
 
 
+# Connections a process keeps, and so the requests it admits and the threads that run them at once
+# (app.main). Requests beyond it wait in arrival order (app.admission), not on the pool: the pool's
+# waiters are not served in order (some waited 20-30 s under saturation while later ones went
+# ahead). Few threads also share the GIL fairly: with 20, CPU-heavy pages starved for 20 s.
+POOL_SIZE = 8
+
+
 def make_engine(url: str) -> Engine:
+    # The overflow is for the rare second connection of one thread (a /metrics scrape's own session).
+    pool = {"pool_size": POOL_SIZE, "max_overflow": POOL_SIZE}
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **pool)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001
@@ -42,7 +54,7 @@ def make_engine(url: str) -> Engine:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    return create_engine(url, pool_pre_ping=True, **pool)
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
@@ -71,13 +83,49 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str) -> None:
-    """Bring the database to the newest schema (``alembic upgrade head``)."""
+    """Bring the database to the newest schema (``alembic upgrade head``).
+
+    Safe to call from many processes at once (``uvicorn --workers N`` starts N apps together): the
+    migration runs under a lock, so one process migrates and the others then find the schema current.
+    """
     try:
-        command.upgrade(alembic_config(url), "head")
+        with _migration_lock(url) as connection:
+            cfg = alembic_config(url)
+            cfg.attributes["connection"] = connection
+            command.upgrade(cfg, "head")
     except Exception as exc:  # the message must reach an operator, whatever the driver raised
         raise SchemaError(
             f"could not migrate the database at {_redact(url)} to the newest schema: {exc}"
         ) from exc
+
+
+# Any constant works: it names the lock among this database's advisory locks.
+_PG_MIGRATION_LOCK = 0x64726166  # "draf"
+
+
+@contextmanager
+def _migration_lock(url: str) -> Iterator[Connection]:
+    """A connection that holds the database's migration lock until the migration commits.
+
+    PostgreSQL: a transaction-level advisory lock, released by the commit. SQLite has no such lock,
+    and only processes of one host share a file, so a lock file beside the database serves.
+    """
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        if engine.dialect.name == "postgresql":
+            with engine.begin() as connection:
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+                yield connection
+            return
+        database = engine.url.database
+        with contextlib.ExitStack() as stack:
+            if database and database != ":memory:":
+                lock = stack.enter_context(open(f"{database}.migrate-lock", "a"))  # noqa: SIM115
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            with engine.begin() as connection:
+                yield connection
+    finally:
+        engine.dispose()
 
 
 def check_current(engine: Engine) -> None:

@@ -1,12 +1,17 @@
 """The composition root: builds the FastAPI app from settings, migrating the database first."""
 
+import gc
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI, Request, status
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError
 
 from app import db
+from app.admission import AdmissionMiddleware
 from app.auth.ratelimit import RateLimiter
 from app.auth.router import router as tokens_router
 from app.config import Settings, get_settings
@@ -21,6 +26,7 @@ from app.results.router import router as results_router
 from app.schemas.sweep import SweepSpec
 from app.sweeps.router import router as sweeps_router
 from app.workers.router import router as workers_router
+from dashboards.cache import FinishedSweeps
 from dashboards.views import router as dashboards_router
 
 log = logging.getLogger("draftbench")
@@ -36,6 +42,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     db.check_current(engine)
 
     app = FastAPI(
+        lifespan=_lifespan,
         title="draftbench",
         version="0.1.0",
         description="Speculative decoding in vLLM across attention backends, CUDA-graph modes, GPUs and builds.",
@@ -43,8 +50,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = db.make_sessionmaker(engine)
+    app.state.finished_sweeps = FinishedSweeps()
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
     app.state.metrics = Metrics(sessions=app.state.sessionmaker, stale_seconds=settings.worker_stale_seconds)
+    app.add_middleware(AdmissionMiddleware, limit=db.POOL_SIZE)
     app.add_middleware(BodyLimitMiddleware, max_body=settings.max_body_bytes, max_log=settings.max_log_bytes)
     for router in API_ROUTERS:
         app.include_router(router)
@@ -52,6 +61,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _install_error_handlers(app)
     app.openapi = lambda: _openapi(app)
     return app
+
+
+@asynccontextmanager
+async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    # Sync routes and dependencies run on AnyIO's threads (40 by default); no more of them than
+    # pooled connections, so none waits on the pool (see db.POOL_SIZE and app.admission).
+    anyio.to_thread.current_default_thread_limiter().total_tokens = db.POOL_SIZE
+    # What start-up built (pandas, matplotlib, SQLAlchemy...) lives as long as the server. Frozen, it
+    # drops out of the collector's full passes, which otherwise stalled every request in flight for
+    # 100-200 ms every few seconds under load (benchmarks/api_load.py).
+    gc.freeze()
+    yield
 
 
 def _openapi(app: FastAPI) -> dict:

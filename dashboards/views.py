@@ -9,6 +9,7 @@ from fastapi.templating import Jinja2Templates
 from app.deps import SessionDep
 from app.sweeps import service as sweeps
 from dashboards import data, figures
+from dashboards.cache import FinishedSweeps, is_over
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -23,9 +24,11 @@ def index(request: Request, session: SessionDep) -> HTMLResponse:
 @router.get("/sweeps/{sweep_id}", response_class=HTMLResponse)
 def sweep_page(sweep_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     summary = sweeps.summary(session=session, sweep=sweeps.get(session=session, sweep_id=sweep_id))
-    table = data.matrix_table(data.sweep_cells(session=session, sweep_id=sweep_id))
-    return templates.TemplateResponse(
-        request,
-        "sweep.html",
-        {"sweep": summary, "rows": table.to_dict("records"), "chart": figures.throughput_by_cell(table)},
-    )
+    finished: FinishedSweeps = request.app.state.finished_sweeps
+    matrix = finished.get(summary.id)
+    if matrix is None:
+        table = data.matrix_table(data.sweep_cells(session=session, sweep_id=summary.id))
+        matrix = {"rows": table.to_dict("records"), "chart": figures.throughput_by_cell(table)}
+        if is_over(summary.counts):
+            finished.put(summary.id, matrix)
+    return templates.TemplateResponse(request, "sweep.html", {"sweep": summary, **matrix})

@@ -1,11 +1,14 @@
-"""docker-compose.yml and the Dockerfile, checked without Docker: structure, GPUs, caches, commands.
+"""docker-compose.yml and the Dockerfile, checked without a Docker engine: schema, GPUs, caches, commands.
 
-Docker cannot run on the test machine, so these read the files and check what would otherwise
-only fail at deploy time: a command line ``draftbench`` rejects, a missing GPU reservation, a
-compile cache that is thrown away with each container.
+Docker cannot run on the test machine. Compose's own ``config`` checks the file against the
+Compose schema without an engine (``make compose-cli`` installs Debian's docker-compose); the
+other tests read the files and check what would otherwise only fail at deploy time: a command line
+``draftbench`` rejects, a missing GPU reservation, a compile cache thrown away with each container.
 """
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,28 @@ def _parses(argv: list[str]) -> None:
     command = group.commands[name]  # type: ignore[attr-defined]
     with command.make_context(name, list(args), parent=click.Context(group)):
         pass
+
+
+def _compose_cli() -> list[str]:
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True, check=False).returncode == 0:
+        return ["docker", "compose"]
+    pytest.fail("no Compose CLI: run `make compose-cli` (Debian's docker-compose) or install the docker compose plugin")
+
+
+def _config(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*_compose_cli(), "-f", str(path), "config", "-q"], capture_output=True, text=True, check=False,
+                          env={"PATH": "/usr/bin:/bin:/usr/local/bin", "DRAFTBENCH_TOKEN": "t"}, cwd=ROOT)
+
+
+def test_compose_accepts_the_file(tmp_path: Path) -> None:
+    checked = _config(ROOT / "docker-compose.yml")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # ...and is a real check: the same file with one key misspelt is refused.
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text((ROOT / "docker-compose.yml").read_text().replace("command:", "commmand:", 1))
+    assert _config(broken).returncode != 0
 
 
 def test_three_services_in_start_order(compose) -> None:  # noqa: ANN001

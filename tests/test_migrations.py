@@ -1,5 +1,7 @@
 """Migrations on both databases: up from empty, down to base, and in step with the models."""
 
+import multiprocessing
+
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -39,3 +41,22 @@ def test_service_refuses_a_database_behind_the_code(db_url: str) -> None:
     with pytest.raises(db.SchemaError, match="draftbench migrate"):
         db.check_current(engine)
     engine.dispose()
+
+
+def test_processes_starting_together_migrate_once(db_url: str) -> None:
+    # `uvicorn --workers N` starts N apps at once, each migrating on start: none may fail.
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(4) as pool:
+        outcomes = pool.map(_upgrade_or_error, [db_url] * 4)
+    assert outcomes == [None] * 4
+    engine = db.make_engine(db_url)
+    db.check_current(engine)
+    engine.dispose()
+
+
+def _upgrade_or_error(url: str) -> str | None:
+    try:
+        db.upgrade(url)
+    except db.SchemaError as exc:
+        return str(exc)
+    return None

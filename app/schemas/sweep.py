@@ -66,6 +66,11 @@ class CellStatus(BaseModel):
     attempts: int
     acceptance_rate: float | None = None
     tokens_per_s: float | None = None
+    # What ran, as the cell's log told it (None until the cell succeeded).
+    resolved_backend: str | None = None
+    resolved_graph_mode: str | None = None
+    graph_downgraded: bool = False
+    draft_eager: bool = False
     crash_signature: str | None = None
 
 

@@ -4,13 +4,13 @@ from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.enums import JobState, SpecMethod, SweepState
 from app.errors import InputError, NotFoundError
 from app.jobs import queue
-from app.models import Build, Crash, Job, Sweep, utcnow
+from app.models import Build, Crash, CrashSignature, Job, Result, Sweep, utcnow
 from app.schemas.sweep import CellStatus, SweepDetail, SweepSpec, SweepSummary
 from app.sweeps import engine_args, matrix, paths
 
@@ -148,12 +148,7 @@ def _check_references(*, session: Session, spec: SweepSpec) -> None:
 
 
 def get(*, session: Session, sweep_id: int) -> Sweep:
-    jobs = selectinload(Sweep.jobs)
-    sweep = session.get(
-        Sweep,
-        sweep_id,
-        options=[jobs.selectinload(Job.result), jobs.selectinload(Job.crash).selectinload(Crash.signature_group)],
-    )
+    sweep = session.get(Sweep, sweep_id)
     if sweep is None:
         raise NotFoundError("sweep", sweep_id)
     return sweep
@@ -207,23 +202,32 @@ def _summary(sweep: Sweep, counts: dict[str, int]) -> SweepSummary:
     )
 
 
+# A cell's status in one row: the job, what its result measured and ran, its crash's signature.
+_CELL_COLUMNS = (
+    Job.id.label("job_id"), Job.cell_index, Job.repeat, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method,
+    Job.state, Job.attempts, Result.acceptance_rate, Result.tokens_per_s, Result.resolved_backend,
+    Result.resolved_graph_mode, Result.graph_downgraded, Result.draft_eager,
+    CrashSignature.signature.label("crash_signature"),
+)
+
+
+def cells(*, session: Session, sweep_id: int) -> list[CellStatus]:
+    """Every job of the sweep in job order, in one query (a sweep page is read far more than written)."""
+    stmt = (
+        select(*_CELL_COLUMNS)
+        .outerjoin(Result, Result.job_id == Job.id)
+        .outerjoin(Crash, Crash.job_id == Job.id)
+        .outerjoin(CrashSignature, CrashSignature.id == Crash.signature_id)
+        .where(Job.sweep_id == sweep_id)
+        .order_by(Job.id)
+    )
+    # Without a result the outer join gives NULL flags: nothing ran, so nothing was downgraded.
+    return [
+        CellStatus(**{**row._mapping, "graph_downgraded": bool(row.graph_downgraded), "draft_eager": bool(row.draft_eager)})
+        for row in session.execute(stmt)
+    ]
+
+
 def detail(*, session: Session, sweep: Sweep) -> SweepDetail:
     base = summary(session=session, sweep=sweep)
-    cells = [
-        CellStatus(
-            job_id=job.id,
-            cell_index=job.cell_index,
-            repeat=job.repeat,
-            gpu_kind=job.gpu_kind,
-            backend=job.backend,
-            graph_mode=job.graph_mode,
-            method=job.method,
-            state=job.state,
-            attempts=job.attempts,
-            acceptance_rate=job.result.acceptance_rate if job.result else None,
-            tokens_per_s=job.result.tokens_per_s if job.result else None,
-            crash_signature=job.crash.signature_group.signature if job.crash else None,
-        )
-        for job in sweep.jobs
-    ]
-    return SweepDetail(**base.model_dump(), spec=sweep.spec, cells=cells)
+    return SweepDetail(**base.model_dump(), spec=sweep.spec, cells=cells(session=session, sweep_id=sweep.id))

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from app.config import Settings
-from tests.conftest import TOKEN
+from tests.conftest import AUTH, TOKEN
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
 from tests.live import serve
 
@@ -203,3 +203,18 @@ def test_a_browser_follows_the_sweep_link_and_sees_matrix_and_chart(live_server,
     shot = tmp_path / "sweep.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
+
+
+def test_a_finished_sweeps_matrix_is_kept_and_its_page_still_shows_a_cancel(client, dataset) -> None:  # noqa: ANN001
+    worker, sweep = new_sweep(client, sweep_body(dataset, name="kept", repeats=1))
+    page = f"/sweeps/{sweep['id']}"
+    finish_jobs(client, worker, 1)
+    assert sorted(r["states"] for r in matrix_rows(client.get(page).text)) == ["queued 1", "succeeded 1"]
+    assert client.app.state.finished_sweeps.get(sweep["id"]) is None  # still running: read afresh each time
+    finish_jobs(client, worker, 1)
+    finished = client.get(page).text
+    assert sorted(r["states"] for r in matrix_rows(finished)) == ["succeeded 1", "succeeded 1"]
+    assert client.app.state.finished_sweeps.get(sweep["id"]) is not None
+    assert client.post(f"/api/v1/sweeps/{sweep['id']}/cancel", headers=AUTH).status_code == 200
+    after = client.get(page).text
+    assert 'id="sweep-state">cancelled<' in after and matrix_rows(after) == matrix_rows(finished)

@@ -132,3 +132,19 @@ def test_workers_and_builds_are_listed(client) -> None:  # noqa: ANN001
 
 def test_unknown_worker_gets_404(client) -> None:  # noqa: ANN001
     assert client.post("/api/v1/workers/999/claim", headers=AUTH).status_code == 404
+
+
+def test_the_sweep_shows_per_cell_what_ran_and_the_crash_signature(client, running) -> None:  # noqa: ANN001
+    worker, sweep_id, job = running
+    ran = {"backend": "FLASHINFER", "graph_mode": "PIECEWISE", "graph_downgraded": True, "draft_eager": True}
+    _complete(client, job["job_id"], worker, {"result": cell_result(), "ran": ran, "exit_code": 0})
+    crashed = client.post(f"/api/v1/workers/{worker}/claim", headers=AUTH).json()
+    _complete(client, crashed["job_id"], worker, {"timed_out": True, "signal": 9, "duration_s": 1})
+    cells = {c["job_id"]: c for c in client.get(f"/api/v1/sweeps/{sweep_id}").json()["cells"]}
+    succeeded, timed_out = cells[job["job_id"]], cells[crashed["job_id"]]
+    assert (succeeded["resolved_backend"], succeeded["resolved_graph_mode"]) == ("FLASHINFER", "PIECEWISE")
+    assert succeeded["graph_downgraded"] and succeeded["draft_eager"] and succeeded["tokens_per_s"] == 100.0
+    assert succeeded["crash_signature"] is None
+    [group] = client.get("/api/v1/crashes").json()
+    assert timed_out["state"] == "timed_out" and timed_out["crash_signature"] == group["signature"]
+    assert timed_out["resolved_graph_mode"] is None and not timed_out["graph_downgraded"]
