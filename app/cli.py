@@ -41,6 +41,8 @@ def serve(
 ) -> None:
     """Run the API and dashboards (migrates the database first, or refuses to start)."""
     import os
+    import shutil
+    import tempfile
 
     import uvicorn
 
@@ -63,8 +65,14 @@ def serve(
     # Each process builds its own app from the environment; the schema is current by now, so their
     # start-up migrations find nothing to do (and take turns under the migration lock regardless).
     os.environ["DRAFTBENCH_DATABASE_URL"] = settings.database_url
+    # A scrape reaches one process: they keep their counters in files there, summed by each scrape
+    # (app.metrics.service). A new folder per start, so no count of an earlier run is added in.
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = counters = tempfile.mkdtemp(prefix="draftbench-metrics-")
     app.state.engine.dispose()
-    uvicorn.run("app.main:create_app", factory=True, workers=processes, host=host, port=port, log_level="info")
+    try:
+        uvicorn.run("app.main:create_app", factory=True, workers=processes, host=host, port=port, log_level="info")
+    finally:
+        shutil.rmtree(counters, ignore_errors=True)
 
 
 @cli.command()

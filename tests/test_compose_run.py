@@ -147,3 +147,22 @@ def test_worker_command_starts_one_registered_worker_per_gpu(compose: dict[str, 
     for worker in workers:
         assert worker["gpu_kinds"] == ["H200"] and worker["gpu_count"] == 1 and worker["alive"]
         assert worker["builds"] == ["vllm-v0.26.0"]
+
+
+def _heartbeats_counted(api: str) -> float:
+    # A new connection each time: a scrape may reach any of the api's processes.
+    text = httpx.get(f"{api}/metrics", timeout=30).text
+    [value] = [line.split()[-1] for line in text.splitlines() if line.startswith("draftbench_worker_heartbeats_total ")]
+    return float(value)
+
+
+def test_every_scrape_counts_what_all_api_processes_saw(compose: dict[str, Any], api: str) -> None:
+    assert int(compose["services"]["api"]["command"][-1]) > 1  # the api runs several processes
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    worker = {"name": "counted", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "b"}]}
+    worker_id = httpx.post(f"{api}/api/v1/workers", json=worker, headers=auth, timeout=30).json()["id"]
+    before = _heartbeats_counted(api)
+    for _ in range(20):
+        beat = httpx.post(f"{api}/api/v1/workers/{worker_id}/heartbeat", json={"job_ids": []}, headers=auth, timeout=30)
+        assert beat.status_code == 200
+    assert [_heartbeats_counted(api) for _ in range(10)] == [before + 20] * 10

@@ -3,18 +3,21 @@ claim latency and completion counters kept in memory.
 
 Each app owns its ``CollectorRegistry`` (never the global one), so several apps in one process
 (tests) do not clash. The gauges come from the database, so every replica of the service reports
-the same queue. The histogram and the counters are per process: they start at 0 when the process
-starts and each replica counts only the requests it served; sum them in PromQL
-(``sum(rate(draftbench_cells_completed_total[5m]))``).
+the same queue. The histogram and the counters are kept in memory: they start at 0 when the service
+starts. The processes of one ``draftbench serve --processes N`` share them through
+prometheus_client's multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, set by ``serve``), since a
+scrape reaches whichever process accepts it; replicas on several hosts count apart, so sum them in
+PromQL (``sum(rate(draftbench_cells_completed_total[5m]))``).
 """
 
 import logging
+import os
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Annotated
 
 from fastapi import Depends, Request
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily, Metric
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
@@ -58,7 +61,8 @@ class Metrics:
         self.heartbeats = Counter(
             "draftbench_worker_heartbeats", "Heartbeats received from workers (this process)", registry=self.registry
         )
-        self.registry.register(SqlCollector(sessions=sessions, stale_seconds=stale_seconds))
+        self.sql = SqlCollector(sessions=sessions, stale_seconds=stale_seconds)
+        self.registry.register(self.sql)
 
     def completed(self, job: Job) -> None:
         """Count a job that just reached its final state through a worker's report."""
@@ -67,7 +71,14 @@ class Metrics:
             self.crashes.labels(kind=job.crash.kind.value, gpu_kind=job.gpu_kind).inc()
 
     def exposition(self) -> bytes:
-        return generate_latest(self.registry)
+        """The text format; with several processes, their histograms and counters summed from the shared files."""
+        shared = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+        if not shared:
+            return generate_latest(self.registry)
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry, path=shared)
+        registry.register(self.sql)
+        return generate_latest(registry)
 
 
 class SqlCollector:
