@@ -47,7 +47,7 @@ def serve(
     import uvicorn
 
     from app.config import Settings
-    from app.db import SchemaError
+    from app.db import SchemaError, upgrade
     from app.main import create_app
 
     settings = Settings(**({"database_url": database_url} if database_url else {}))
@@ -55,20 +55,22 @@ def serve(
         console.print("[red]DRAFTBENCH_TOKEN is not set: the service would refuse every write (workers, submissions).[/]")
         raise typer.Exit(2)
     try:
-        app = create_app(settings)
+        # Several processes each build their own app from the environment; here the schema is only
+        # brought up to date, so that a refusal shows once, before any process starts.
+        if processes == 1:
+            app = create_app(settings)
+        else:
+            upgrade(settings.database_url)
     except SchemaError as exc:
         console.print(f"[red]draftbench cannot start: {exc}[/]")
         raise typer.Exit(1) from None
     if processes == 1:
         uvicorn.run(app, host=host, port=port, log_level="info")
         return
-    # Each process builds its own app from the environment; the schema is current by now, so their
-    # start-up migrations find nothing to do (and take turns under the migration lock regardless).
     os.environ["DRAFTBENCH_DATABASE_URL"] = settings.database_url
     # A scrape reaches one process: they keep their counters in files there, summed by each scrape
     # (app.metrics.service). A new folder per start, so no count of an earlier run is added in.
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = counters = tempfile.mkdtemp(prefix="draftbench-metrics-")
-    app.state.engine.dispose()
     try:
         uvicorn.run("app.main:create_app", factory=True, workers=processes, host=host, port=port, log_level="info")
     finally:
