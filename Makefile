@@ -47,7 +47,7 @@ test: install vllm-env browser compose-cli postgres
 	DRAFTBENCH_VLLM_PYTHON=$(VLLM_PY) DRAFTBENCH_TEST_PG=$(PG_URL) $(VPY) -m pytest -q -p no:cacheprovider
 
 demo: install vllm-env
-	$(VPY) -m app.cli demo --folder $(DEMO_DIR) --vllm-python $(VLLM_PY) --port $(DEMO_PORT) --token $(DEMO_TOKEN)
+	$(VPY) examples/demo.py --folder $(DEMO_DIR) --vllm-python $(VLLM_PY) --port $(DEMO_PORT) --token $(DEMO_TOKEN)
 
 demo-stop:
 	-@[ -f $(DEMO_DIR)/service.pid ] && kill $$(cat $(DEMO_DIR)/service.pid) 2>/dev/null; rm -f $(DEMO_DIR)/service.pid

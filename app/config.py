@@ -1,4 +1,4 @@
-"""Service settings, read from ``DRAFTBENCH_*`` environment variables."""
+"""Service settings, read from ``DRAFTBENCH_*`` environment variables, and the defaults every entry point shares."""
 
 import json
 from functools import lru_cache
@@ -7,22 +7,28 @@ from typing import Annotated
 from pydantic import field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+DEFAULT_DATABASE_URL = "sqlite:///draftbench.db"
+DEFAULT_SERVER = "http://127.0.0.1:8000"
+# A cell running longer than this is killed and recorded as a crash of kind "timeout".
+DEFAULT_CELL_TIMEOUT_S = 900.0
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DRAFTBENCH_")
 
-    database_url: str = "sqlite:///draftbench.db"
+    database_url: str = DEFAULT_DATABASE_URL
     # The bootstrap admin token (every scope); tokens made with `draftbench token create` sit in
     # the database. Empty means only database tokens are accepted: never anonymous writes.
     token: str = ""
     max_cells: int = 2000
     max_body_bytes: int = 1024 * 1024
     max_log_bytes: int = 32 * 1024 * 1024
-    # A running job whose lease is not renewed for this long goes back to the queue.
+    # The one liveness rule (app.workers.liveness): a worker is alive while its last heartbeat or
+    # claim is younger than this; the jobs of a worker that is not alive are stalled and go back to
+    # the queue (app.jobs.stalled) at the next check, which runs every ``stall_check_seconds``.
     lease_seconds: float = 120.0
+    stall_check_seconds: float = 15.0
     max_attempts: int = 3
-    # A worker that has not been heard from for this long is shown as lost.
-    worker_stale_seconds: float = 300.0
     # Folders that model/tokenizer/draft paths and datasets of a sweep must resolve into (comma
     # separated or a JSON list). Empty allows any path, for local use; production sets both.
     allowed_model_roots: Annotated[list[str], NoDecode] = []

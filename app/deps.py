@@ -1,9 +1,10 @@
-"""FastAPI dependencies: the request's database session, settings, and who may write (tokens and scopes)."""
+"""FastAPI dependencies: the request's database session, settings, and who may write (tokens, scopes, workers)."""
 
 from collections.abc import Callable, Iterator
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Path, Request, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
@@ -13,6 +14,9 @@ from app.auth.service import Principal
 from app.config import Settings
 from app.db import session_scope
 from app.enums import TokenScope
+from app.errors import NotFoundError
+from app.jobs import queue
+from app.models import Job
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -45,13 +49,17 @@ def authenticate(
     session: Annotated[Session, _session],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    """Who is calling: 401 for a missing, unknown or revoked token."""
+    """Who is calling: 401 for a missing, unknown or revoked token.
+
+    Failed attempts are rate-limited per client address (429), so secrets cannot be guessed at speed.
+    """
     principal = None
     if credentials is not None:
         principal = tokens.authenticate(
             session=session, secret=credentials.credentials, bootstrap=request.app.state.settings.token
         )
     if principal is None:
+        _limit(request, f"failed-auth:{request.client.host if request.client else 'unknown'}")
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
             "a valid bearer token is needed for writes" if credentials is None else "unknown or revoked token",
@@ -69,22 +77,102 @@ def require_scope(scope: TokenScope) -> Callable[..., Principal]:
             raise HTTPException(
                 status.HTTP_403_FORBIDDEN, f"this needs a token with the '{scope}' scope (this token has: {held})"
             )
-        wait = request.app.state.rate_limiter.take(principal.key)
-        if wait:
-            raise HTTPException(
-                status.HTTP_429_TOO_MANY_REQUESTS,
-                f"rate limit of {request.app.state.rate_limiter.per_minute} requests a minute per token exceeded",
-                headers={"Retry-After": retry_after(wait)},
-            )
+        _limit(request, principal.key)
         return principal
 
     dependency.__name__ = f"require_{scope}"
     return dependency
 
 
+def _limit(request: Request, key: str) -> None:
+    limiter = request.app.state.rate_limiter
+    wait = limiter.take(key)
+    if wait:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"rate limit of {limiter.per_minute} requests a minute exceeded",
+            headers={"Retry-After": retry_after(wait)},
+        )
+
+
 SessionDep = Annotated[Session, _session]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 # Route parameters (``by: Submitter``) where the handler needs the caller, ``dependencies=[...]`` otherwise.
 Submitter = Annotated[Principal, Depends(require_scope(TokenScope.SUBMIT))]
-WorkerAuth = Depends(require_scope(TokenScope.WORKER))
+WorkerScope = Annotated[Principal, Depends(require_scope(TokenScope.WORKER))]
 AdminAuth = Depends(require_scope(TokenScope.ADMIN))
+
+
+def acting_worker(principal: WorkerScope) -> int:
+    """The worker the caller's credential belongs to: 403 for any token that is not a worker's own.
+
+    A host's token registers workers; each registration answers with the worker's own credential,
+    and only that credential claims, beats, logs and reports for it. So one worker (or one host)
+    cannot claim, heartbeat or complete for another, whatever scope its token has.
+    """
+    if principal.worker_id is None:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "worker routes need the credential that registering the worker returned (POST /api/v1/workers)",
+        )
+    return principal.worker_id
+
+
+def worker_in_path(worker_id: Annotated[int, Path()], acting: Annotated[int, Depends(acting_worker)]) -> int:
+    """The path's worker, which must be the caller's own (403 otherwise)."""
+    if worker_id != acting:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, f"this credential acts for worker {acting}, not worker {worker_id}")
+    return worker_id
+
+
+def existing_job(job_id: Annotated[int, Path()], session: SessionDep) -> Job:
+    """The path's job, or 404."""
+    job = session.get(Job, job_id)
+    if job is None:
+        raise NotFoundError("job", job_id)
+    return job
+
+
+ActingWorker = Annotated[int, Depends(acting_worker)]
+PathWorker = Annotated[int, Depends(worker_in_path)]
+ExistingJob = Annotated[Job, Depends(existing_job)]
+
+
+def held_job(worker_id: ActingWorker, job: ExistingJob, session: SessionDep, settings: SettingsDep) -> Job:
+    """The path's job, which the caller's worker must hold while alive: 404, 403, else 409 (NotLeasedError)."""
+    return queue.hold(session=session, job_id=job.id, worker_id=worker_id, lease_seconds=settings.lease_seconds)
+
+
+HeldJob = Annotated[Job, Depends(held_job)]
+
+
+def known_query(request: Request) -> None:
+    """422 for a query parameter the route does not declare: a misspelt filter must not return every row."""
+    route = request.scope.get("route")
+    if route is None or not request.query_params:
+        return
+    allowed = _query_names(route)
+    unknown = [name for name in request.query_params if name not in allowed]
+    if unknown:
+        listed = ", ".join(sorted(allowed)) or "none"
+        raise RequestValidationError(
+            [{"loc": ["query", name], "msg": f"unknown query parameter; allowed: {listed}", "type": "value_error"} for name in unknown]
+        )
+
+
+_QUERY_NAMES: dict[int, frozenset[str]] = {}
+
+
+def _query_names(route: object) -> frozenset[str]:
+    """The query parameters a route and all its dependencies declare (FastAPI's Dependant tree)."""
+    key = id(route)
+    if key not in _QUERY_NAMES:
+        names: set[str] = set()
+        stack = [getattr(route, "dependant", None)]
+        while stack:
+            dependant = stack.pop()
+            if dependant is not None:
+                names.update(param.alias for param in dependant.query_params)
+                stack.extend(dependant.dependencies)
+        _QUERY_NAMES[key] = frozenset(names)
+    return _QUERY_NAMES[key]

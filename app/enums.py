@@ -31,6 +31,8 @@ class GraphMode(StrEnum):
 
 
 class SpecMethod(StrEnum):
+    """vLLM's speculative methods, with the traits that decide how a log is read and what can be measured."""
+
     NGRAM = "ngram"
     NGRAM_GPU = "ngram_gpu"
     SUFFIX = "suffix"
@@ -41,6 +43,30 @@ class SpecMethod(StrEnum):
     DFLASH = "dflash"
     DSPARK = "dspark"
     CUSTOM_CLASS = "custom_class"
+
+    @property
+    def has_draft_network(self) -> bool:
+        """A draft model runs (and picks an attention backend); n-gram and suffix proposers have none."""
+        return self not in (SpecMethod.NGRAM, SpecMethod.NGRAM_GPU, SpecMethod.SUFFIX)
+
+    @property
+    def never_graphed(self) -> bool:
+        """The draft never runs in CUDA graphs and vLLM logs nothing about it (seen on vLLM 0.26 and 0.32).
+
+        vLLM 0.32's V1 runner source gives DraftModelProposer PIECEWISE keys; no GPU log has shown
+        a draft_model capture, so the observed rule stands until one does.
+        """
+        return self in (SpecMethod.NGRAM, SpecMethod.SUFFIX, SpecMethod.DRAFT_MODEL)
+
+    @property
+    def captures_own_graphs(self) -> bool:
+        """The draft captures graphs of its own and says so ("Capturing dflash CUDA graphs (FULL)").
+
+        A missing capture line beside a target that captured means the draft ran eagerly: on the
+        H200 a DFlash draft beside a FlashInfer target downgraded to PIECEWISE did exactly that.
+        DSpark shares DFlash's draft attention but no log of it has been seen, so it is not listed.
+        """
+        return self is SpecMethod.DFLASH
 
 
 class GpuKind(StrEnum):
@@ -60,6 +86,13 @@ class GpuKind(StrEnum):
     MI300X = "MI300X"
     MI325X = "MI325X"
     MI355X = "MI355X"
+
+
+class BuiltinDataset(StrEnum):
+    """Workload datasets that need no file: ``workload.dataset`` is one of these names or a path."""
+
+    DRAFTBENCH = "draftbench"  # the prompts shipped in runners/prompts/draftbench.jsonl
+    RANDOM = "random"  # random token ids, as `vllm bench --dataset-name random`
 
 
 class JobState(StrEnum):

@@ -21,3 +21,7 @@ class InputError(Exception):
 class NotFoundError(Exception):
     def __init__(self, what: str, ident: object) -> None:
         super().__init__(f"{what} {ident} not found")
+
+
+class ConflictError(Exception):
+    """The request contradicts what is stored (a build's recorded facts, a reused Idempotency-Key): 409."""

@@ -16,6 +16,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -89,7 +90,10 @@ class Worker(Base):
     gpu_count: Mapped[int] = mapped_column(default=0)
     builds: Mapped[list[Any]] = mapped_column()
     registered_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Its last heartbeat or claim: the only clock of liveness (app.workers.liveness).
     last_heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # The token that registered it (its host's): revoking that token also ends this worker's credential.
+    token_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id", ondelete="SET NULL", use_alter=True))
 
 
 class ApiToken(Base):
@@ -104,13 +108,19 @@ class ApiToken(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column()
     revoked_at: Mapped[datetime | None] = mapped_column()
+    # Set on a worker's own credential, issued at its registration: it acts for that worker only.
+    worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="CASCADE"), unique=True)
 
 
 class Sweep(Base):
     __tablename__ = "sweeps"
+    # An Idempotency-Key belongs to the caller that sent it: another token's key is another sweep.
+    __table_args__ = (UniqueConstraint("idempotency_scope", "idempotency_key"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
+    # A copy of spec["build"], so that lists of sweeps never load whole specs.
+    build: Mapped[str] = mapped_column(String(128))
     spec: Mapped[dict[str, Any]] = mapped_column()
     priority: Mapped[int] = mapped_column(default=0)
     pull_request: Mapped[int | None] = mapped_column()
@@ -119,7 +129,10 @@ class Sweep(Base):
     tags: Mapped[list[Any]] = mapped_column(default=list)
     submitted_by: Mapped[str | None] = mapped_column(String(200))
     reason: Mapped[str | None] = mapped_column(Text)
-    idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    # Who sent the key ("token:7", "bootstrap", "import") and the sha256 of the body it came with.
+    idempotency_scope: Mapped[str | None] = mapped_column(String(64))
+    request_hash: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     cancelled_at: Mapped[datetime | None] = mapped_column()
     # The token that submitted it (None: the bootstrap DRAFTBENCH_TOKEN or an import); it may cancel it.
@@ -129,12 +142,17 @@ class Sweep(Base):
 
 
 class Job(Base):
-    """One matrix cell and repeat: the unit the queue hands to a worker."""
+    """One run of a cell (one repeat): the unit the queue hands to a worker.
+
+    ``backend`` and ``graph_mode`` are what the cell requests; what ran is on its Result
+    (``resolved_backend``, ``resolved_graph_mode``).
+    """
 
     __tablename__ = "jobs"
     __table_args__ = (
-        Index("ix_jobs_claim", "state", "gpu_kind", "build_label", "priority", "id"),
-        Index("ix_jobs_lease", "state", "lease_expires_at"),
+        Index("ix_jobs_claim", "state", "gpu_kind", "build", "priority", "id"),
+        # The stalled-job check: running jobs by the worker that holds them.
+        Index("ix_jobs_state_worker", "state", "worker_id"),
         # The claim's fairness terms: running jobs per sweep, and when the sweep was last served.
         Index("ix_jobs_sweep_state", "sweep_id", "state"),
         Index("ix_jobs_sweep_started", "sweep_id", "started_at"),
@@ -144,7 +162,7 @@ class Job(Base):
     sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"), index=True)
     cell_index: Mapped[int] = mapped_column()
     repeat: Mapped[int] = mapped_column()
-    build_label: Mapped[str] = mapped_column(String(128))
+    build: Mapped[str] = mapped_column(String(128))
     gpu_kind: Mapped[str] = mapped_column(String(32))
     backend: Mapped[str] = mapped_column(String(32))
     graph_mode: Mapped[str] = mapped_column(String(32))
@@ -158,8 +176,8 @@ class Job(Base):
     gpus_needed: Mapped[int] = mapped_column(default=1, server_default="1")
     attempts: Mapped[int] = mapped_column(default=0)
     max_attempts: Mapped[int] = mapped_column(default=3)
+    # The worker holding a running job; it holds it while it is alive (app.workers.liveness).
     worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="SET NULL"))
-    lease_expires_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column()
     finished_at: Mapped[datetime | None] = mapped_column()

@@ -2,10 +2,15 @@
 
 The service runs as it does in production, ``draftbench serve --processes N`` (2 by default, as
 docker-compose.yml runs it), over a fresh PostgreSQL database (``--pg``, the default) or a SQLite file (``--sqlite``). The script first seeds it through
-the API: a fake worker registers a build, a few sweeps (speculative cells and baselines, several
+the API: a fake worker registers a build (with the bootstrap token) and acts from then on with the
+credential the registration returned, a few sweeps (speculative cells and baselines, several
 repeats) are submitted and the fake worker claims and completes every job with a plausible result.
 Each load client then gets its own ``submit`` token (created through ``/api/v1/tokens``, as CI jobs
 would hold theirs), so the per-token rate limit applies as deployed.
+
+Every sweep's workload names ``--dataset``: by default ``draftbench``, the prompt set shipped with
+the project (``runners/prompts/draftbench.jsonl``); ``random`` or a file path work too. No cell
+runs here, the fake worker only reports results, so the dataset merely has to pass the service's checks.
 
 Then ``--clients`` clients (asyncio + httpx, one keep-alive connection each) loop for ``--seconds``
 over a weighted mix of requests:
@@ -52,10 +57,12 @@ from pathlib import Path
 
 import httpx
 
-from app import scratchdb
-
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATASET = REPO.parent / "shared" / "datasets" / "spec_bench_questions.jsonl"
+sys.path.insert(0, str(REPO))
+
+from tests import scratchdb  # noqa: E402
+
+DEFAULT_DATASET = "draftbench"  # the prompts shipped in runners/prompts/draftbench.jsonl
 TOKEN = "api-load-bootstrap-token"
 BUILD = "load-build"
 HOST = "127.0.0.1"
@@ -123,16 +130,22 @@ def service(database_url: str, *, processes: int, rate_limit: int | None) -> Ite
 # --- seeding through the API -------------------------------------------------------------------
 
 
-def sweep_body(dataset: Path, *, name: str, repeats: int, baseline: bool, n_spec: int) -> dict:
+def workload(dataset: str) -> dict:
+    """The workload of every sweep: a built-in dataset name (``draftbench``, ``random``) or a path."""
+    extra = {"input_len": 128} if dataset == "random" else {}
+    return {"dataset": dataset, "num_prompts": 8, "max_tokens": 64, **extra}
+
+
+def sweep_body(dataset: str, *, name: str, repeats: int, baseline: bool, n_spec: int) -> dict:
     speculative = [
         {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4},
         {"method": "draft_model", "model": "/models/draft", "num_speculative_tokens": 3},
     ][:n_spec]
     return {
         "name": name, "build": BUILD, "model": "/models/target",
-        "workload": {"dataset": str(dataset), "num_prompts": 8, "max_tokens": 64},
-        "speculative": speculative, "attention_backends": ["CPU_ATTN"], "cudagraph_modes": ["NONE"],
-        "gpus": ["cpu"], "repeats": repeats, "baseline": baseline, "tags": ["api-load"],
+        "workload": workload(dataset),
+        "speculative": speculative, "backends": ["CPU_ATTN"], "graph_modes": ["NONE"],
+        "gpu_kinds": ["cpu"], "repeats": repeats, "baseline": baseline, "tags": ["api-load"],
     }
 
 
@@ -141,7 +154,7 @@ def fake_result(rng: random.Random, speculative: bool) -> dict:
     tps = rng.uniform(80, 160)
     result = {
         "engine_start_s": 12.0, "warmup_s": 1.0, "generation_s": 512 / tps, "num_requests": 8, "prompt_tokens": 400,
-        "output_tokens": 512, "tokens_per_s": tps, "requests_per_s": tps / 64, "spec": None,
+        "output_tokens": 512, "tokens_per_s": tps, "requests_per_s": tps / 64, "spec_decode": None,
         "requests": [{"num_output_tokens": 64, "fingerprint": f"{i:016x}"} for i in range(8)],
         "output_fingerprint": "f" * 16, "versions": {"vllm": "0.32.0", "gpu_name": "CPU"},
     }
@@ -152,30 +165,35 @@ def fake_result(rng: random.Random, speculative: bool) -> dict:
         accepted = sum(positions)
         for request, d in zip(result["requests"], drafts, strict=True):
             request |= {"num_drafts": d, "num_accepted_tokens": min(3 * d, round(accepted * d / total * rng.uniform(0.8, 1.2)))}
-        result["spec"] = {"num_drafts": total, "num_draft_tokens": 3 * total, "num_accepted_tokens": accepted,
+        result["spec_decode"] = {"num_drafts": total, "num_draft_tokens": 3 * total, "num_accepted_tokens": accepted,
                           "accepted_per_position": positions}
     return result
 
 
-def seed(url: str, dataset: Path, *, sweeps: int, repeats: int, clients: int) -> tuple[list[int], list[str]]:
+def seed(url: str, dataset: str, *, sweeps: int, repeats: int, clients: int) -> tuple[list[int], list[str]]:
     """Seeded sweep ids (every job succeeded) and one submit token per client."""
     admin = {"Authorization": f"Bearer {TOKEN}"}
     rng = random.Random(0)
     with httpx.Client(base_url=url, headers=admin, timeout=60) as http:
         worker = {"name": "load-seed", "host": "load", "gpu_kinds": ["cpu"], "builds": [{"label": BUILD}]}
-        worker_id = http.post("/api/v1/workers", json=worker).raise_for_status().json()["id"]
+        registered = http.post("/api/v1/workers", json=worker).raise_for_status().json()
+        worker_id = registered["id"]
+        # Claim and complete take the worker's own credential, not the token that registered it.
+        as_worker = {"Authorization": f"Bearer {registered['credential']}"}
         ids = []
         for i in range(sweeps):
             body = sweep_body(dataset, name=f"seed-{i}", repeats=repeats, baseline=True, n_spec=2)
             ids.append(http.post("/api/v1/sweeps", json=body).raise_for_status().json()["id"])
         while True:
-            response = http.post(f"/api/v1/workers/{worker_id}/claim").raise_for_status()
+            response = http.post(f"/api/v1/workers/{worker_id}/claim", headers=as_worker).raise_for_status()
             if response.status_code == 204:
                 break
             job = response.json()
             outcome = {"result": fake_result(rng, job["cell"]["speculative"] is not None),
-                       "ran": {"backend": "CPU_ATTN", "graph_mode": "NONE"}, "exit_code": 0, "duration_s": 20.0}
-            http.post(f"/api/v1/jobs/{job['job_id']}/complete", json={"worker_id": worker_id, "outcome": outcome}).raise_for_status()
+                       "resolved": {"resolved_backend": "CPU_ATTN", "resolved_graph_mode": "NONE"},
+                       "exit_code": 0, "duration_s": 20.0}
+            http.post(f"/api/v1/jobs/{job['job_id']}/complete", json={"outcome": outcome},
+                      headers=as_worker).raise_for_status()
         tokens = []
         for i in range(clients):
             created = http.post("/api/v1/tokens", json={"name": f"load-client-{i}", "scopes": ["submit"]})
@@ -194,7 +212,7 @@ class Samples:
 
 
 async def client_loop(
-    index: int, url: str, token: str, seeded: list[int], dataset: Path, *, measure_from: float, end: float,
+    index: int, url: str, token: str, seeded: list[int], dataset: str, *, measure_from: float, end: float,
     max_requests: int, think_ms: float, weights: dict[str, int], warmup: Samples, samples: Samples,
 ) -> None:
     rng = random.Random(index)
@@ -237,7 +255,7 @@ async def client_loop(
                 await asyncio.sleep(rng.uniform(0, 2 * think_ms) / 1000)
 
 
-async def drive(url: str, tokens: list[str], seeded: list[int], dataset: Path, *, warmup_s: float, seconds: float,
+async def drive(url: str, tokens: list[str], seeded: list[int], dataset: str, *, warmup_s: float, seconds: float,
                 max_requests: int, think_ms: float, weights: dict[str, int]) -> tuple[Samples, Samples, float]:
     """Samples of the warm-up and of the measured window, and the measured window's length."""
     warmup, samples = Samples(), Samples()
@@ -306,14 +324,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"change the mix (kinds: {', '.join(MIX)}); W=0 leaves a kind out")
     parser.add_argument("--seed-sweeps", type=int, default=5)
     parser.add_argument("--seed-repeats", type=int, default=8, help="each seed sweep has 3 cells (2 + baseline)")
-    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--dataset", default=DEFAULT_DATASET,
+                        help="workload.dataset of every sweep: 'draftbench' (the shipped prompts, default), "
+                             "'random', or a file path the service accepts")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if not args.dataset.is_file():
-        raise SystemExit(f"dataset {args.dataset} not found (sweeps must name an existing file): pass --dataset")
     weights = {kind: weight for kind, (weight, _) in MIX.items()}
     for item in args.weight:
         kind, _, value = item.partition("=")

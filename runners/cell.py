@@ -4,7 +4,7 @@ Usage:
 
     python runners/cell.py SPEC.json RESULT.json
 
-SPEC.json is a ``CellSpec`` and RESULT.json a ``CellResult`` (``app/schemas/cell.py``, schema version 1).
+SPEC.json is a ``CellSpec`` and RESULT.json a ``CellResult`` (``app/schemas/cell.py``, schema version 2).
 This file imports only the standard library and vLLM (torch only for version and GPU facts), because
 it runs inside whatever build is being measured; the worker validates the JSON it writes.
 
@@ -17,6 +17,9 @@ What is measured and how:
   (with random-weight test models EOS would otherwise end requests at arbitrary points).
 - Each request gets its own sampling seed (workload seed + request index), so outputs do not
   depend on how vLLM batches the requests.
+- Prompts come from the workload's dataset: ``draftbench`` (``runners/prompts/draftbench.jsonl``,
+  shipped beside this file), ``random`` (token ids as ``vllm bench --dataset-name random`` makes
+  them), or a path to Spec-Bench JSONL or ShareGPT JSON.
 
 The result is written before vLLM is shut down (engine shutdown can hang); then vLLM gets a bounded
 chance to stop, any engine process still alive is killed, and the process exits with ``os._exit(0)``.
@@ -38,11 +41,16 @@ import time
 import traceback
 from typing import Any
 
-SCHEMA_VERSION = 1
+# app.schemas.cell.CELL_SCHEMA_VERSION; this script cannot import it (tests/runners/test_cell.py ties them).
+SCHEMA_VERSION = 2
 # How long vLLM may take to stop its engine processes after the result is written.
 SHUTDOWN_GRACE_S = 20.0
+# app.enums.BuiltinDataset, by value (tied by tests/runners/test_cell.py).
+BUILTIN_PROMPTS = "draftbench"
+RANDOM_DATASET = "random"
+PROMPTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prompts", "draftbench.jsonl")
 
-SPEC_COUNTERS = {
+SPEC_DECODE_COUNTERS = {
     "num_drafts": "vllm:spec_decode_num_drafts",
     "num_draft_tokens": "vllm:spec_decode_num_draft_tokens",
     "num_accepted_tokens": "vllm:spec_decode_num_accepted_tokens",
@@ -54,20 +62,54 @@ PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 
 
 def load_prompts(workload: dict[str, Any]) -> list[str]:
-    """First turns of the Spec-Bench file, filtered by category, cycled up to ``num_prompts``."""
+    """First turns of the workload's prompt file, filtered by category, cycled up to ``num_prompts``.
+
+    Spec-Bench JSONL (``{"category", "turns": [...]}`` per line) or ShareGPT JSON (a list of
+    ``{"conversations": [{"from": "human", "value": ...}, ...]}``; the first human turn, no category).
+    """
+    path = PROMPTS_FILE if workload["dataset"] == BUILTIN_PROMPTS else workload["dataset"]
     categories = set(workload.get("categories") or [])
-    questions = []
-    with open(workload["dataset"], encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            if categories and record.get("category") not in categories:
-                continue
-            questions.append(record["turns"][0])
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    if text.lstrip().startswith("["):
+        questions = [first_human_turn(record) for record in json.loads(text)]
+        questions = [q for q in questions if q is not None and not categories]
+    else:
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+        questions = [r["turns"][0] for r in records if not categories or r.get("category") in categories]
     if not questions:
-        raise ValueError(f"no prompts in {workload['dataset']} for categories {sorted(categories)}")
+        raise ValueError(f"no prompts in {path} for categories {sorted(categories)}")
     return list(itertools.islice(itertools.cycle(questions), workload["num_prompts"]))
+
+
+def first_human_turn(record: dict[str, Any]) -> str | None:
+    """The first message a user wrote in a ShareGPT conversation."""
+    for turn in record.get("conversations") or []:
+        if turn.get("from") in ("human", "user"):
+            return turn.get("value")
+    return None
+
+
+def random_prompts(workload: dict[str, Any], tokenizer) -> list[dict[str, Any]]:
+    """Token-id prompts as ``vllm bench --dataset-name random`` builds them, seeded by ``workload.seed``.
+
+    Prompt i has a length drawn uniformly from ``input_len * [1 - range_ratio, 1 + range_ratio]``
+    and holds consecutive token ids from a random offset (``(offset_i + i + j) mod V``), skipping
+    special tokens. The ids go to vLLM as they are, so every length is exact.
+    """
+    import random
+
+    rng = random.Random(workload.get("seed", 0))
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    vocabulary = [token for token in range(len(tokenizer)) if token not in special]
+    length, ratio = workload["input_len"], workload.get("range_ratio") or 0.0
+    low, high = max(1, int(length * (1 - ratio))), int(length * (1 + ratio))
+    prompts = []
+    for i in range(workload["num_prompts"]):
+        size, offset = rng.randint(low, max(low, high)), rng.randrange(len(vocabulary))
+        ids = [vocabulary[(offset + i + j) % len(vocabulary)] for j in range(size)]
+        prompts.append({"prompt_token_ids": ids})
+    return prompts
 
 
 # ---------------------------------------------------------------------------- engine
@@ -77,7 +119,7 @@ def engine_kwargs(spec: dict[str, Any], engine_arg_names: set[str]) -> dict[str,
     """Keyword arguments for ``vllm.LLM``: the cell's ``engine_args`` plus its backend, graph mode and speculation.
 
     The cell's own dimensions win over ``engine_args`` (they are what the cell measures); a
-    ``compilation_config`` in ``engine_args`` is kept, with the cell's ``cudagraph_mode`` set in it.
+    ``compilation_config`` in ``engine_args`` is kept, with the cell's graph mode set in it.
     """
     kwargs: dict[str, Any] = dict(spec.get("engine_args") or {})
     kwargs.update(
@@ -86,13 +128,13 @@ def engine_kwargs(spec: dict[str, Any], engine_arg_names: set[str]) -> dict[str,
         seed=spec["workload"].get("seed", 0),
         # Spec-decode counters only exist when stats are logged.
         disable_log_stats=False,
-        attention_backend=spec["attention_backend"],
+        attention_backend=spec["backend"],
     )
-    if spec["cudagraph_mode"] == "NONE":
+    if spec["graph_mode"] == "NONE":
         kwargs["enforce_eager"] = True
     else:
         compilation = kwargs.get("compilation_config", {})
-        kwargs["compilation_config"] = {**compilation, "cudagraph_mode": spec["cudagraph_mode"]}
+        kwargs["compilation_config"] = {**compilation, "cudagraph_mode": spec["graph_mode"]}
     if spec.get("speculative") is not None:
         kwargs["speculative_config"] = dict(spec["speculative"])
         # Per-request acceptance only where this vLLM offers it (0.32 does; older builds reject the name).
@@ -128,9 +170,9 @@ def sampling_params(workload: dict[str, Any], count: int, offset: int = 0) -> li
     ]
 
 
-def run_prompts(llm, prompts: list[str], params: list, chat: bool) -> list:
-    """Generate for ``prompts``, through the chat template when ``chat``."""
-    if chat:
+def run_prompts(llm, prompts: list, params: list, chat: bool) -> list:
+    """Generate for ``prompts`` (text, or token ids), text through the chat template when ``chat``."""
+    if chat and prompts and isinstance(prompts[0], str):
         conversations = [[{"role": "user", "content": prompt}] for prompt in prompts]
         return llm.chat(conversations, params, use_tqdm=False)
     return llm.generate(prompts, params, use_tqdm=False)
@@ -147,10 +189,10 @@ def add_elementwise(left: list[int], right: list[int], sign: int = 1) -> list[in
     return [a + sign * b for a, b in zip(left, right)]
 
 
-def read_spec_counters(llm) -> dict[str, Any]:
+def read_spec_decode_counters(llm) -> dict[str, Any]:
     """Current cumulative spec-decode counters, summed over engines (labels) if there are several."""
-    keys = {name: key for key, name in SPEC_COUNTERS.items()}
-    totals: dict[str, Any] = {key: 0 for key in SPEC_COUNTERS}
+    keys = {name: key for key, name in SPEC_DECODE_COUNTERS.items()}
+    totals: dict[str, Any] = {key: 0 for key in SPEC_DECODE_COUNTERS}
     totals["accepted_per_position"] = []
     for metric in llm.get_metrics():
         if metric.name in keys:
@@ -163,7 +205,7 @@ def read_spec_counters(llm) -> dict[str, Any]:
 
 def counters_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """What the measured run added to the cumulative counters."""
-    delta = {key: after[key] - before[key] for key in SPEC_COUNTERS}
+    delta = {key: after[key] - before[key] for key in SPEC_DECODE_COUNTERS}
     delta["accepted_per_position"] = add_elementwise(
         after["accepted_per_position"], before["accepted_per_position"], sign=-1
     )
@@ -264,13 +306,16 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     from vllm import LLM
 
     workload = spec["workload"]
-    prompts = load_prompts(workload)
+    random_tokens = workload["dataset"] == RANDOM_DATASET
+    prompts = [] if random_tokens else load_prompts(workload)
     speculative = spec.get("speculative") is not None
 
     started = time.perf_counter()
     llm = LLM(**engine_kwargs(spec, engine_arg_names()))
     engine_start_s = time.perf_counter() - started
     chat = has_chat_template(llm)
+    if random_tokens:
+        prompts = random_prompts(workload, llm.get_tokenizer())
 
     warmup = list(itertools.islice(itertools.cycle(prompts), workload.get("warmup_prompts", 0)))
     started = time.perf_counter()
@@ -278,11 +323,11 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         run_prompts(llm, warmup, sampling_params(workload, len(warmup), offset=len(prompts)), chat)
     warmup_s = time.perf_counter() - started
 
-    before = read_spec_counters(llm) if speculative else None
+    before = read_spec_decode_counters(llm) if speculative else None
     started = time.perf_counter()
     outputs = run_prompts(llm, prompts, sampling_params(workload, len(prompts)), chat)
     generation_s = time.perf_counter() - started
-    spec_counters = counters_delta(before, read_spec_counters(llm)) if speculative else None
+    spec_decode = counters_delta(before, read_spec_decode_counters(llm)) if speculative else None
 
     output_tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
     result = {
@@ -295,7 +340,7 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         "output_tokens": output_tokens,
         "tokens_per_s": output_tokens / generation_s if generation_s > 0 else 0.0,
         "requests_per_s": len(outputs) / generation_s if generation_s > 0 else 0.0,
-        "spec": spec_counters,
+        "spec_decode": spec_decode,
         "requests": [request_outcome(o) for o in outputs],
         "output_fingerprint": output_fingerprint(outputs),
         "versions": versions(),

@@ -7,17 +7,30 @@ from typing import Any
 import httpx
 
 from app.schemas.cell import CellOutcome
-from app.schemas.worker import ClaimedJob, CompleteRequest, HeartbeatRequest, RegisterRequest
+from app.schemas.worker import ClaimedJob, CompleteRequest, HeartbeatRequest, RegisterRequest, WorkerRegistered
 
 log = logging.getLogger("draftbench.worker")
 
 
-class JobLost(Exception):
-    """The service no longer leases this job to us (409): drop it, its newer attempt stands."""
+class ServiceRefused(Exception):
+    """The service answered 4xx: the request itself is wrong (a bad token, a refused value); retrying cannot help."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"the service refused it ({status}): {detail}")
+        self.status = status
+        self.detail = detail
+
+
+class JobLost(ServiceRefused):
+    """The service no longer lets us hold this job (409): drop it, its newer attempt stands."""
 
 
 class ServiceClient:
-    """Retries while the service or its database is away, so a restart loses no result."""
+    """Retries while the service or its database is away, so a restart loses no result.
+
+    It starts with the host's token, which only registers; ``register`` switches it to the worker's
+    own credential, which every later call needs.
+    """
 
     def __init__(
         self,
@@ -48,11 +61,11 @@ class ServiceClient:
             except httpx.TransportError as exc:
                 failure = f"{type(exc).__name__}: {exc}"
             else:
-                if response.status_code == 409:
-                    raise JobLost(response.json().get("detail", "job lost"))
-                if response.status_code < 500 and response.status_code != 429:
-                    response.raise_for_status()
+                if response.status_code < 400:
                     return response
+                if response.status_code < 500 and response.status_code != 429:
+                    refused = JobLost if response.status_code == 409 else ServiceRefused
+                    raise refused(response.status_code, detail_of(response))
                 failure = f"HTTP {response.status_code}: {response.text[:200]}"
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{method} {url} kept failing for {self._retry_for_s:.0f} s: {failure}")
@@ -62,8 +75,13 @@ class ServiceClient:
             time.sleep(wait)
             delay = min(delay * 2, 15.0)
 
-    def register(self, request: RegisterRequest) -> int:
-        return self._call("POST", "/api/v1/workers", json=request.model_dump(mode="json")).json()["id"]
+    def register(self, request: RegisterRequest) -> WorkerRegistered:
+        """Register, then act as the new worker: its credential replaces the host's token."""
+        registered = WorkerRegistered.model_validate(
+            self._call("POST", "/api/v1/workers", json=request.model_dump(mode="json")).json()
+        )
+        self._http.headers["Authorization"] = f"Bearer {registered.credential}"
+        return registered
 
     def claim(self, worker_id: int) -> ClaimedJob | None:
         response = self._call("POST", f"/api/v1/workers/{worker_id}/claim")
@@ -73,17 +91,16 @@ class ServiceClient:
         body = HeartbeatRequest(job_ids=job_ids).model_dump()
         return self._call("POST", f"/api/v1/workers/{worker_id}/heartbeat", json=body).json()["stop"]
 
-    def upload_log(self, worker_id: int, job_id: int, text: str) -> None:
+    def upload_log(self, job_id: int, text: str) -> None:
         self._call(
             "PUT",
             f"/api/v1/jobs/{job_id}/log",
-            params={"worker_id": worker_id},
             content=text.encode(),
             headers={"content-type": "text/plain; charset=utf-8"},
         )
 
-    def complete(self, worker_id: int, job_id: int, outcome: CellOutcome) -> None:
-        body = CompleteRequest(worker_id=worker_id, outcome=outcome).model_dump(mode="json")
+    def complete(self, job_id: int, outcome: CellOutcome) -> None:
+        body = CompleteRequest(outcome=outcome).model_dump(mode="json")
         self._call("POST", f"/api/v1/jobs/{job_id}/complete", json=body)
 
 
@@ -92,3 +109,16 @@ def _retry_after(response: httpx.Response) -> float:
         return max(0.1, float(response.headers.get("Retry-After", "1")))
     except ValueError:
         return 1.0
+
+
+def detail_of(response: httpx.Response) -> str:
+    """The service's own words for an error answer, on one line."""
+    try:
+        detail = response.json()["detail"]
+    except (ValueError, KeyError, TypeError):
+        return " ".join(response.text.split())[:500] or response.reason_phrase
+    if isinstance(detail, list):
+        return "; ".join(
+            f"{'.'.join(str(part) for part in item.get('loc', [])[1:]) or 'body'}: {item.get('msg')}" for item in detail
+        )
+    return str(detail)

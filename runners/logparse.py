@@ -16,7 +16,7 @@ Rules, in short:
   names a *different* backend (other processes are tensor-parallel peers repeating the target's choice).
   If there is none and the method runs a draft network, the draft uses the target's backend: vLLM logs
   selection messages once per process, so a draft that resolves to the same backend may print nothing.
-  Methods without a draft network (ngram, suffix) and the baseline have no draft backend.
+  Methods without a draft network (``SpecMethod.has_draft_network``) and the baseline have no draft backend.
 - Graph mode of the target: the requested mode, changed by each resolution line in log order
   ("setting cudagraph_mode=X", "Overriding to X", the eager lines, "Skipping CUDA graph capture").
   The CPU platform never captures graphs: its mode is NONE whatever was asked.
@@ -24,18 +24,19 @@ Rules, in short:
   PIECEWISE)" (V1 runner) and "Capturing CUDA graphs (FULL)" / "(PIECEWISE)" (V2 runner) name what
   the target captured. When they disagree with the mode resolved from the lines above, the capture wins.
 - The draft's graphs: "Capturing dflash CUDA graphs (FULL)" names what a draft captured (seen on vLLM
-  0.26.0, H200). A draft that captures its own graphs (``SELF_CAPTURING_DRAFTS``) but logged no capture
+  0.26.0, H200). A draft that captures its own graphs (``SpecMethod.captures_own_graphs``) but logged no capture
   while the target captured ran eagerly without a word: on the H200 a DFlash draft beside a FlashInfer
   target downgraded to PIECEWISE did exactly that.
 - The draft also runs eagerly when vLLM says so ("... running the draft eagerly."), and always for
-  methods that never capture draft graphs (see ``NEVER_GRAPHED_DRAFTS``) when graphs were requested.
+  methods that never capture draft graphs (``SpecMethod.never_graphed``) when graphs were requested.
 - ``downgrades`` keeps, verbatim (log prefix stripped, duplicates dropped), every line that moved the
   graph mode away from the request, made the draft eager, or refused the requested backend.
 """
 
 import re
 
-from app.schemas.cell import Ran
+from app.enums import AttentionBackend, GraphMode, SpecMethod
+from app.schemas.cell import Resolved
 
 # "(EngineCore_DP0 pid=123) INFO 11-30 00:00:00 [file.py:12] message"; journald or other text may
 # precede it, and the process label is absent in single-process logs.
@@ -72,14 +73,6 @@ _CAPTURE = re.compile(
 )
 _DRAFT_EAGER = re.compile(r"draft attention \(.*\) does not support full CUDA graphs; running the draft eagerly\.$")
 
-# Proposers without a draft network: nothing to pick an attention backend for.
-NETWORKLESS_DRAFTS = {"ngram", "ngram_gpu", "suffix"}
-# Drafts that never run in CUDA graphs and say nothing about it (vllm-facts). Caveat: vLLM 0.32's V1
-# runner source gives DraftModelProposer PIECEWISE keys; unverified on a GPU, so the facts rule stands.
-NEVER_GRAPHED_DRAFTS = {"ngram", "suffix", "draft_model"}
-# Drafts that log their own capture ("Capturing dflash CUDA graphs (FULL)"), so a missing line means eager.
-SELF_CAPTURING_DRAFTS = {"dflash"}
-
 
 def split_line(line: str) -> tuple[str | None, str]:
     """(process label, message) of one log line; the message is the line itself when it has no header."""
@@ -101,14 +94,14 @@ def _backend_events(messages: list[tuple[str | None, str]]) -> list[tuple[str | 
 
 
 def _backends(
-    events: list[tuple[str | None, str]], *, on_cpu: bool, method: str | None
+    events: list[tuple[str | None, str]], *, on_cpu: bool, method: SpecMethod | None
 ) -> tuple[str | None, str | None]:
     """(target backend, draft backend) by the rules in the module docstring."""
     if events:
         target_process, target = events[0]
     else:
-        target_process, target = None, ("CPU_ATTN" if on_cpu else None)
-    if method is None or method in NETWORKLESS_DRAFTS:
+        target_process, target = None, (AttentionBackend.CPU_ATTN.value if on_cpu else None)
+    if method is None or not method.has_draft_network:
         return target, None
     different = (b for p, b in events[1:] if p == target_process and b != target)
     return target, next(different, target)
@@ -152,49 +145,54 @@ def _combined(modes: set[str]) -> str:
     return "FULL_AND_PIECEWISE" if len(modes) > 1 else next(iter(modes))
 
 
-def parse_log(text: str, *, requested_backend: str, requested_graph_mode: str, method: str | None) -> Ran:
-    """What the log of one cell says ran, beside the request (see the module docstring for the rules)."""
-    messages = [split_line(line) for line in text.splitlines()]
-    # CPU_ATTN exists only on the CPU platform, so a CPU_ATTN request means CPU even in a truncated log.
-    on_cpu = requested_backend == "CPU_ATTN" or bool(_CPU_PLATFORM.search(text))
-    backend, draft_backend = _backends(_backend_events(messages), on_cpu=on_cpu, method=method)
+def parse_log(text: str, *, backend: str, graph_mode: str, method: str | None) -> Resolved:
+    """What the log of one cell says ran, beside what it requested (``backend``, ``graph_mode``).
 
-    mode = requested_graph_mode
+    See the module docstring for the rules.
+    """
+    messages = [split_line(line) for line in text.splitlines()]
+    spec_method = None if method is None else SpecMethod(method)
+    # CPU_ATTN exists only on the CPU platform, so a CPU_ATTN request means CPU even in a truncated log.
+    on_cpu = backend == AttentionBackend.CPU_ATTN or bool(_CPU_PLATFORM.search(text))
+    resolved_backend, draft_backend = _backends(_backend_events(messages), on_cpu=on_cpu, method=spec_method)
+
+    mode = graph_mode
     draft_eager = False
     downgrades: list[str] = []
     for _process, message in messages:
         resolved = _resolve_mode(message)
         if resolved is not None:
             mode = resolved
-            noteworthy = resolved != requested_graph_mode
+            noteworthy = resolved != graph_mode
         else:
             noteworthy = bool(_BACKEND_REFUSED.match(message))
         if _DRAFT_EAGER.search(message):
             draft_eager = noteworthy = True
-        if noteworthy and message not in downgrades:
-            downgrades.append(message)
+        if noteworthy and message[:1000] not in downgrades:
+            downgrades.append(message[:1000])
     target_captures, decode_only, draft_captures = _captures(text)
     if on_cpu:
-        mode = "NONE"
+        mode = GraphMode.NONE.value
     elif target_captures:
         mode = _captured_mode(target_captures, decode_only=decode_only, resolved=mode)
 
-    if method in NEVER_GRAPHED_DRAFTS and requested_graph_mode != "NONE":
+    never_graphed = spec_method is not None and spec_method.never_graphed
+    if never_graphed and graph_mode != GraphMode.NONE:
         draft_eager = True
-    if method in SELF_CAPTURING_DRAFTS and target_captures and not draft_captures:
+    if spec_method is not None and spec_method.captures_own_graphs and target_captures and not draft_captures:
         draft_eager = True
     draft_graph_mode = None
     if draft_captures and not draft_eager:
         draft_graph_mode = _combined(draft_captures)
-    elif method is not None and (draft_eager or method in NEVER_GRAPHED_DRAFTS or mode == "NONE"):
-        draft_graph_mode = "NONE"
+    elif spec_method is not None and (draft_eager or never_graphed or mode == GraphMode.NONE):
+        draft_graph_mode = GraphMode.NONE.value
 
-    return Ran(
-        backend=backend,
-        draft_backend=draft_backend,
-        graph_mode=mode,
-        draft_graph_mode=draft_graph_mode,
-        graph_downgraded=mode != requested_graph_mode,
+    return Resolved(
+        resolved_backend=resolved_backend,
+        resolved_draft_backend=draft_backend,
+        resolved_graph_mode=mode,
+        resolved_draft_graph_mode=draft_graph_mode,
+        graph_downgraded=mode != graph_mode,
         draft_eager=draft_eager,
-        downgrades=downgrades,
+        downgrades=downgrades[:100],
     )

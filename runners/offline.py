@@ -33,7 +33,7 @@ def run_folder(folder: Path, *, python: str, only_missing: bool = False, budget_
         if only_missing and (cell_dir / "exit.json").is_file():
             continue
         spec = json.loads((cell_dir / "spec.json").read_text())
-        timeout_s = float(spec.get("timeout_s", 900))
+        timeout_s = float(spec["timeout_s"])
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left < 30:
             print(json.dumps({"cell": cell_dir.name, "skipped": "budget spent"}), flush=True)

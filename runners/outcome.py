@@ -20,12 +20,7 @@ def outcome_of(
 ) -> CellOutcome:
     """Validate the cell's result JSON (only trusted after exit 0) and read from the log what ran."""
     outcome = CellOutcome(
-        ran=parse_log(
-            log,
-            requested_backend=spec.attention_backend.value,
-            requested_graph_mode=spec.cudagraph_mode.value,
-            method=None if spec.speculative is None else spec.speculative["method"],
-        ),
+        resolved=parse_log(log, backend=spec.backend.value, graph_mode=spec.graph_mode.value, method=spec.method),
         exit_code=exit_code,
         signal=signal,
         timed_out=timed_out,

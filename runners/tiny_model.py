@@ -16,7 +16,8 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "spec_bench_questions.jsonl"
+# The prompts shipped with draftbench: the tokenizer learns the words the benchmark's prompts use.
+DEFAULT_CORPUS = Path(__file__).resolve().parent / "prompts" / "draftbench.jsonl"
 
 # Qwen's chat markers, so prompts look like the real model's and vLLM's chat path is exercised.
 BOS = "<|endoftext|>"

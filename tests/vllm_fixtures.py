@@ -45,11 +45,11 @@ def vllm_python() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory, spec_bench: Path) -> Path:
-    """A 2-layer random Qwen3 with a BPE tokenizer trained on the Spec-Bench questions."""
+def tiny_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory, prompts: Path) -> Path:
+    """A 2-layer random Qwen3 with a BPE tokenizer trained on the shipped prompts."""
     out = tmp_path_factory.mktemp("tiny-qwen3")
     subprocess.run(
-        [str(vllm_python), str(REPO / "runners" / "tiny_model.py"), str(out), "--corpus", str(spec_bench)],
+        [str(vllm_python), str(REPO / "runners" / "tiny_model.py"), str(out), "--corpus", str(prompts)],
         check=True,
         timeout=300,
     )
@@ -57,10 +57,10 @@ def tiny_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory, spec
 
 
 @pytest.fixture(scope="session")
-def spec_bench() -> Path:
-    """The Spec-Bench questions, session-scoped (conftest's ``dataset`` is per test, too short-lived here)."""
-    path = REPO.parent / "shared" / "datasets" / "spec_bench_questions.jsonl"
-    assert path.is_file(), f"Spec-Bench dataset missing at {path}"
+def prompts() -> Path:
+    """The prompts shipped in runners/prompts (Spec-Bench's format), session-scoped."""
+    path = REPO / "runners" / "prompts" / "draftbench.jsonl"
+    assert path.is_file(), f"the shipped prompts are missing at {path}"
     return path
 
 
@@ -81,8 +81,8 @@ def cell_spec(model: Path, dataset: Path, speculative: dict[str, Any] | None) ->
             "warmup_prompts": 2,
         },
         "speculative": speculative,
-        "attention_backend": "CPU_ATTN",
-        "cudagraph_mode": "NONE",
+        "backend": "CPU_ATTN",
+        "graph_mode": "NONE",
         "engine_args": dict(CPU_ENGINE_ARGS),
         "timeout_s": CELL_TIMEOUT_S,
     }
@@ -105,35 +105,35 @@ def run_cell(vllm_python: Path, workdir: Path, spec: dict[str, Any]) -> CellRun:
     return CellRun(spec=spec, returncode=process.returncode, log=process.stdout, result=result)
 
 
-def _cell(vllm_python, tmp_path_factory, tiny_model, spec_bench, name, speculative) -> CellRun:
-    return run_cell(vllm_python, tmp_path_factory.mktemp(name), cell_spec(tiny_model, spec_bench, speculative))
+def _cell(vllm_python, tmp_path_factory, tiny_model, prompts, name, speculative) -> CellRun:
+    return run_cell(vllm_python, tmp_path_factory.mktemp(name), cell_spec(tiny_model, prompts, speculative))
 
 
 @pytest.fixture(scope="session")
-def ngram_cell(vllm_python, tmp_path_factory, tiny_model, spec_bench) -> CellRun:
+def ngram_cell(vllm_python, tmp_path_factory, tiny_model, prompts) -> CellRun:
     speculative = {
         "method": "ngram",
         "num_speculative_tokens": NUM_SPECULATIVE_TOKENS,
         "prompt_lookup_min": 1,
         "prompt_lookup_max": 3,
     }
-    return _cell(vllm_python, tmp_path_factory, tiny_model, spec_bench, "ngram", speculative)
+    return _cell(vllm_python, tmp_path_factory, tiny_model, prompts, "ngram", speculative)
 
 
 @pytest.fixture(scope="session")
-def self_draft_cell(vllm_python, tmp_path_factory, tiny_model, spec_bench) -> CellRun:
+def self_draft_cell(vllm_python, tmp_path_factory, tiny_model, prompts) -> CellRun:
     """draft_model with the target as its own draft: at temperature 0 every draft token should be accepted."""
     speculative = {"method": "draft_model", "model": str(tiny_model), "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
-    return _cell(vllm_python, tmp_path_factory, tiny_model, spec_bench, "self-draft", speculative)
+    return _cell(vllm_python, tmp_path_factory, tiny_model, prompts, "self-draft", speculative)
 
 
 @pytest.fixture(scope="session")
-def baseline_cell(vllm_python, tmp_path_factory, tiny_model, spec_bench) -> CellRun:
-    return _cell(vllm_python, tmp_path_factory, tiny_model, spec_bench, "baseline", None)
+def baseline_cell(vllm_python, tmp_path_factory, tiny_model, prompts) -> CellRun:
+    return _cell(vllm_python, tmp_path_factory, tiny_model, prompts, "baseline", None)
 
 
 @pytest.fixture(scope="session")
-def synthetic_crash_log(vllm_python, tmp_path_factory, tiny_model, spec_bench) -> str:
+def synthetic_crash_log(vllm_python, tmp_path_factory, tiny_model, prompts) -> str:
     """The full log of a real crash: synthetic rejection sampling is GPU-only and asserts on CPU.
 
     It dies at the first speculative step (warm-up) with ``AssertionError: Synthetic acceptance not
@@ -146,7 +146,7 @@ def synthetic_crash_log(vllm_python, tmp_path_factory, tiny_model, spec_bench) -
         "rejection_sample_method": "synthetic",
         "synthetic_acceptance_rates": [0.5, 0.5, 0.5],
     }
-    run = _cell(vllm_python, tmp_path_factory, tiny_model, spec_bench, "synthetic", speculative)
+    run = _cell(vllm_python, tmp_path_factory, tiny_model, prompts, "synthetic", speculative)
     assert run.returncode != 0, "the synthetic cell was expected to crash on CPU"
     assert run.result is None
     return run.log

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.analysis.intervals import bootstrap_ratio_interval, wilson_interval
-from app.schemas.cell import RequestOutcome, SpecCounters
+from app.schemas.cell import RequestOutcome, SpecDecodeCounters
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class AcceptanceMetrics:
 NO_DRAFTS = AcceptanceMetrics(None, None, None, None, None, None, ())
 
 
-def derive(counters: SpecCounters | None, requests: Sequence[RequestOutcome]) -> AcceptanceMetrics:
+def derive(counters: SpecDecodeCounters | None, requests: Sequence[RequestOutcome]) -> AcceptanceMetrics:
     """Acceptance rate, mean acceptance length and per-position rates of one measured run.
 
     With ``D`` drafts, ``T`` draft tokens, ``A`` accepted tokens and ``A_i`` accepted at
@@ -50,7 +50,7 @@ def derive(counters: SpecCounters | None, requests: Sequence[RequestOutcome]) ->
 
     Parameters
     ----------
-    counters : SpecCounters or None
+    counters : SpecDecodeCounters or None
         None for a run without speculation.
     requests : sequence of RequestOutcome
         The measured requests, in any order.

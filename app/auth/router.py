@@ -4,12 +4,15 @@ from fastapi import APIRouter, status
 
 from app.auth import service
 from app.deps import AdminAuth, SessionDep
+from app.responses import answers
 from app.schemas.token import TokenCreate, TokenCreated, TokenOut
 
-router = APIRouter(prefix="/api/v1/tokens", tags=["tokens"], dependencies=[AdminAuth])
+router = APIRouter(
+    prefix="/api/v1/tokens", tags=["tokens"], dependencies=[AdminAuth], responses=answers(401, 403, 422, 429)
+)
 
 
-@router.post("", response_model=TokenCreated, status_code=status.HTTP_201_CREATED)
+@router.post("", response_model=TokenCreated, status_code=status.HTTP_201_CREATED, responses=answers(413))
 def create_token(body: TokenCreate, session: SessionDep) -> TokenCreated:
     """A new token with the given scopes; the answer holds its secret, which is never shown again."""
     token, secret = service.create(session=session, name=body.name, scopes=body.scopes)
@@ -22,7 +25,7 @@ def list_tokens(session: SessionDep) -> list[TokenOut]:
     return [TokenOut.model_validate(t) for t in service.list_all(session=session)]
 
 
-@router.delete("/{token_id}", response_model=TokenOut)
+@router.delete("/{token_id}", response_model=TokenOut, responses=answers(404))
 def revoke_token(token_id: int, session: SessionDep) -> TokenOut:
     """Revoke a token: from now on it gets 401. The row stays, for the record."""
     return TokenOut.model_validate(service.revoke(session=session, token_id=token_id))

@@ -6,8 +6,10 @@ frames inside vLLM without line numbers, and hash the lot. Pure functions of the
 """
 
 import hashlib
+import heapq
 import re
 import signal as signals
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -15,6 +17,8 @@ from app.enums import CrashKind
 
 MAX_FRAMES = 5
 MAX_MESSAGE = 500
+MAX_SCANNED_MESSAGE = 4 * MAX_MESSAGE
+MAX_LINE = 8192
 
 
 @dataclass(frozen=True)
@@ -65,69 +69,111 @@ def signature_for(log: str, *, exit_code: int | None, signal: int | None, timed_
 
     Notes
     -----
-    O(len(log)). Never raises on odd logs: the worst case is an EXIT or SIGNAL signature.
+    O(len(log)) whatever the log holds: each pattern runs in time linear in the text it reads,
+    lines and messages are read to 8 KB (``MAX_LINE``), and a message is normalised from its
+    first 2,000 characters. Never raises on odd logs: the worst case is an EXIT or SIGNAL signature.
     """
     if timed_out:
         return _sign(CrashKind.TIMEOUT, None, "timed out", ())
-    streams = _streams(log)
-    lines = [line for _, line in sorted(item for stream in streams for item in stream)]
-    chosen = _root_exception(sorted(traceback for stream in streams for traceback in _tracebacks(stream)))
+    if "\x1b" in log:
+        log = _ANSI.sub("", log)  # no colour sequence holds a line break: the same as line by line
+    lines, streams = _streams(log)
+    # In log order across processes, read only as far as the root cause: a log of a million
+    # tracebacks after it costs nothing more, nor one without any.
+    tracebacks = heapq.merge(*(_tracebacks(stream) for stream in streams)) if _TRACEBACK_START in log else ()
+    chosen = _root_exception(tracebacks)
     if chosen is not None:
         (_, exc_type, message, frames), wrapper = chosen
         kind = _cuda_kind(f"{exc_type} {message}") or (CrashKind.ENGINE_DEAD if wrapper else CrashKind.EXCEPTION)
         return _sign(kind, exc_type, normalise(message), _render(frames))
-    for line in lines:
-        found = _CUDA_LINE.search(line)
-        if found:
-            return _sign(_cuda_kind(found.group()), None, normalise(found.group()), ())
+    # The lines are searched joined, in one call each: no line holds a line break, so a match ends
+    # at its line's end as when each line was searched alone.
+    text = "\n".join(lines)
+    found = _CUDA_LINE.search(text)
+    if found:
+        return _sign(_cuda_kind(found.group()), None, normalise(found.group()), ())
     if signal is not None:
-        return _sign(CrashKind.SIGNAL, None, f"killed by signal {_signal_name(signal)}", _render(_faulthandler(lines)))
+        frames = _render(_faulthandler(lines, text))
+        return _sign(CrashKind.SIGNAL, None, f"killed by signal {_signal_name(signal)}", frames)
     return _sign(CrashKind.EXIT, None, f"exit code {'unknown' if exit_code is None else exit_code}", ())
 
 
 def normalise(message: str) -> str:
     """Replace what changes between runs of one bug with placeholders; keep the words.
 
-    In order: URLs ``<url>``, UUIDs ``<uuid>``, timestamps ``<time>``, file paths ``<path>``
-    (absolute, ``./`` or ``../`` relative, or ``a/b.ext``), hex ``<hex>``, sizes such as
-    ``1.23 GiB`` ``<size>``, remaining numbers ``<n>`` (pids included); whitespace collapsed,
-    cut at 500 characters. Digits inside identifiers (``DP0``, ``float16``) stay.
+    In order: the message cut to its first 2,000 characters (``MAX_SCANNED_MESSAGE``); URLs
+    ``<url>``, UUIDs ``<uuid>``, timestamps ``<time>``, file paths ``<path>`` (absolute, ``./`` or
+    ``../`` relative, or ``a/b.ext``), hex ``<hex>``, sizes such as ``1.23 GiB`` ``<size>``,
+    remaining numbers ``<n>`` (pids included); whitespace collapsed, cut at 500 characters. Digits
+    inside identifiers (``DP0``, ``float16``) stay. A message of any length costs at most the time
+    of 2,000 characters, as every pattern is linear in the text it reads.
     """
+    # The message is the crashed code's own text, of any length: cut before any pattern reads it.
+    # 4x the kept length, because placeholders and collapsed whitespace shrink the text, so that
+    # messages of long paths or URLs still fill their 500 characters.
+    message = message[:MAX_SCANNED_MESSAGE]
     for pattern, placeholder in _PLACEHOLDERS:
         message = pattern.sub(placeholder, message)
     return " ".join(message.split())[:MAX_MESSAGE]
 
 
-_PLACEHOLDERS = [
-    (re.compile(r"https?://\S+"), "<url>"),
+# Every pattern here reads text the crashed code printed, so each must run in time linear in it
+# whatever the text: a quantifier that the next token cannot follow into is possessive (``++``,
+# ``*+``; the same matches, minus the retries), and no pattern may try again, from each later
+# start, characters that an earlier start already read to the end.
+
+# "a/b.ext": the run of "/"-joined words is taken whole and possessively, then ``_RELATIVE_PATH``
+# (once the whole pattern) reads it once, from its start, for the path it begins with. On its own
+# it was tried again from every word boundary inside a run, each try reading to the run's end: 12 s
+# on "a." * 16000. A try inside a run finds nothing that the try at its start did not, so the run
+# is passed over whole, and the matches are the same.
+_RELATIVE_PATH = re.compile(r"\b[\w.-]+(?:/[\w.-]+)+\.[A-Za-z]\w*\b")
+_PATH = re.compile(
+    r"(?<![\w.<>/-])(?:\.{1,2})?/[^\s'\"`,:;()\[\]{}<>]++"  # absolute, ./ or ../
+    r"|(?P<run>\b[\w.-]++(?:/[\w.-]++)*+)"
+)
+
+
+def _path(found: re.Match[str]) -> str:
+    """``<path>`` for an absolute path; for a run, its path prefix replaced, if it has one."""
+    if found.group("run") is None:
+        return "<path>"
+    path = _RELATIVE_PATH.match(found.string, found.start())
+    return found.group() if path is None else "<path>" + found.string[path.end() : found.end()]
+
+
+_PLACEHOLDERS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
+    (re.compile(r"https?://\S++"), "<url>"),
     (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<uuid>"),
     (
         re.compile(
-            r"\b(?:\d{4}-)?\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
-            r"|\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
+            r"\b(?:\d{4}-)?\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d++)?(?:Z|[+-]\d{2}:?\d{2})?"
+            r"|\b\d{2}:\d{2}:\d{2}(?:[.,]\d++)?"
         ),
         "<time>",
     ),
-    (re.compile(r"(?<![\w.<>/-])(?:\.{1,2})?/[^\s'\"`,:;()\[\]{}<>]+|\b[\w.-]+(?:/[\w.-]+)+\.[A-Za-z]\w*\b"), "<path>"),
-    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
-    (re.compile(r"\b\d+(?:\.\d+)?\s?(?:[KMGTP]i?B|bytes)\b"), "<size>"),
-    (re.compile(r"\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b"), "<n>"),
+    (_PATH, _path),
+    (re.compile(r"\b0x[0-9a-fA-F]++\b"), "<hex>"),
+    (re.compile(r"\b\d++(?:\.\d++)?\s?(?:[KMGTP]i?B|bytes)\b"), "<size>"),
+    (re.compile(r"\b\d++(?:\.\d++)?(?:[eE][-+]?\d++)?\b"), "<n>"),
 ]
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_ANSI = re.compile(r"\x1b\[[0-9;]*+[A-Za-z]")
 # "(EngineCore_DP0 pid=1234) " from vLLM's per-process stdout, "ERROR 11-30 00:01:02 [core.py:123] " from its logger.
-_PROCESS_PREFIX = re.compile(r"\(([\w.-]+ pid=\d+)(?:, ip=[\d.]+)?\) ?")
+_PROCESS_PREFIX = re.compile(r"\(([\w.-]++ pid=\d++)(?:, ip=[\d.]++)?\) ?")
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _LOGGER_PREFIX = re.compile(
-    r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? +\[[^\]]*\] ?"
+    r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ++\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d++)? ++\[[^\]]*+\] ?"
 )
+_LINE_BREAK = re.compile(r"[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # where str.splitlines splits
 _TRACEBACK_START = "Traceback (most recent call last):"
-_FRAME = re.compile(r'^\s+File "([^"]+)", line \d+, in (\S+)')
-_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s*(.*))?$")
+_FRAME = re.compile(r'^\s++File "([^"]++)", line \d++, in (\S++)')
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*+)(?::\s*+(.*+))?$")
 _WRAPPER = re.compile(r"(?:see|check)(?: the)? stack trace \(?above\)?|see root cause above", re.IGNORECASE)
-_CUDA_LINE = re.compile(r"CUDA error: .*|CUDA out of memory.*")
-_FAULTHANDLER_START = ("Current thread 0x", "Stack (most recent call first)")
-_FAULTHANDLER_FRAME = re.compile(r'^\s+File "([^"]+)", line \d+ in (\S+)')
-_SITE = re.compile(r"/(?:site|dist)-packages/|/lib/python\d+(?:\.\d+)?/")
+_CUDA_LINE = re.compile(r"CUDA error: .*+|CUDA out of memory.*+")
+_FAULTHANDLER_START = re.compile(r"^(?:Current thread 0x|Stack \(most recent call first\))", re.MULTILINE)
+_FAULTHANDLER_FRAME = re.compile(r'^\s++File "([^"]++)", line \d++ in (\S++)')
+_SITE = re.compile(r"/(?:site|dist)-packages/|/lib/python\d++(?:\.\d++)?/")
 
 
 class _Traceback(NamedTuple):
@@ -142,69 +188,114 @@ def _sign(kind: CrashKind, exc_type: str | None, message: str, frames: tuple[str
     return CrashInfo(kind=kind, exception_type=exc_type, message=message, frames=frames, signature=digest)
 
 
-def _streams(log: str) -> list[list[tuple[int, str]]]:
-    """The log's lines split by process, each as ``(line number, text)`` with prefixes stripped.
+class _Stream(NamedTuple):
+    numbers: Sequence[int]  # each line's number in the log
+    texts: list[str]
+
+
+def _streams(log: str) -> tuple[list[str], list[_Stream]]:
+    """The log's lines with prefixes stripped, in log order and split by process.
 
     Processes write concurrently, so one traceback can be cut by another process's lines; each is
     read within its own process (the ``(Name pid=N)`` prefix, or none). A prefix glued after a
-    progress bar (no newline) still counts.
+    progress bar (no newline) still counts. Lines are cut at 8 KB (``MAX_LINE``); ``log`` has no
+    colours left.
+
+    A log can be millions of lines: where a prefix occurs nowhere in the log, it is not looked for
+    line by line, and no line becomes an object of its own beyond its text.
     """
-    streams: dict[str, list[tuple[int, str]]] = {}
-    for number, line in enumerate(log.splitlines()):
-        line = _ANSI.sub("", line)
-        process = _PROCESS_PREFIX.search(line)
+    lines = log.splitlines()
+    # A line of the log is whatever the crashed code printed: a dumped tensor, a runaway print
+    # without newlines, megabytes long. Every later step reads each line again (prefixes, frame,
+    # exception, CUDA line), and the message taken from it is read only to 2,000 characters;
+    # cutting here bounds that work per line. Past 8 KB a line can only add kind keywords to a
+    # message, and vLLM and PyTorch print those at its start.
+    if _has_long_line(log, lines):
+        lines = [line[:MAX_LINE] for line in lines]
+    if " pid=" not in log:
+        if any(level in log for level in _LEVELS):
+            lines = [_LOGGER_PREFIX.sub("", line) if line.startswith(_LEVELS) else line for line in lines]
+        return lines, [_Stream(range(len(lines)), lines)]
+    ordered = []
+    streams: dict[str, _Stream] = {}
+    for number, line in enumerate(lines):
+        process = _PROCESS_PREFIX.search(line) if " pid=" in line else None
         if process:
             line = line[process.end() :]
-        streams.setdefault(process.group(1) if process else "", []).append((number, _LOGGER_PREFIX.sub("", line)))
-    return list(streams.values())
+        if line.startswith(_LEVELS):
+            line = _LOGGER_PREFIX.sub("", line)
+        ordered.append(line)
+        name = process.group(1) if process else ""
+        stream = streams.get(name)
+        if stream is None:
+            stream = streams[name] = _Stream([], [])
+        stream.numbers.append(number)
+        stream.texts.append(line)
+    return ordered, list(streams.values())
 
 
-def _tracebacks(stream: list[tuple[int, str]]) -> list[_Traceback]:
-    """Every traceback in one process's lines, in order.
+def _has_long_line(log: str, lines: list[str]) -> bool:
+    """Whether one of ``log``'s ``lines`` is longer than ``MAX_LINE``, without a step per line.
+
+    Such a line holds a whole block of ``MAX_LINE // 2`` characters (blocks laid end to end from
+    the log's start) with no line break in it; lengths are compared only when a block has none.
+    """
+    block = MAX_LINE // 2
+    starts = range(0, len(log) - block + 1, block)
+    unbroken = any(_LINE_BREAK.search(log, start, start + block) is None for start in starts)
+    return unbroken and max(map(len, lines)) > MAX_LINE
+
+
+def _tracebacks(stream: _Stream) -> Iterator[_Traceback]:
+    """Every traceback in one process's lines, in order, read as they are asked for.
 
     The message is the exception line's text plus the indented lines after it, and any line that
-    heads indented ones (pydantic prints each invalid field so, its errors indented below).
-    Chained exceptions print their cause first, so log order is cause order.
+    heads indented ones (pydantic prints each invalid field so, its errors indented below), cut at
+    8 KB (``MAX_LINE``). Chained exceptions print their cause first, so log order is cause order.
     """
-    found = []
+    texts = stream.texts
+    stripped = list(map(str.strip, texts))
+    end = len(texts)
+
+    def indented(i: int) -> bool:
+        return i < end and bool(stripped[i]) and texts[i].startswith((" ", "\t"))
+
     i = 0
-    while i < len(stream):
-        start, line = stream[i]
-        i += 1
-        if line.strip() != _TRACEBACK_START:
-            continue
+    while True:
+        try:
+            start = stripped.index(_TRACEBACK_START, i)  # the lines before are skipped in one call
+        except ValueError:
+            return
+        i = start + 1
         frames = []
-        while i < len(stream) and (_indented(stream, i) or not stream[i][1].strip()):
-            frame = _FRAME.match(stream[i][1])
+        while i < end and (not stripped[i] or texts[i].startswith((" ", "\t"))):
+            frame = _FRAME.match(texts[i])
             if frame:
-                frames.append((frame.group(1), frame.group(2)))
+                frames.append(frame.groups())
             i += 1
-        exception = _EXCEPTION_LINE.match(stream[i][1].strip()) if i < len(stream) else None
+        exception = _EXCEPTION_LINE.match(stripped[i]) if i < end else None
         if exception is None:
             continue
-        message = [exception.group(2) or ""]
+        exc_type, text = exception.groups("")
+        message = [text]
         i += 1
-        while (
-            i < len(stream)
-            and stream[i][1].strip() not in ("", _TRACEBACK_START)
-            and (_indented(stream, i) or _indented(stream, i + 1))
-        ):
-            message.append(stream[i][1].strip())
+        while i < end and stripped[i] not in ("", _TRACEBACK_START) and (indented(i) or indented(i + 1)):
+            message.append(stripped[i])
             i += 1
-        found.append(_Traceback(start, exception.group(1), " ".join(message).strip(), frames))
-    return found
+        # Read further by _cuda_kind and _WRAPPER, which search all of it: a message of a million
+        # indented lines would otherwise hold them (and the GIL) for a second in one regex call.
+        yield _Traceback(stream.numbers[start], exc_type, " ".join(message).strip()[:MAX_LINE], frames)
 
 
-def _indented(stream: list[tuple[int, str]], i: int) -> bool:
-    return i < len(stream) and stream[i][1].startswith((" ", "\t")) and bool(stream[i][1].strip())
-
-
-def _root_exception(tracebacks: list[_Traceback]) -> tuple[_Traceback, bool] | None:
+def _root_exception(tracebacks: Iterable[_Traceback]) -> tuple[_Traceback, bool] | None:
     """The first traceback that is not a wrapper, else the first wrapper; and whether it is one."""
+    first = None
     for traceback in tracebacks:
         if not _is_wrapper(traceback):
             return traceback, False
-    return (tracebacks[0], True) if tracebacks else None
+        if first is None:
+            first = traceback
+    return None if first is None else (first, True)
 
 
 def _is_wrapper(traceback: _Traceback) -> bool:
@@ -242,9 +333,13 @@ def _module(path: str) -> str:
     return tail.replace("/", ".")
 
 
-def _faulthandler(lines: list[str]) -> list[tuple[str, str]]:
-    """Frames of the crashing thread in a ``faulthandler`` dump, outermost first (it prints innermost first)."""
-    start = next((i for i, line in enumerate(lines) if line.startswith(_FAULTHANDLER_START)), None)
+def _faulthandler(lines: list[str], text: str) -> list[tuple[str, str]]:
+    """Frames of the crashing thread in a ``faulthandler`` dump, outermost first (it prints innermost first).
+
+    ``text`` is ``lines`` joined by newlines, where the dump's first line is found in one search.
+    """
+    found = _FAULTHANDLER_START.search(text)
+    start = text.count("\n", 0, found.start()) if found else None
     frames = []
     for line in lines[start + 1 :] if start is not None else []:
         frame = _FAULTHANDLER_FRAME.match(line)

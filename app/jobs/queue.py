@@ -18,23 +18,29 @@ Which job a claim takes, among those the worker can run (GPU kind, build, at mos
 The fairness terms are scalar subqueries in ``ORDER BY``: PostgreSQL refuses ``FOR UPDATE`` beside
 ``GROUP BY`` or aggregates of the locked query itself, not in a subquery, and the lock is taken
 ``OF jobs`` only. ``ix_jobs_sweep_state`` and ``ix_jobs_sweep_started`` keep each term an index probe.
+
+A running job is held by its worker for as long as that worker is alive (app.workers.liveness): there
+is no per-job lease. ``requeue_stalled`` returns the jobs of dead workers to the queue, or fails them
+(app.jobs.retry); the service runs it on its own schedule (app.jobs.stalled), whether or not anyone claims.
 """
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from app.enums import JobState
-from app.models import Job, utcnow
+from app.jobs import retry
+from app.models import Job, Worker, utcnow
+from app.workers import liveness
 
 
 class NotLeasedError(Exception):
-    """The worker reported on a job it does not hold (its lease expired, or the job was cancelled)."""
+    """The worker reported on a job it does not hold (its lease lapsed, or the job was cancelled)."""
 
-    def __init__(self, job_id: int, worker_id: int) -> None:
-        super().__init__(f"job {job_id} is not leased to worker {worker_id}")
+    def __init__(self, job_id: int, worker_id: int, why: str = "") -> None:
+        super().__init__(f"job {job_id} is not held by worker {worker_id}{': ' + why if why else ''}")
         self.job_id = job_id
         self.worker_id = worker_id
 
@@ -45,7 +51,6 @@ def claim(
     worker_id: int,
     gpu_kinds: Sequence[str],
     builds: Sequence[str],
-    lease_seconds: float,
     gpu_count: int | None = None,
     now: datetime | None = None,
 ) -> Job | None:
@@ -68,7 +73,7 @@ def claim(
     conditions = [
         Job.state == JobState.QUEUED,
         Job.gpu_kind.in_(list(gpu_kinds)),
-        Job.build_label.in_(list(builds)),
+        Job.build.in_(list(builds)),
         Job.attempts < Job.max_attempts,
     ]
     if gpu_count is not None:
@@ -90,13 +95,7 @@ def claim(
     job_id = session.execute(
         update(Job)
         .where(Job.id == candidate, Job.state == JobState.QUEUED)
-        .values(
-            state=JobState.RUNNING,
-            worker_id=worker_id,
-            attempts=Job.attempts + 1,
-            lease_expires_at=now + timedelta(seconds=lease_seconds),
-            started_at=now,
-        )
+        .values(state=JobState.RUNNING, worker_id=worker_id, attempts=Job.attempts + 1, started_at=now)
         .returning(Job.id)
         .execution_options(synchronize_session=False)
     ).scalar_one_or_none()
@@ -107,28 +106,35 @@ def claim(
     ).scalar_one()
 
 
-def renew(
-    *, session: Session, worker_id: int, job_ids: Sequence[int], lease_seconds: float, now: datetime | None = None
-) -> list[int]:
-    """Extend the leases of the jobs ``worker_id`` still holds; return those it no longer holds.
+def start_elsewhere(*, session: Session, job: Job, started_at: datetime) -> None:
+    """Mark a queued job as running outside any worker (``runners/offline.py``), one attempt counted.
 
-    A job missing from the answer's complement was cancelled or requeued: the worker must stop it.
+    Its outcome is then stored with app.results.service.record, which finishes it like any other.
     """
-    now = now or utcnow()
+    if job.state is not JobState.QUEUED:
+        raise ValueError(f"job {job.id} is {job.state}, not queued")
+    job.state = JobState.RUNNING
+    job.attempts += 1
+    job.started_at = started_at
+
+
+def to_stop(*, session: Session, worker_id: int, job_ids: Sequence[int]) -> list[int]:
+    """Of ``job_ids``, those ``worker_id`` no longer holds (cancelled, or requeued): it must stop them."""
     if not job_ids:
         return []
     held = session.scalars(
-        update(Job)
-        .where(Job.id.in_(list(job_ids)), Job.worker_id == worker_id, Job.state == JobState.RUNNING)
-        .values(lease_expires_at=now + timedelta(seconds=lease_seconds))
-        .returning(Job.id)
-        .execution_options(synchronize_session=False)
+        select(Job.id).where(Job.id.in_(list(job_ids)), Job.worker_id == worker_id, Job.state == JobState.RUNNING)
     ).all()
     return sorted(set(job_ids) - set(held))
 
 
-def hold(*, session: Session, job_id: int, worker_id: int) -> Job:
-    """Lock and return a running job that ``worker_id`` holds, or raise NotLeasedError."""
+def hold(*, session: Session, job_id: int, worker_id: int, lease_seconds: float, now: datetime | None = None) -> Job:
+    """Lock and return a running job that ``worker_id`` holds while alive, or raise NotLeasedError.
+
+    A worker whose lease lapsed holds nothing, even before the stalled-job check has requeued its
+    jobs: a late result must not land on a job the queue is about to give to another worker.
+    """
+    now = now or utcnow()
     job = session.execute(
         select(Job)
         .where(Job.id == job_id, Job.worker_id == worker_id, Job.state == JobState.RUNNING)
@@ -137,44 +143,45 @@ def hold(*, session: Session, job_id: int, worker_id: int) -> Job:
     ).scalar_one_or_none()
     if job is None:
         raise NotLeasedError(job_id, worker_id)
+    heard = session.scalar(select(Worker.last_heartbeat_at).where(Worker.id == worker_id))
+    if heard is None or not liveness.is_alive(heard, now=now, lease_seconds=lease_seconds):
+        raise NotLeasedError(job_id, worker_id, f"its lease lapsed (no heartbeat for over {lease_seconds:g} s)")
     return job
 
 
 def finish(*, session: Session, job: Job, state: JobState, error: str | None = None, now: datetime | None = None) -> None:
-    """Move a held job to a final state and release its lease."""
+    """Move a held job to a final state."""
     if not state.is_final:
         raise ValueError(f"{state} is not a final state")
     job.state = state
     job.error = error
     job.finished_at = now or utcnow()
-    job.lease_expires_at = None
 
 
-def requeue_expired(*, session: Session, now: datetime | None = None) -> int:
-    """Return jobs whose lease ran out to the queue; fail those that used every attempt.
+def requeue_stalled(*, session: Session, lease_seconds: float, now: datetime | None = None) -> int:
+    """Jobs running on a dead worker (or on none) go back to the queue, or fail (app.jobs.retry).
 
-    Returns how many jobs changed state.
+    Returns how many jobs changed state. Rows another transaction holds are skipped: the next check
+    takes them. ``ix_jobs_state_worker`` serves the scan.
     """
     now = now or utcnow()
-    expired = and_(Job.state == JobState.RUNNING, Job.lease_expires_at < now)
-    failed = session.execute(
-        update(Job)
-        .where(expired, Job.attempts >= Job.max_attempts)
-        .values(
-            state=JobState.FAILED,
-            error="lease expired on the last attempt",
-            finished_at=now,
-            lease_expires_at=None,
-        )
-        .execution_options(synchronize_session=False)
-    ).rowcount
-    requeued = session.execute(
-        update(Job)
-        .where(expired, Job.attempts < Job.max_attempts)
-        .values(state=JobState.QUEUED, worker_id=None, lease_expires_at=None)
-        .execution_options(synchronize_session=False)
-    ).rowcount
-    return failed + requeued
+    dead = select(Worker.id).where(~liveness.alive(now=now, lease_seconds=lease_seconds))
+    stalled = session.scalars(
+        select(Job)
+        .where(Job.state == JobState.RUNNING, or_(Job.worker_id.is_(None), Job.worker_id.in_(dead)))
+        .order_by(Job.id)
+        .with_for_update(skip_locked=True, of=Job)
+        .execution_options(populate_existing=True)
+    ).all()
+    for job in stalled:
+        decision = retry.after_stall(attempts=job.attempts, max_attempts=job.max_attempts, worker_id=job.worker_id)
+        job.state = decision.state
+        job.error = decision.error
+        if decision.state is JobState.QUEUED:
+            job.worker_id = None
+        else:
+            job.finished_at = now
+    return len(stalled)
 
 
 def cancel(*, session: Session, sweep_id: int, now: datetime | None = None) -> int:
@@ -183,7 +190,7 @@ def cancel(*, session: Session, sweep_id: int, now: datetime | None = None) -> i
     return session.execute(
         update(Job)
         .where(Job.sweep_id == sweep_id, Job.state.in_([JobState.QUEUED, JobState.RUNNING]))
-        .values(state=JobState.CANCELLED, finished_at=now, lease_expires_at=None)
+        .values(state=JobState.CANCELLED, finished_at=now)
         .execution_options(synchronize_session=False)
     ).rowcount
 

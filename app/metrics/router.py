@@ -4,11 +4,12 @@ from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from app.metrics.service import MetricsDep
+from app.responses import answers
 
 router = APIRouter(tags=["metrics"])
 
 
-@router.get("/metrics", response_class=Response)
+@router.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}, **answers(422)})
 def metrics(metrics: MetricsDep) -> Response:
     """Queue depth by state and GPU kind, workers alive, heartbeat ages, claim latency, cells and crashes."""
     return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

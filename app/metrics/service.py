@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.enums import JobState
 from app.models import Job, Worker, utcnow
+from app.workers import liveness
 
 log = logging.getLogger("draftbench.metrics")
 
@@ -37,11 +38,11 @@ CLAIM_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2
 class Metrics:
     """The registry of one app and the instruments its routes update."""
 
-    def __init__(self, *, sessions: sessionmaker[Session], stale_seconds: float) -> None:
+    def __init__(self, *, sessions: sessionmaker[Session], lease_seconds: float) -> None:
         self.registry = CollectorRegistry()
         self.claim_seconds = Histogram(
             "draftbench_claim_seconds",
-            "Time to answer a worker's claim (requeue of expired leases plus the claim statement)",
+            "Time to answer a worker's claim",
             ["outcome"],
             buckets=CLAIM_BUCKETS,
             registry=self.registry,
@@ -61,7 +62,7 @@ class Metrics:
         self.heartbeats = Counter(
             "draftbench_worker_heartbeats", "Heartbeats received from workers (this process)", registry=self.registry
         )
-        self.sql = SqlCollector(sessions=sessions, stale_seconds=stale_seconds)
+        self.sql = SqlCollector(sessions=sessions, lease_seconds=lease_seconds)
         self.registry.register(self.sql)
 
     def completed(self, job: Job) -> None:
@@ -88,9 +89,9 @@ class SqlCollector:
     in-memory series are still served.
     """
 
-    def __init__(self, *, sessions: sessionmaker[Session], stale_seconds: float) -> None:
+    def __init__(self, *, sessions: sessionmaker[Session], lease_seconds: float) -> None:
         self.sessions = sessions
-        self.stale = timedelta(seconds=stale_seconds)
+        self.lease_seconds = lease_seconds
 
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily("draftbench_database_up", "1 when the scrape could read the database")
@@ -119,7 +120,7 @@ class SqlCollector:
     def _workers(self, session: Session) -> list[Metric]:
         now = utcnow()
         workers = session.scalars(select(Worker).where(Worker.last_heartbeat_at >= now - WORKER_WINDOW).order_by(Worker.id))
-        alive = GaugeMetricFamily("draftbench_workers_alive", "Workers heard from within the stale window, by GPU kind", labels=["gpu_kind"])
+        alive = GaugeMetricFamily("draftbench_workers_alive", "Live workers (heard from within the lease), by GPU kind", labels=["gpu_kind"])
         gpus = GaugeMetricFamily("draftbench_worker_gpus_alive", "GPUs of the live workers, by GPU kind", labels=["gpu_kind"])
         age = GaugeMetricFamily(
             "draftbench_worker_heartbeat_age_seconds",
@@ -134,7 +135,7 @@ class SqlCollector:
             for kind in worker.gpu_kinds:
                 alive_by_kind.setdefault(kind, 0)
                 gpus_by_kind.setdefault(kind, 0)
-                if seconds < self.stale.total_seconds():
+                if liveness.is_alive(worker.last_heartbeat_at, now=now, lease_seconds=self.lease_seconds):
                     alive_by_kind[kind] += 1
                     gpus_by_kind[kind] += worker.gpu_count
         for kind in sorted(alive_by_kind):

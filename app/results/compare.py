@@ -26,7 +26,7 @@ def to_out(rows: list[tuple[Result, Job, Sweep]], baselines: dict[tuple, Result]
                 sweep_name=sweep.name,
                 repeat=job.repeat,
                 config_hash=job.config_hash,
-                build=job.build_label,
+                build=job.build,
                 gpu_kind=job.gpu_kind,
                 method=job.method,
                 backend=job.backend,

@@ -1,61 +1,126 @@
-"""``/api/v1/results``: measured cells with filters, as JSON or CSV."""
+"""``/api/v1/results`` (measured jobs, as JSON or CSV) and the worker's reports that make them: log and complete."""
 
 import csv
 import io
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
-from fastapi.responses import Response
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
+from fastapi.responses import PlainTextResponse, Response
 
-from app.deps import SessionDep
+from app.crashes import service as crashes
+from app.deps import ExistingJob, HeldJob, SessionDep
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
+from app.metrics.service import MetricsDep
+from app.responses import answers
 from app.results import service
 from app.schemas.result import ResultOut
+from app.schemas.worker import CompleteRequest, JobOut
 
-router = APIRouter(prefix="/api/v1/results", tags=["results"])
+router = APIRouter(prefix="/api/v1", tags=["results"])
 
 
 def _filter(
-    sweep_id: int | None = None,
+    sweep_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
     build: str | None = None,
-    backend: AttentionBackend | None = None,
-    graph_mode: GraphMode | None = None,
-    method: SpecMethod | None = None,
     gpu_kind: GpuKind | None = None,
+    method: SpecMethod | None = None,
+    backend: Annotated[AttentionBackend | None, Query(description="The backend the cell requested")] = None,
+    graph_mode: Annotated[GraphMode | None, Query(description="The graph mode the cell requested")] = None,
+    resolved_backend: Annotated[AttentionBackend | None, Query(description="The backend that ran")] = None,
+    resolved_graph_mode: Annotated[GraphMode | None, Query(description="The graph mode that ran")] = None,
+    graph_downgraded: Annotated[bool | None, Query(description="vLLM ran another graph mode than requested")] = None,
+    draft_eager: Annotated[bool | None, Query(description="The draft ran without CUDA graphs")] = None,
 ) -> service.ResultFilter:
     return service.ResultFilter(
         sweep_id=sweep_id,
         build=build,
+        gpu_kind=gpu_kind and gpu_kind.value,
+        method=method and method.value,
         backend=backend and backend.value,
         graph_mode=graph_mode and graph_mode.value,
-        method=method and method.value,
-        gpu_kind=gpu_kind and gpu_kind.value,
+        resolved_backend=resolved_backend and resolved_backend.value,
+        resolved_graph_mode=resolved_graph_mode and resolved_graph_mode.value,
+        graph_downgraded=graph_downgraded,
+        draft_eager=draft_eager,
     )
 
 
 FilterDep = Annotated[service.ResultFilter, Depends(_filter)]
 Limit = Annotated[int, Query(ge=1, le=10_000)]
-Offset = Annotated[int, Query(ge=0)]
+Offset = Annotated[int, Query(ge=0, le=2**62)]
 
 
-@router.get("", response_model=list[ResultOut])
+@router.get("/results", response_model=list[ResultOut], responses=answers(422))
 def list_results(session: SessionDep, where: FilterDep, limit: Limit = 1000, offset: Offset = 0) -> list[ResultOut]:
-    """Results filtered by sweep, build, backend, graph mode, method and GPU kind."""
+    """Results filtered by sweep, build, GPU kind, method, requested and resolved backend and graph mode."""
     return service.query_out(session=session, where=where, limit=limit, offset=offset)
 
 
-@router.get(".csv", response_class=Response, responses={200: {"content": {"text/csv": {}}}})
+@router.get("/results.csv", response_class=Response, responses={200: {"content": {"text/csv": {}}}, **answers(422)})
 def export_csv(session: SessionDep, where: FilterDep, limit: Limit = 10_000, offset: Offset = 0) -> Response:
-    """The same rows as ``GET /api/v1/results``, one CSV line each (lists as JSON text)."""
+    """The same rows as ``GET /api/v1/results``, one CSV line each (lists as JSON text).
+
+    Text that a spreadsheet would run as a formula is neutralised (see ``spreadsheet_safe``).
+    """
     rows = service.query_out(session=session, where=where, limit=limit, offset=offset)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(ResultOut.model_fields))
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in row.model_dump(mode="json").items()})
+        writer.writerow({k: spreadsheet_safe(v) for k, v in row.model_dump(mode="json").items()})
     return Response(
         buffer.getvalue(),
         media_type="text/csv",
         headers={"Content-Disposition": 'attachment; filename="draftbench-results.csv"'},
     )
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:  # noqa: ANN401
+    """A CSV cell that no spreadsheet runs as a formula (OWASP "CSV injection").
+
+    Text (lists are written as JSON text) starting with ``= + - @``, a tab or a carriage return
+    gets a leading single quote, which spreadsheets show as text. Numbers stay numbers: -1.5 is
+    data, not a formula.
+    """
+    if isinstance(value, list):
+        value = json.dumps(value)
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+@router.get("/jobs/{job_id}/log", response_class=PlainTextResponse, responses=answers(404, 422))
+def download_log(job: ExistingJob, session: SessionDep) -> str:
+    """The cell's full log, as the worker uploaded it."""
+    text = crashes.read_log(session=session, job_id=job.id)
+    if text is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job.id} has no log")
+    return text
+
+
+async def _body_text(request: Request) -> str:
+    return (await request.body()).decode(errors="replace")
+
+
+@router.put(
+    "/jobs/{job_id}/log",
+    status_code=status.HTTP_204_NO_CONTENT,
+    openapi_extra={"requestBody": {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    responses=answers(401, 403, 404, 409, 413, 422, 429),
+)
+def upload_log(job: HeldJob, text: Annotated[str, Depends(_body_text)], session: SessionDep) -> None:
+    """Store the cell's full log (compressed); only the worker holding the job may write it."""
+    crashes.store_log(session=session, job_id=job.id, text=text)
+
+
+@router.post("/jobs/{job_id}/complete", response_model=JobOut, responses=answers(401, 403, 404, 409, 413, 422, 429))
+def complete(job: HeldJob, body: CompleteRequest, session: SessionDep, metrics: MetricsDep) -> JobOut:
+    """Report a finished cell: its result, or how it died. 409 when the worker no longer holds the job
+    (cancelled, or its lease lapsed and the job went back to the queue): the newer attempt stands."""
+    service.record(session=session, job=job, outcome=body.outcome)
+    metrics.completed(job)
+    return JobOut.model_validate(job)

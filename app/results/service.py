@@ -1,6 +1,7 @@
 """Storing what a cell reported, and reading results back with filters."""
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
@@ -9,40 +10,33 @@ from app.analysis.acceptance import derive
 from app.crashes import service as crashes
 from app.enums import JobState
 from app.jobs import queue
-from app.models import Job, Result, Sweep
+from app.models import Job, Result, Sweep, utcnow
 from app.results import compare
-from app.schemas.cell import CellOutcome, CellResult, Ran
+from app.schemas.cell import CellOutcome, CellResult, Resolved
 from app.schemas.result import ResultOut
 
 
-def complete(*, session: Session, job_id: int, worker_id: int, outcome: CellOutcome) -> Job:
-    """Store a finished cell: a result, or a crash under its signature. Raises NotLeasedError.
+def record(*, session: Session, job: Job, outcome: CellOutcome, finished_at: datetime | None = None) -> None:
+    """Store an outcome on its (held) job and move the job to the matching final state.
 
-    The job must still be held by the worker: a late report after the lease moved on is refused so
-    the newer attempt's result stands.
+    ``finished_at`` is when the cell ended (an import knows it); by default now.
     """
-    job = queue.hold(session=session, job_id=job_id, worker_id=worker_id)
-    record(session=session, job=job, outcome=outcome)
-    return job
-
-
-def record(*, session: Session, job: Job, outcome: CellOutcome) -> None:
-    """Store an outcome on its job and move the job to the matching final state."""
+    now = finished_at or utcnow()
     if outcome.result is not None:
-        session.add(_result_row(job, outcome.result, outcome.ran))
-        queue.finish(session=session, job=job, state=JobState.SUCCEEDED)
+        session.add(_result_row(job, outcome.result, outcome.resolved, created_at=now))
+        queue.finish(session=session, job=job, state=JobState.SUCCEEDED, now=now)
     elif outcome.error is not None:
-        queue.finish(session=session, job=job, state=JobState.FAILED, error=outcome.error)
+        queue.finish(session=session, job=job, state=JobState.FAILED, error=outcome.error, now=now)
     else:
         log = crashes.read_log(session=session, job_id=job.id) or ""
-        crash = crashes.record(session=session, job=job, outcome=outcome, log=log)
+        crash = crashes.record(session=session, job=job, outcome=outcome, log=log, now=now)
         state = JobState.TIMED_OUT if outcome.timed_out else JobState.CRASHED
-        queue.finish(session=session, job=job, state=state, error=crash.message)
+        queue.finish(session=session, job=job, state=state, error=crash.message, now=now)
 
 
-def _result_row(job: Job, result: CellResult, ran: Ran) -> Result:
-    metrics = derive(result.spec, result.requests)
-    spec = result.spec
+def _result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: datetime) -> Result:
+    metrics = derive(result.spec_decode, result.requests)
+    counters = result.spec_decode
     return Result(
         job=job,
         engine_start_s=result.engine_start_s,
@@ -51,10 +45,10 @@ def _result_row(job: Job, result: CellResult, ran: Ran) -> Result:
         output_tokens=result.output_tokens,
         tokens_per_s=result.tokens_per_s,
         requests_per_s=result.requests_per_s,
-        num_drafts=spec.num_drafts if spec else 0,
-        num_draft_tokens=spec.num_draft_tokens if spec else 0,
-        num_accepted_tokens=spec.num_accepted_tokens if spec else 0,
-        accepted_per_position=spec.accepted_per_position if spec else [],
+        num_drafts=counters.num_drafts if counters else 0,
+        num_draft_tokens=counters.num_draft_tokens if counters else 0,
+        num_accepted_tokens=counters.num_accepted_tokens if counters else 0,
+        accepted_per_position=counters.accepted_per_position if counters else [],
         acceptance_rate=metrics.acceptance_rate,
         acceptance_rate_low=metrics.acceptance_rate_low,
         acceptance_rate_high=metrics.acceptance_rate_high,
@@ -62,37 +56,48 @@ def _result_row(job: Job, result: CellResult, ran: Ran) -> Result:
         mean_acceptance_length_low=metrics.mean_acceptance_length_low,
         mean_acceptance_length_high=metrics.mean_acceptance_length_high,
         output_fingerprint=result.output_fingerprint,
-        resolved_backend=ran.backend,
-        resolved_draft_backend=ran.draft_backend,
-        resolved_graph_mode=ran.graph_mode,
-        resolved_draft_graph_mode=ran.draft_graph_mode,
-        graph_downgraded=ran.graph_downgraded,
-        draft_eager=ran.draft_eager,
+        resolved_backend=resolved.resolved_backend,
+        resolved_draft_backend=resolved.resolved_draft_backend,
+        resolved_graph_mode=resolved.resolved_graph_mode,
+        resolved_draft_graph_mode=resolved.resolved_draft_graph_mode,
+        graph_downgraded=resolved.graph_downgraded,
+        draft_eager=resolved.draft_eager,
         vllm_version=result.versions.vllm,
         gpu_name=result.versions.gpu_name,
         versions=result.versions.model_dump(mode="json"),
         raw=result.model_dump(mode="json"),
-        ran=ran.model_dump(mode="json"),
+        ran=resolved.model_dump(mode="json"),
+        created_at=created_at,
     )
 
 
 @dataclass(frozen=True)
 class ResultFilter:
+    """Requested values (``backend``, ``graph_mode``) and resolved ones (what ran) are separate filters."""
+
     sweep_id: int | None = None
     build: str | None = None
+    gpu_kind: str | None = None
+    method: str | None = None
     backend: str | None = None
     graph_mode: str | None = None
-    method: str | None = None
-    gpu_kind: str | None = None
+    resolved_backend: str | None = None
+    resolved_graph_mode: str | None = None
+    graph_downgraded: bool | None = None
+    draft_eager: bool | None = None
 
     def apply(self, stmt: Select) -> Select:
         for column, value in (
             (Job.sweep_id, self.sweep_id),
-            (Job.build_label, self.build),
+            (Job.build, self.build),
+            (Job.gpu_kind, self.gpu_kind),
+            (Job.method, self.method),
             (Job.backend, self.backend),
             (Job.graph_mode, self.graph_mode),
-            (Job.method, self.method),
-            (Job.gpu_kind, self.gpu_kind),
+            (Result.resolved_backend, self.resolved_backend),
+            (Result.resolved_graph_mode, self.resolved_graph_mode),
+            (Result.graph_downgraded, self.graph_downgraded),
+            (Result.draft_eager, self.draft_eager),
         ):
             if value is not None:
                 stmt = stmt.where(column == value)

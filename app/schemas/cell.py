@@ -2,34 +2,68 @@
 
 ``runners/cell.py`` cannot import this (it runs inside the build's own Python, with only the standard
 library and vLLM), so it writes plain JSON; the worker validates that JSON against ``CellResult``
-before anything reaches the service.
+before anything reaches the service. ``CELL_SCHEMA_VERSION`` is repeated there as ``SCHEMA_VERSION``
+and tied to this one by ``tests/runners/test_cell.py``.
 """
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    model_validator,
+)
 
-from app.enums import AttentionBackend, GpuKind, GraphMode
+from app.config import DEFAULT_CELL_TIMEOUT_S
+from app.enums import AttentionBackend, BuiltinDataset, GpuKind, GraphMode
+from app.schemas.base import Input
 
-CELL_SCHEMA_VERSION = 1
+# 2: CellSpec.backend/graph_mode (were attention_backend/cudagraph_mode), CellResult.spec_decode (was spec).
+CELL_SCHEMA_VERSION = 2
 
 
-class Workload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Workload(Input):
+    """The prompts a cell runs and how: a prompt file, the prompts shipped with draftbench, or random tokens."""
 
-    dataset: str = Field(min_length=1, description="Spec-Bench JSONL file, read where the worker runs")
-    categories: list[str] = Field(default_factory=list, description="Keep only these categories; empty keeps all")
+    dataset: str = Field(
+        default=BuiltinDataset.DRAFTBENCH.value,
+        min_length=1,
+        max_length=1024,
+        description="'draftbench' (the prompts shipped in runners/prompts), 'random' (random token ids, as "
+        "`vllm bench --dataset-name random`), or a path where the worker runs: Spec-Bench JSONL "
+        "(question_id, category, turns) or ShareGPT JSON (a list of {conversations: [{from, value}]})",
+    )
+    categories: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=64, description="Keep only these categories; empty keeps all"
+    )
     num_prompts: int = Field(default=32, ge=1, le=100_000)
-    max_tokens: int = Field(default=128, ge=1, le=1_000_000)
+    max_tokens: int = Field(default=128, ge=1, le=1_000_000, description="Output tokens per request (EOS ignored)")
+    input_len: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="random only: prompt tokens per request (default 128)"
+    )
+    range_ratio: float | None = Field(
+        default=None, ge=0.0, lt=1.0, description="random only: prompt lengths uniform in input_len x [1-r, 1+r]"
+    )
     temperature: float = Field(default=0.0, ge=0.0, le=10.0)
-    seed: int = Field(default=0, ge=0)
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
     warmup_prompts: int = Field(default=2, ge=0, le=1000, description="Prompts run once before measuring")
 
+    @model_validator(mode="after")
+    def _random_fields_only_for_random(self) -> "Workload":
+        if self.dataset == BuiltinDataset.RANDOM:
+            if self.categories:
+                raise ValueError("categories select prompts of a file; the random dataset has none")
+            self.input_len = self.input_len or 128
+            self.range_ratio = self.range_ratio or 0.0
+        elif self.input_len is not None or self.range_ratio is not None:
+            raise ValueError("input_len and range_ratio apply to dataset 'random' only")
+        return self
 
-class CellSpec(BaseModel):
+
+class CellSpec(Input):
     """One cell exactly as ``runners/cell.py`` receives it (also the job's canonical config)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     build: str
     gpu_kind: GpuKind
@@ -38,14 +72,20 @@ class CellSpec(BaseModel):
     workload: Workload
     # None runs the baseline: the same engine without speculation.
     speculative: dict[str, Any] | None
-    attention_backend: AttentionBackend
-    cudagraph_mode: GraphMode
+    backend: AttentionBackend = Field(validation_alias=AliasChoices("backend", "attention_backend"))
+    graph_mode: GraphMode = Field(validation_alias=AliasChoices("graph_mode", "cudagraph_mode"))
     engine_args: dict[str, Any] = Field(default_factory=dict)
-    timeout_s: float = Field(default=900.0, gt=0)
+    timeout_s: float = Field(default=DEFAULT_CELL_TIMEOUT_S, gt=0)
+
+    @property
+    def method(self) -> str | None:
+        return None if self.speculative is None else self.speculative["method"]
 
 
-class SpecCounters(BaseModel):
+class SpecDecodeCounters(Input):
     """vLLM's spec-decode counters over the measured run (warm-up subtracted)."""
+
+    model_config = {"extra": "ignore"}
 
     num_drafts: NonNegativeInt
     num_draft_tokens: NonNegativeInt
@@ -53,7 +93,7 @@ class SpecCounters(BaseModel):
     accepted_per_position: list[NonNegativeInt] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "SpecCounters":
+    def _consistent(self) -> "SpecDecodeCounters":
         # The service derives rates and Wilson intervals from these; counts that cannot come from
         # one run (more accepted than drafted) are refused here (422) instead of failing there.
         if self.num_drafts and not self.num_draft_tokens:
@@ -65,17 +105,19 @@ class SpecCounters(BaseModel):
         return self
 
 
-class RequestOutcome(BaseModel):
+class RequestOutcome(Input):
     """One request of the measured run: enough to bootstrap and to compare against the baseline."""
 
+    model_config = {"extra": "ignore"}
+
     num_output_tokens: NonNegativeInt
-    fingerprint: str
+    fingerprint: str = Field(max_length=128)
     num_drafts: NonNegativeInt | None = None
     num_accepted_tokens: NonNegativeInt | None = None
 
 
-class Versions(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class Versions(Input):
+    model_config = {"extra": "allow"}
 
     vllm: str | None = None
     vllm_commit: str | None = None
@@ -88,8 +130,10 @@ class Versions(BaseModel):
     driver: str | None = None
 
 
-class CellResult(BaseModel):
-    """The JSON ``runners/cell.py`` writes when the cell ran to the end."""
+class CellResult(Input):
+    """The JSON ``runners/cell.py`` writes when the cell ran to the end (schema 1 files read as well)."""
+
+    model_config = {"extra": "ignore"}
 
     schema_version: int = CELL_SCHEMA_VERSION
     engine_start_s: NonNegativeFloat
@@ -100,32 +144,33 @@ class CellResult(BaseModel):
     output_tokens: NonNegativeInt
     tokens_per_s: NonNegativeFloat
     requests_per_s: NonNegativeFloat
-    spec: SpecCounters | None = None
+    spec_decode: SpecDecodeCounters | None = Field(default=None, validation_alias=AliasChoices("spec_decode", "spec"))
     requests: list[RequestOutcome] = Field(default_factory=list)
-    output_fingerprint: str
+    output_fingerprint: str = Field(max_length=128)
     versions: Versions = Field(default_factory=Versions)
 
 
-class Ran(BaseModel):
-    """What the log says actually ran, beside what was requested."""
+class Resolved(Input):
+    """What the log says ran, beside what the cell requested (``runners/logparse.py``)."""
 
-    backend: str | None = None
-    draft_backend: str | None = None
-    graph_mode: str | None = None
-    draft_graph_mode: str | None = None
+    resolved_backend: str | None = Field(default=None, max_length=64)
+    resolved_draft_backend: str | None = Field(default=None, max_length=64)
+    resolved_graph_mode: str | None = Field(default=None, max_length=32)
+    resolved_draft_graph_mode: str | None = Field(default=None, max_length=32)
     graph_downgraded: bool = False
     draft_eager: bool = False
-    downgrades: list[str] = Field(default_factory=list)
+    # The log lines that moved the graph mode or the backend away from the request, verbatim.
+    downgrades: list[str] = Field(default_factory=list, max_length=100)
 
 
-class CellOutcome(BaseModel):
+class CellOutcome(Input):
     """What the worker reports for a finished cell: a result, or how the process died."""
 
     result: CellResult | None = None
-    ran: Ran = Field(default_factory=Ran)
-    exit_code: int | None = None
-    signal: int | None = None
+    resolved: Resolved = Field(default_factory=Resolved)
+    exit_code: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)
+    signal: int | None = Field(default=None, ge=0, le=255)
     timed_out: bool = False
     duration_s: NonNegativeFloat = 0.0
     # Set when the worker itself could not run the cell (bad build path, unreadable result JSON).
-    error: str | None = None
+    error: str | None = Field(default=None, max_length=4000)

@@ -8,7 +8,8 @@ from app.enums import CrashKind
 
 
 class ResultOut(BaseModel):
-    """One measured cell: the request beside what ran, the counters and the derived metrics."""
+    """One measured job: what the cell requested (``backend``, ``graph_mode``) beside what ran
+    (``resolved_*``), the spec-decode counters and the derived metrics."""
 
     job_id: int
     sweep_id: int
@@ -64,7 +65,18 @@ class CrashGroupOut(BaseModel):
     count: int
 
 
+class CrashCell(BaseModel):
+    job_id: int
+    sweep_id: int
+    gpu_kind: str
+    backend: str
+    graph_mode: str
+    method: str | None
+    build: str
+    log: str
+
+
 class CrashGroupDetail(CrashGroupOut):
     job_ids: list[int]
     builds: list[str]
-    cells: list[dict]
+    cells: list[CrashCell]

@@ -1,22 +1,24 @@
 """The sweep a developer submits, and what the API returns about it."""
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
+from app.config import DEFAULT_CELL_TIMEOUT_S
 from app.enums import AttentionBackend, GpuKind, GraphMode, JobState, SpecMethod, SweepState
+from app.schemas.base import Input
 from app.schemas.cell import Workload
 
 
-class SpeculativeConfig(BaseModel):
+class SpeculativeConfig(Input):
     """One vLLM ``speculative_config``; keys beyond these pass through to vLLM unchanged."""
 
     model_config = ConfigDict(extra="allow")
 
     method: SpecMethod
     num_speculative_tokens: int = Field(ge=1, le=64)
-    model: str | None = None
+    model: str | None = Field(default=None, max_length=1024)
 
     @field_validator("model")
     @classmethod
@@ -26,32 +28,38 @@ class SpeculativeConfig(BaseModel):
         return value
 
 
-class SweepSpec(BaseModel):
-    """The matrix: build x model x speculative x backend x graph mode x GPU x repeat."""
+class SweepSpec(Input):
+    """The matrix: GPU kind x backend x graph mode x speculative config, each cell run ``repeats`` times.
 
-    model_config = ConfigDict(extra="forbid")
+    ``attention_backends``, ``cudagraph_modes`` and ``gpus`` are accepted as deprecated names of
+    ``backends``, ``graph_modes`` and ``gpu_kinds``.
+    """
 
     name: str = Field(min_length=1, max_length=200)
     build: str = Field(min_length=1, max_length=128)
-    model: str = Field(min_length=1)
-    tokenizer: str | None = None
+    model: str = Field(min_length=1, max_length=1024)
+    tokenizer: str | None = Field(default=None, max_length=1024)
     workload: Workload
-    speculative: list[SpeculativeConfig] = Field(min_length=1)
-    attention_backends: list[AttentionBackend] = Field(min_length=1)
-    cudagraph_modes: list[GraphMode] = Field(min_length=1)
-    gpus: list[GpuKind] = Field(min_length=1)
+    speculative: list[SpeculativeConfig] = Field(min_length=1, max_length=10_000)
+    backends: list[AttentionBackend] = Field(
+        min_length=1, validation_alias=AliasChoices("backends", "attention_backends"), description="Attention backends of the target"
+    )
+    graph_modes: list[GraphMode] = Field(
+        min_length=1, validation_alias=AliasChoices("graph_modes", "cudagraph_modes"), description="CUDA-graph modes requested"
+    )
+    gpu_kinds: list[GpuKind] = Field(min_length=1, validation_alias=AliasChoices("gpu_kinds", "gpus"))
     repeats: int = Field(default=1, ge=1, le=100)
     engine_args: dict[str, Any] = Field(default_factory=dict)
     baseline: bool = Field(default=False, description="Also run each backend x mode x GPU without speculation")
-    timeout_s: float = Field(default=900.0, gt=0, le=24 * 3600)
+    timeout_s: float = Field(default=DEFAULT_CELL_TIMEOUT_S, gt=0, le=24 * 3600)
     priority: int = Field(default=0, ge=-100, le=100)
     # Who and why: a pull request, a branch, a commit, free tags.
     pull_request: int | None = Field(default=None, ge=1)
     branch: str | None = Field(default=None, max_length=255)
     commit: str | None = Field(default=None, max_length=64)
-    tags: list[str] = Field(default_factory=list)
+    tags: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(default_factory=list, max_length=50)
     submitted_by: str | None = Field(default=None, max_length=200)
-    reason: str | None = None
+    reason: str | None = Field(default=None, max_length=10_000)
 
 
 class CellStatus(BaseModel):
@@ -91,3 +99,5 @@ class SweepSummary(BaseModel):
 class SweepDetail(SweepSummary):
     spec: dict[str, Any]
     cells: list[CellStatus]
+    # Why some jobs may wait: no live worker serves their GPU kind, build and GPU count (read fresh).
+    warnings: list[str] = []

@@ -5,11 +5,10 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.enums import TokenScope
+from app.schemas.base import Input
 
 
-class TokenCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TokenCreate(Input):
     name: str = Field(min_length=1, max_length=200, description="Who or what holds it: 'ci', 'h200-host-3'")
     scopes: list[TokenScope] = Field(min_length=1, description="admin implies every scope")
 
@@ -23,6 +22,8 @@ class TokenOut(BaseModel):
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None
+    # Set on a worker's own credential (issued when the worker registered).
+    worker_id: int | None = None
 
 
 class TokenCreated(TokenOut):

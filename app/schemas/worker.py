@@ -6,25 +6,22 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.enums import GpuKind, JobState
+from app.schemas.base import Input
 from app.schemas.cell import CellOutcome
 
 
-class BuildInfo(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BuildInfo(Input):
     label: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._+-]+$")
     vllm_version: str | None = Field(default=None, max_length=64)
 
 
-class RegisterRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RegisterRequest(Input):
     name: str = Field(min_length=1, max_length=128)
     host: str = Field(min_length=1, max_length=255)
-    gpu_kinds: list[GpuKind] = Field(min_length=1)
+    gpu_kinds: list[GpuKind] = Field(min_length=1, max_length=len(GpuKind))
     # GPUs this worker process may use at once: it claims only jobs needing at most this many.
     gpu_count: int = Field(default=0, ge=0, le=1024)
-    builds: list[BuildInfo] = Field(min_length=1)
+    builds: list[BuildInfo] = Field(min_length=1, max_length=64)
 
     @model_validator(mode="after")
     def _a_gpu_kind_brings_a_gpu(self) -> "RegisterRequest":
@@ -32,6 +29,15 @@ class RegisterRequest(BaseModel):
         if self.gpu_count == 0 and any(kind is not GpuKind.CPU for kind in self.gpu_kinds):
             self.gpu_count = 1
         return self
+
+
+class BuildOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    label: str
+    vllm_version: str | None
+    created_at: datetime
+    last_seen_at: datetime
 
 
 class WorkerOut(BaseModel):
@@ -46,31 +52,35 @@ class WorkerOut(BaseModel):
     alive: bool
 
 
+class WorkerRegistered(WorkerOut):
+    credential: str = Field(
+        description="This worker's own bearer token, shown once: claim, heartbeat, log and complete need it, "
+        "and it acts for this worker only"
+    )
+    lease_seconds: float = Field(
+        description="A worker not heard from (heartbeat or claim) for this long is taken for dead and its jobs requeued"
+    )
+
+
 class ClaimedJob(BaseModel):
     job_id: int
     sweep_id: int
     attempt: int
-    lease_expires_at: datetime
     cell: dict[str, Any]
     # GPUs the cell takes (tensor x pipeline parallel); the worker sets CUDA_VISIBLE_DEVICES to that many.
     gpus_needed: int = 1
 
 
-class HeartbeatRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class HeartbeatRequest(Input):
     job_ids: list[int] = Field(default_factory=list, max_length=1024)
 
 
 class HeartbeatResponse(BaseModel):
-    # Jobs the worker must stop: cancelled, or requeued after its lease ran out.
+    # Jobs the worker must stop: cancelled, or requeued after its lease lapsed.
     stop: list[int]
 
 
-class CompleteRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    worker_id: int
+class CompleteRequest(Input):
     outcome: CellOutcome
 
 
@@ -79,7 +89,7 @@ class JobOut(BaseModel):
     sweep_id: int
     cell_index: int
     repeat: int
-    build_label: str
+    build: str
     gpu_kind: str
     backend: str
     graph_mode: str
@@ -90,7 +100,6 @@ class JobOut(BaseModel):
     max_attempts: int
     gpus_needed: int
     worker_id: int | None
-    lease_expires_at: datetime | None
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None

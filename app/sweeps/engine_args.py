@@ -1,16 +1,31 @@
-"""The engine arguments a sweep may hand to vLLM's ``LLM(...)``: an allow-list, with each value's JSON type.
+"""What a sweep may hand to vLLM: engine arguments and speculative-config keys, each on an allow-list with its type.
 
 Values stay data: the worker writes the cell as JSON and ``runners/cell.py`` passes them as keyword
-arguments, never through a shell; top-level strings are still held to the characters of names
-(``dtype: bfloat16``, ``revision: refs/pr/1``). The list keeps out what would load code or touch
+arguments, never through a shell; strings are still held to the characters of names
+(``dtype: bfloat16``, ``revision: refs/pr/1``). The lists keep out what would load code or touch
 files chosen by the request (``trust_remote_code``, a compiler backend given as an import path,
-dump and cache folders) and what the sweep's own fields already set. Pure functions, no I/O.
+dump and cache folders, a draft's load config) and what the sweep's own fields already set.
+Free-form mappings that reach vLLM (``hf_overrides``, ``compilation_config.pass_config``, ...)
+have no list of keys, so their keys must be names, their strings safe, their size bounded, and a
+key that names a file is a path like any model's (``references``). Pure functions, no I/O.
 """
 
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from app.enums import AttentionBackend
 from app.sweeps.paths import SAFE, SAFE_CHARS
+
+Problem = tuple[list[str | int], str, list[str] | None]
+
+# The serialised size of engine_args, and of one speculative config: each job stores a copy.
+MAX_ENGINE_ARGS_BYTES = 16 * 1024
+MAX_SPECULATIVE_BYTES = 8 * 1024
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}")
+# A key of a free-form mapping that names a file or a model: its value is checked as a path.
+_PATH_KEY = re.compile(r"(?:^|_)(?:path|dir|file|folder|model)$|^model_", re.IGNORECASE)
 
 INT, NUMBER, BOOL, TEXT, LIST, MAPPING = "integer", "number", "boolean", "string", "list", "object"
 
@@ -68,6 +83,56 @@ COMPILATION_CONFIG: dict[str, str | tuple[str, ...]] = {
     "dynamic_shapes_config": MAPPING,
 }
 
+# Keys of a speculative config beyond ``method``, ``num_speculative_tokens`` and ``model`` (checked
+# against vLLM 0.32's SpeculativeConfig; older names kept where releases still take them).
+SPECULATIVE: dict[str, str | tuple[str, ...]] = {
+    "enforce_eager": BOOL,
+    "draft_tensor_parallel_size": INT,
+    "tensor_parallel_size": INT,
+    "quantization": TEXT,
+    "moe_backend": TEXT,
+    "attention_backend": tuple(b.value for b in AttentionBackend),
+    "kv_cache_dtype": TEXT,
+    "max_model_len": INT,
+    "revision": TEXT,
+    "index_share_for_mtp_iteration": BOOL,
+    "disable_padded_drafter_batch": BOOL,
+    "disable_eagle_block_drop": BOOL,
+    "use_local_argmax_reduction": BOOL,
+    "use_heterogeneous_vocab": BOOL,
+    "prompt_lookup_max": INT,
+    "prompt_lookup_min": INT,
+    "parallel_drafting": BOOL,
+    "num_speculative_tokens_per_batch_size": LIST,
+    "suffix_decoding_max_tree_depth": INT,
+    "suffix_decoding_max_cached_requests": INT,
+    "suffix_decoding_max_spec_factor": NUMBER,
+    "suffix_decoding_min_token_prob": NUMBER,
+    "rejection_sample_method": TEXT,
+    "synthetic_acceptance_rates": LIST,
+    "synthetic_acceptance_length": NUMBER,
+    "enable_adaptive_verification": BOOL,
+    "draft_sample_method": TEXT,
+    "dspark_draft_topk": INT,
+    "disable_by_batch_size": INT,
+    "speculative_token_tree": TEXT,
+}
+
+SPECULATIVE_REFUSED: dict[str, str] = {
+    "draft_load_config": "a load config names download folders and model loaders, which would touch files or load code",
+    "code_revision": "it selects remote code to run",
+    "target_model_config": "vLLM fills it from the target",
+    "target_parallel_config": "vLLM fills it from the target",
+    "draft_model_config": "vLLM builds it from `model`",
+    "draft_parallel_config": "vLLM builds it from the parallel sizes",
+}
+
+# Keys refused inside a free-form mapping, wherever it sits.
+FREE_FORM_REFUSED: dict[str, str] = {
+    "auto_map": "it names remote code for transformers to load",
+    "trust_remote_code": "it runs Python code shipped with the model",
+}
+
 # Refused with a reason, because the reason is the useful part of the answer.
 REFUSED: dict[str, str] = {
     "trust_remote_code": "it runs Python code shipped with the model",
@@ -75,10 +140,10 @@ REFUSED: dict[str, str] = {
     "model": "use the sweep's `model`",
     "tokenizer": "use the sweep's `tokenizer`",
     "speculative_config": "use the sweep's `speculative` list",
-    "attention_backend": "use the sweep's `attention_backends`",
+    "attention_backend": "use the sweep's `backends`",
     "seed": "use `workload.seed`",
     "disable_log_stats": "the cell reads vLLM's stats for the spec-decode counters",
-    "cudagraph_mode": "use the sweep's `cudagraph_modes`",
+    "cudagraph_mode": "use the sweep's `graph_modes`",
     "backend": "a compiler backend is an import path, which would load code",
     "inductor_compile_config": "it can name compiler commands",
 }
@@ -93,8 +158,8 @@ _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def problems(engine_args: Mapping[str, Any]) -> list[tuple[list[str], str, list[str] | None]]:
-    """Every engine argument that is not allowed or has the wrong JSON type.
+def problems(engine_args: Mapping[str, Any]) -> list[Problem]:
+    """Every engine argument that is not allowed, has the wrong JSON type, or is too large.
 
     Returns
     -------
@@ -102,31 +167,92 @@ def problems(engine_args: Mapping[str, Any]) -> list[tuple[list[str], str, list[
         ``loc`` below ``engine_args`` (``["compilation_config", "backend"]``); ``allowed`` lists the
         accepted names where the name itself is the problem, else None. Empty when all is well.
     """
-    found: list[tuple[list[str], str, list[str] | None]] = []
-    _check(engine_args, ENGINE_ARGS, [], found)
+    found: list[Problem] = []
+    size = len(json.dumps(engine_args))
+    if size > MAX_ENGINE_ARGS_BYTES:
+        found.append(([], f"engine_args is {size} bytes as JSON, over the limit of {MAX_ENGINE_ARGS_BYTES}", None))
+        return found
+    _check(engine_args, ENGINE_ARGS, REFUSED, [], "engine_args", "engine argument", found)
     nested = engine_args.get("compilation_config")
     if isinstance(nested, Mapping):
-        _check(nested, COMPILATION_CONFIG, ["compilation_config"], found)
+        _check(nested, COMPILATION_CONFIG, REFUSED, ["compilation_config"], "engine_args", "compilation_config key", found)
     return found
+
+
+def speculative_problems(extra: Mapping[str, Any]) -> list[Problem]:
+    """Every key of one speculative config (beyond method, num_speculative_tokens, model) that may not reach vLLM."""
+    found: list[Problem] = []
+    size = len(json.dumps(extra))
+    if size > MAX_SPECULATIVE_BYTES:
+        return [([], f"the speculative config is {size} bytes as JSON, over the limit of {MAX_SPECULATIVE_BYTES}", None)]
+    allowed = {**SPECULATIVE, "method": TEXT, "num_speculative_tokens": INT, "model": TEXT}
+    _check(extra, allowed, SPECULATIVE_REFUSED, [], "speculative", "speculative-config key", found)
+    return found
+
+
+def references(engine_args: Mapping[str, Any]) -> list[tuple[list[str | int], str]]:
+    """(loc, value) of every string in engine_args' free-form mappings whose key names a file or a model.
+
+    The caller holds each to the path rules (app.sweeps.paths), as it does the sweep's own model.
+    """
+    return [(loc, value) for loc, key, value in _walk(engine_args, []) if isinstance(value, str) and _PATH_KEY.search(key)]
 
 
 def _check(
     args: Mapping[str, Any],
     allowed: Mapping[str, str | tuple[str, ...]],
-    prefix: list[str],
-    found: list[tuple[list[str], str, list[str] | None]],
+    refused: Mapping[str, str],
+    prefix: list[str | int],
+    root: str,
+    what: str,
+    found: list[Problem],
 ) -> None:
-    where = ".".join(["engine_args", *prefix])
+    where = ".".join([root, *map(str, prefix)])
     for key, value in args.items():
         loc = [*prefix, key]
-        if key in REFUSED and key not in allowed:
-            found.append((loc, f"{where}.{key} is not accepted: {REFUSED[key]}", None))
+        if key in refused and key not in allowed:
+            found.append((loc, f"{where}.{key} is not accepted: {refused[key]}", None))
         elif key not in allowed:
-            found.append((loc, f"{where}.{key} is not an accepted engine argument", sorted(allowed)))
+            found.append((loc, f"{where}.{key} is not an accepted {what}", sorted(allowed)))
         elif value is not None and not _fits(value, allowed[key]):
             found.append((loc, f"{where}.{key} must be {_describe(allowed[key])}, not {value!r}", None))
         elif isinstance(value, str) and not SAFE.fullmatch(value):
             found.append((loc, f"{where}.{key} {value!r} may contain only {SAFE_CHARS}", None))
+        elif isinstance(value, Mapping | list) and key != "compilation_config":
+            _free_form(value, loc, f"{where}.{key}", found)
+
+
+def _free_form(value: Mapping[str, Any] | list, prefix: list[str | int], where: str, found: list[Problem]) -> None:
+    """Keys that are names (and not refused), strings of safe characters, all the way down."""
+    for loc, key, inner in _walk(value, prefix):
+        label = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[len(prefix):])
+        if isinstance(key, str) and key and not isinstance(loc[-1], int):
+            if not _NAME.fullmatch(key):
+                found.append((loc, f"{label}: a key must be a name (letters, digits, _ . -)", None))
+                return
+            if key in FREE_FORM_REFUSED:
+                found.append((loc, f"{label} is not accepted: {FREE_FORM_REFUSED[key]}", None))
+                return
+        if isinstance(inner, str) and not SAFE.fullmatch(inner):
+            found.append((loc, f"{label} {inner!r} may contain only {SAFE_CHARS}", None))
+            return
+
+
+def _walk(value: Any, prefix: list[str | int]) -> list[tuple[list[str | int], str, Any]]:  # noqa: ANN401
+    """(loc, key, value) of everything inside mappings and lists, without recursion; key '' for list items."""
+    out: list[tuple[list[str | int], str, Any]] = []
+    stack: list[tuple[list[str | int], Any]] = [(prefix, value)]
+    while stack:
+        loc, item = stack.pop()
+        if isinstance(item, Mapping):
+            for key, inner in item.items():
+                out.append(([*loc, key], str(key), inner))
+                stack.append(([*loc, key], inner))
+        elif isinstance(item, list):
+            for index, inner in enumerate(item):
+                out.append(([*loc, index], "", inner))
+                stack.append(([*loc, index], inner))
+    return out
 
 
 def _fits(value: Any, kind: str | tuple[str, ...]) -> bool:

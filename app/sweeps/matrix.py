@@ -18,7 +18,7 @@ class Cell:
 
     @property
     def method(self) -> str | None:
-        return None if self.spec.speculative is None else self.spec.speculative["method"]
+        return self.spec.method
 
 
 def runs_on(backend: AttentionBackend, gpu: GpuKind) -> bool:
@@ -37,7 +37,7 @@ def expand(spec: SweepSpec) -> list[Cell]:
         speculative = [None, *speculative]
     cells = []
     for gpu, backend, mode, spec_config in itertools.product(
-        spec.gpus, spec.attention_backends, spec.cudagraph_modes, speculative
+        spec.gpu_kinds, spec.backends, spec.graph_modes, speculative
     ):
         if not runs_on(backend, gpu):
             continue
@@ -48,8 +48,8 @@ def expand(spec: SweepSpec) -> list[Cell]:
             tokenizer=spec.tokenizer,
             workload=spec.workload,
             speculative=spec_config,
-            attention_backend=backend,
-            cudagraph_mode=mode,
+            backend=backend,
+            graph_mode=mode,
             engine_args=spec.engine_args,
             timeout_s=spec.timeout_s,
         )

@@ -1,31 +1,27 @@
 """``/api/v1/sweeps``: submit a matrix (JSON or YAML), list, inspect, cancel."""
 
-import json
-from typing import Annotated, Any
+from typing import Annotated
 
-import yaml
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
 from app.deps import SessionDep, SettingsDep, Submitter
+from app.enums import TokenScope
+from app.responses import answers
 from app.schemas.sweep import SweepDetail, SweepSpec, SweepSummary
-from app.sweeps import service
+from app.sweeps import parsing, service
 
 router = APIRouter(prefix="/api/v1/sweeps", tags=["sweeps"])
 
-YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
-
 
 async def _read_spec(request: Request) -> SweepSpec:
-    """Parse the body as JSON or YAML by its content type, then validate it as a SweepSpec."""
-    raw = await request.body()
+    """Parse the body as JSON or YAML by its content type (app.sweeps.parsing), then validate it as a SweepSpec."""
     content_type = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
     try:
-        data: Any = yaml.safe_load(raw) if content_type in YAML_TYPES else json.loads(raw or b"null")
-    except (yaml.YAMLError, ValueError, UnicodeDecodeError) as exc:
-        kind = "YAML" if content_type in YAML_TYPES else "JSON"
-        raise RequestValidationError([{"loc": ["body"], "msg": f"body is not valid {kind}: {exc}", "type": "value_error"}])
+        data = parsing.load(await request.body(), content_type)
+    except parsing.BodyError as exc:
+        raise RequestValidationError([{"loc": ["body"], "msg": str(exc), "type": "value_error"}]) from None
     try:
         return SweepSpec.model_validate(data)
     except ValidationError as exc:
@@ -38,6 +34,8 @@ async def _read_spec(request: Request) -> SweepSpec:
     "",
     response_model=SweepDetail,
     status_code=status.HTTP_201_CREATED,
+    responses={200: {"model": SweepDetail, "description": "The sweep first made with this Idempotency-Key"},
+               **answers(401, 403, 409, 413, 422, 429)},
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -58,29 +56,42 @@ def create_sweep(
 ) -> SweepDetail:
     """Validate a sweep and queue one job per cell and repeat.
 
-    A repeated Idempotency-Key returns the first sweep with status 200 and creates nothing.
+    A ``custom_class`` draft is code execution: only an admin token may submit one (403).
+    The same Idempotency-Key from the same token with the same sweep returns the first sweep (200)
+    and creates nothing; with a different sweep it is 409. Keys of other tokens are theirs alone.
+    ``warnings`` says which jobs no live worker can run yet.
     """
+    if service.runs_code(spec) and not by.has(TokenScope.ADMIN):
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "a custom_class draft makes vLLM import and run the class it names: only an admin token may submit it",
+        )
+    idempotency = service.Idempotency(scope=by.key, key=idempotency_key) if idempotency_key else None
     sweep, created = service.create(
-        session=session, spec=spec, settings=settings, idempotency_key=idempotency_key, created_by_token_id=by.token_id
+        session=session, spec=spec, settings=settings, idempotency=idempotency, created_by_token_id=by.token_id
     )
     if not created:
         response.status_code = status.HTTP_200_OK
-    return service.detail(session=session, sweep=service.get(session=session, sweep_id=sweep.id))
+    return service.detail(session=session, sweep=sweep, lease_seconds=settings.lease_seconds)
 
 
-@router.get("", response_model=list[SweepSummary])
+@router.get("", response_model=list[SweepSummary], responses=answers(422))
 def list_sweeps(
-    session: SessionDep, limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Annotated[int, Query(ge=0)] = 0
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> list[SweepSummary]:
     return service.summaries(session=session, limit=limit, offset=offset)
 
 
-@router.get("/{sweep_id}", response_model=SweepDetail)
-def get_sweep(sweep_id: int, session: SessionDep) -> SweepDetail:
-    return service.detail(session=session, sweep=service.get(session=session, sweep_id=sweep_id))
+@router.get("/{sweep_id}", response_model=SweepDetail, responses=answers(404, 422))
+def get_sweep(sweep_id: int, session: SessionDep, settings: SettingsDep) -> SweepDetail:
+    return service.detail(
+        session=session, sweep=service.get(session=session, sweep_id=sweep_id), lease_seconds=settings.lease_seconds
+    )
 
 
-@router.post("/{sweep_id}/cancel", response_model=SweepSummary)
+@router.post("/{sweep_id}/cancel", response_model=SweepSummary, responses=answers(401, 403, 404, 422, 429))
 def cancel_sweep(by: Submitter, sweep_id: int, session: SessionDep) -> SweepSummary:
     """Cancel the sweep's queued and running jobs; workers stop running ones at their next heartbeat.
 

@@ -1,18 +1,30 @@
 """Creating, reading and cancelling sweeps."""
 
+import hashlib
+import json
+from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from app.config import Settings
-from app.enums import JobState, SpecMethod, SweepState
-from app.errors import InputError, NotFoundError
+from app.enums import BuiltinDataset, JobState, SpecMethod, SweepState
+from app.errors import ConflictError, InputError, NotFoundError
 from app.jobs import queue
-from app.models import Build, Crash, CrashSignature, Job, Result, Sweep, utcnow
+from app.models import Crash, CrashSignature, Job, Result, Sweep, utcnow
 from app.schemas.sweep import CellStatus, SweepDetail, SweepSpec, SweepSummary
 from app.sweeps import engine_args, matrix, paths
+from app.workers import service as workers
+
+
+@dataclass(frozen=True)
+class Idempotency:
+    """An Idempotency-Key and who sent it (``Principal.key``): a key means nothing outside its sender."""
+
+    scope: str
+    key: str
 
 
 def create(
@@ -20,44 +32,70 @@ def create(
     session: Session,
     spec: SweepSpec,
     settings: Settings,
-    idempotency_key: str | None,
+    idempotency: Idempotency | None,
     created_by_token_id: int | None = None,
 ) -> tuple[Sweep, bool]:
     """Validate what the body's schema cannot, then store the sweep and one job per cell and repeat.
 
-    Returns the sweep and whether it is new: a known idempotency key returns the first sweep.
-    Everything happens in the caller's transaction: a rejected sweep leaves no rows behind.
+    Returns the sweep and whether it is new: the sender's known key with the same body returns the
+    first sweep; with another body it raises ConflictError (409). Everything happens in the
+    caller's transaction: a rejected sweep leaves no rows behind.
     """
-    if idempotency_key:
-        existing = session.scalar(select(Sweep).where(Sweep.idempotency_key == idempotency_key))
+    digest = request_hash(spec)
+    if idempotency is not None:
+        existing = by_key(session=session, idempotency=idempotency)
         if existing is not None:
-            return existing, False
+            return _same_request(existing, digest, idempotency), False
     check_inputs(spec, settings=settings)
     _check_references(session=session, spec=spec)
-    sweep = build(
-        spec, max_cells=settings.max_cells, max_attempts=settings.max_attempts, idempotency_key=idempotency_key
-    )
+    sweep = build(spec, max_cells=settings.max_cells, max_attempts=settings.max_attempts)
     sweep.created_by_token_id = created_by_token_id
+    sweep.request_hash = digest
+    if idempotency is not None:
+        sweep.idempotency_scope, sweep.idempotency_key = idempotency.scope, idempotency.key
     session.add(sweep)
     try:
         session.flush()
     except IntegrityError:
-        # Two submissions with one idempotency key raced: the other one won, return it.
+        # Two submissions with one key from one sender raced: the other one won, answer with it.
         session.rollback()
-        existing = session.scalar(select(Sweep).where(Sweep.idempotency_key == idempotency_key))
+        existing = by_key(session=session, idempotency=idempotency) if idempotency else None
         if existing is None:
             raise
-        return existing, False
+        return _same_request(existing, digest, idempotency), False
     return sweep, True
 
 
-def build(spec: SweepSpec, *, max_cells: int, max_attempts: int, idempotency_key: str | None = None) -> Sweep:
+def request_hash(spec: SweepSpec) -> str:
+    """sha256 of the validated sweep as canonical JSON: equal for equal sweeps, however they were written."""
+    canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def by_key(*, session: Session, idempotency: Idempotency) -> Sweep | None:
+    return session.scalar(
+        select(Sweep).where(Sweep.idempotency_scope == idempotency.scope, Sweep.idempotency_key == idempotency.key)
+    )
+
+
+def _same_request(existing: Sweep, digest: str, idempotency: Idempotency) -> Sweep:
+    if existing.request_hash not in (None, digest):
+        raise ConflictError(
+            f"Idempotency-Key {idempotency.key!r} was first sent with another sweep (sweep {existing.id}); "
+            "use a new key for a new sweep"
+        )
+    return existing
+
+
+def build(spec: SweepSpec, *, max_cells: int, max_attempts: int) -> Sweep:
     """The sweep and one job per cell and repeat, not yet added to a session."""
     # Counted before expanding, so a hostile matrix (thousands of drafts x every GPU) costs nothing.
-    pairs = sum(matrix.runs_on(backend, gpu) for gpu in spec.gpus for backend in spec.attention_backends)
-    count = pairs * len(spec.cudagraph_modes) * (len(spec.speculative) + spec.baseline)
+    pairs = sum(matrix.runs_on(backend, gpu) for gpu in spec.gpu_kinds for backend in spec.backends)
+    count = pairs * len(spec.graph_modes) * (len(spec.speculative) + spec.baseline)
     if not count:
-        raise InputError(["gpus"], "no cell can run: CPU_ATTN runs only on gpu kind 'cpu' and 'cpu' only with CPU_ATTN")
+        raise InputError(
+            ["gpu_kinds"], "no cell can run: CPU_ATTN runs only on GPU kind 'cpu' and 'cpu' only with CPU_ATTN"
+        )
     total = count * spec.repeats
     if total > max_cells:
         raise InputError(
@@ -67,6 +105,7 @@ def build(spec: SweepSpec, *, max_cells: int, max_attempts: int, idempotency_key
     cells = matrix.expand(spec)
     sweep = Sweep(
         name=spec.name,
+        build=spec.build,
         spec=spec.model_dump(mode="json"),
         priority=spec.priority,
         pull_request=spec.pull_request,
@@ -75,7 +114,6 @@ def build(spec: SweepSpec, *, max_cells: int, max_attempts: int, idempotency_key
         tags=spec.tags,
         submitted_by=spec.submitted_by,
         reason=spec.reason,
-        idempotency_key=idempotency_key,
     )
     for cell in cells:
         config = matrix.canonical(cell.spec)
@@ -88,10 +126,10 @@ def build(spec: SweepSpec, *, max_cells: int, max_attempts: int, idempotency_key
             Job(
                 cell_index=cell.index,
                 repeat=repeat,
-                build_label=spec.build,
+                build=spec.build,
                 gpu_kind=cell.spec.gpu_kind.value,
-                backend=cell.spec.attention_backend.value,
-                graph_mode=cell.spec.cudagraph_mode.value,
+                backend=cell.spec.backend.value,
+                graph_mode=cell.spec.graph_mode.value,
                 method=cell.method,
                 config=config,
                 config_hash=digest,
@@ -105,7 +143,8 @@ def build(spec: SweepSpec, *, max_cells: int, max_attempts: int, idempotency_key
 
 
 def check_inputs(spec: SweepSpec, *, settings: Settings) -> None:
-    """Refuse engine arguments off the allow-list and model or dataset paths outside the allowed roots.
+    """Refuse what may not reach vLLM (engine arguments and speculative keys off their lists) and
+    model or dataset paths outside the allowed roots.
 
     Raises InputError naming the first offending field; see ``engine_args`` and ``paths``.
     """
@@ -113,38 +152,57 @@ def check_inputs(spec: SweepSpec, *, settings: Settings) -> None:
     if refused:
         loc, msg, allowed = refused[0]
         raise InputError(["engine_args", *loc], msg, allowed=allowed)
-    models = [(["model"], spec.model), (["tokenizer"], spec.tokenizer)]
+    models: list[tuple[list[str | int], str | None]] = [(["model"], spec.model), (["tokenizer"], spec.tokenizer)]
+    models += [(["engine_args", *loc], value) for loc, value in engine_args.references(spec.engine_args)]
     for index, draft in enumerate(spec.speculative):
+        refused = engine_args.speculative_problems(draft.model_dump(exclude_none=True, mode="json"))
+        if refused:
+            loc, msg, allowed = refused[0]
+            raise InputError(["speculative", index, *loc], msg, allowed=allowed)
         if draft.method is SpecMethod.CUSTOM_CLASS and draft.model is not None:
             reason = paths.import_path_problem(draft.model)
             if reason:
                 raise InputError(["speculative", index, "model"], reason)
         else:
             models.append((["speculative", index, "model"], draft.model))
-        models.extend(
-            (["speculative", index, key], value)
-            for key, value in (draft.model_extra or {}).items()
-            if isinstance(value, str) and key.endswith(("model", "path", "dir"))
-        )
     for loc, value in models:
         reason = value and paths.problem(value, roots=settings.allowed_model_roots, kind="model", hub_ok=True)
         if reason:
             raise InputError(loc, reason)
-    reason = paths.problem(spec.workload.dataset, roots=settings.allowed_dataset_roots, kind="dataset", hub_ok=False)
-    if reason:
-        raise InputError(["workload", "dataset"], reason)
+    if not is_builtin(spec.workload.dataset):
+        reason = paths.problem(spec.workload.dataset, roots=settings.allowed_dataset_roots, kind="dataset", hub_ok=False)
+        if reason:
+            raise InputError(["workload", "dataset"], reason)
+
+
+def runs_code(spec: SweepSpec) -> bool:
+    """Whether the sweep asks vLLM to import a class it names (``custom_class``): code execution."""
+    return any(draft.method is SpecMethod.CUSTOM_CLASS for draft in spec.speculative)
+
+
+def is_builtin(dataset: str) -> bool:
+    return dataset in {d.value for d in BuiltinDataset}
 
 
 def _check_references(*, session: Session, spec: SweepSpec) -> None:
-    labels = list(session.scalars(select(Build.label).order_by(Build.label)))
+    labels = workers.build_labels(session=session)
     if spec.build not in labels:
         raise InputError(
             ["build"],
             f"build {spec.build!r} is not registered by any worker",
             allowed=labels or ["(no build registered yet: start a worker)"],
         )
-    if not Path(spec.workload.dataset).is_file():
-        raise InputError(["workload", "dataset"], f"dataset {spec.workload.dataset!r} does not exist")
+    dataset = spec.workload.dataset
+    if is_builtin(dataset):
+        return
+    if "/" not in dataset:
+        raise InputError(
+            ["workload", "dataset"],
+            f"dataset {dataset!r} is neither a built-in dataset nor a path",
+            allowed=[*(d.value for d in BuiltinDataset), "/path/to/questions.jsonl", "/path/to/sharegpt.json"],
+        )
+    if not Path(dataset).is_file():
+        raise InputError(["workload", "dataset"], f"dataset {dataset!r} does not exist")
 
 
 def get(*, session: Session, sweep_id: int) -> Sweep:
@@ -155,7 +213,9 @@ def get(*, session: Session, sweep_id: int) -> Sweep:
 
 
 def list_recent(*, session: Session, limit: int, offset: int) -> list[Sweep]:
-    return list(session.scalars(select(Sweep).order_by(Sweep.id.desc()).limit(limit).offset(offset)))
+    """The newest sweeps, without their specs (a list never needs them, and a spec can be large)."""
+    stmt = select(Sweep).options(defer(Sweep.spec)).order_by(Sweep.id.desc()).limit(limit).offset(offset)
+    return list(session.scalars(stmt))
 
 
 def cancel(*, session: Session, sweep_id: int) -> Sweep:
@@ -192,7 +252,7 @@ def _summary(sweep: Sweep, counts: dict[str, int]) -> SweepSummary:
         name=sweep.name,
         state=state_of(sweep, counts),
         created_at=sweep.created_at,
-        build=sweep.spec["build"],
+        build=sweep.build,
         pull_request=sweep.pull_request,
         branch=sweep.branch,
         commit=sweep.commit,
@@ -228,6 +288,23 @@ def cells(*, session: Session, sweep_id: int) -> list[CellStatus]:
     ]
 
 
-def detail(*, session: Session, sweep: Sweep) -> SweepDetail:
+def detail(*, session: Session, sweep: Sweep, lease_seconds: float) -> SweepDetail:
     base = summary(session=session, sweep=sweep)
-    return SweepDetail(**base.model_dump(), spec=sweep.spec, cells=cells(session=session, sweep_id=sweep.id))
+    return SweepDetail(
+        **base.model_dump(),
+        spec=sweep.spec,
+        cells=cells(session=session, sweep_id=sweep.id),
+        warnings=warnings(session=session, sweep_id=sweep.id, lease_seconds=lease_seconds),
+    )
+
+
+def warnings(*, session: Session, sweep_id: int, lease_seconds: float) -> list[str]:
+    """Why the sweep's queued jobs may wait: no live worker serves their GPU kind, build and GPU count."""
+    rows = session.execute(
+        select(Job.gpu_kind, Job.build, Job.gpus_needed, func.count())
+        .where(Job.sweep_id == sweep_id, Job.state == JobState.QUEUED)
+        .group_by(Job.gpu_kind, Job.build, Job.gpus_needed)
+        .order_by(Job.gpu_kind, Job.build, Job.gpus_needed)
+    ).all()
+    needs = [workers.Need(gpu_kind=kind, build=build, gpus=gpus, jobs=count) for kind, build, gpus, count in rows]
+    return workers.unserved(session=session, needs=needs, lease_seconds=lease_seconds)

@@ -1,18 +1,40 @@
 """Worker registration and liveness; the builds they bring."""
 
-from datetime import timedelta
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.errors import NotFoundError
+from app.auth import service as tokens
+from app.enums import TokenScope
+from app.errors import ConflictError, NotFoundError
 from app.models import Build, Worker, utcnow
 from app.schemas.worker import RegisterRequest, WorkerOut
+from app.workers import liveness
 
 
-def register(*, session: Session, request: RegisterRequest) -> Worker:
-    """A worker process announces itself; its builds become valid targets for sweeps."""
+def register(*, session: Session, request: RegisterRequest, token_id: int | None) -> tuple[Worker, str]:
+    """A worker process announces itself; returns it and its own credential (shown once).
+
+    Its builds become valid targets for sweeps. A build label keeps the vLLM version first recorded
+    for it: a worker reporting another version gets ConflictError (409), so no worker can rewrite
+    what a build is.
+    """
     now = utcnow()
+    for info in request.builds:
+        build = session.scalar(select(Build).where(Build.label == info.label))
+        if build is None:
+            session.add(Build(label=info.label, vllm_version=info.vllm_version, created_at=now, last_seen_at=now))
+            continue
+        if build.vllm_version and info.vllm_version and build.vllm_version != info.vllm_version:
+            raise ConflictError(
+                f"build {info.label!r} is recorded with vLLM {build.vllm_version}, this worker's has "
+                f"{info.vllm_version}: register it under another label"
+            )
+        build.vllm_version = build.vllm_version or info.vllm_version
+        build.last_seen_at = now
     worker = Worker(
         name=request.name,
         host=request.host,
@@ -21,17 +43,14 @@ def register(*, session: Session, request: RegisterRequest) -> Worker:
         builds=[build.label for build in request.builds],
         registered_at=now,
         last_heartbeat_at=now,
+        token_id=token_id,
     )
     session.add(worker)
-    for info in request.builds:
-        build = session.scalar(select(Build).where(Build.label == info.label))
-        if build is None:
-            session.add(Build(label=info.label, vllm_version=info.vllm_version, created_at=now, last_seen_at=now))
-        else:
-            build.vllm_version = info.vllm_version or build.vllm_version
-            build.last_seen_at = now
     session.flush()
-    return worker
+    _, credential = tokens.create(
+        session=session, name=f"worker {worker.id} ({worker.name})", scopes=[TokenScope.WORKER], worker_id=worker.id
+    )
+    return worker, credential
 
 
 def get(*, session: Session, worker_id: int) -> Worker:
@@ -42,6 +61,7 @@ def get(*, session: Session, worker_id: int) -> Worker:
 
 
 def touch(*, session: Session, worker: Worker) -> None:
+    """A heartbeat or a claim: the worker is alive now."""
     worker.last_heartbeat_at = utcnow()
 
 
@@ -49,8 +69,15 @@ def list_all(*, session: Session) -> list[Worker]:
     return list(session.scalars(select(Worker).order_by(Worker.id)))
 
 
-def to_out(worker: Worker, *, stale_seconds: float) -> WorkerOut:
-    alive = utcnow() - worker.last_heartbeat_at < timedelta(seconds=stale_seconds)
+def list_builds(*, session: Session) -> list[Build]:
+    return list(session.scalars(select(Build).order_by(Build.label)))
+
+
+def build_labels(*, session: Session) -> list[str]:
+    return list(session.scalars(select(Build.label).order_by(Build.label)))
+
+
+def to_out(worker: Worker, *, lease_seconds: float, now: datetime | None = None) -> WorkerOut:
     return WorkerOut(
         id=worker.id,
         name=worker.name,
@@ -60,5 +87,34 @@ def to_out(worker: Worker, *, stale_seconds: float) -> WorkerOut:
         builds=worker.builds,
         registered_at=worker.registered_at,
         last_heartbeat_at=worker.last_heartbeat_at,
-        alive=alive,
+        alive=liveness.is_alive(worker.last_heartbeat_at, now=now or utcnow(), lease_seconds=lease_seconds),
     )
+
+
+@dataclass(frozen=True)
+class Need:
+    """Jobs that wait for one kind of worker: a GPU kind, a build and at least ``gpus`` GPUs."""
+
+    gpu_kind: str
+    build: str
+    gpus: int
+    jobs: int
+
+
+def unserved(*, session: Session, needs: Iterable[Need], lease_seconds: float) -> list[str]:
+    """A sentence for each need that no live worker can serve (its jobs would wait for one to register)."""
+    now = utcnow()
+    live = session.scalars(select(Worker).where(liveness.alive(now=now, lease_seconds=lease_seconds))).all()
+    warnings = []
+    for need in needs:
+        if any(
+            need.gpu_kind in worker.gpu_kinds and need.build in worker.builds and need.gpus <= worker.gpu_count
+            for worker in live
+        ):
+            continue
+        gpus = f" with {need.gpus} GPUs" if need.gpus > 1 else ""
+        warnings.append(
+            f"no live worker serves GPU kind {need.gpu_kind} with build {need.build}{gpus}: "
+            f"{need.jobs} job(s) wait until one registers"
+        )
+    return warnings

@@ -2,10 +2,10 @@ import pytest
 
 from app.analysis.acceptance import NO_DRAFTS, derive, lossless_share, speedup
 from app.analysis.intervals import wilson_interval
-from app.schemas.cell import RequestOutcome, SpecCounters
+from app.schemas.cell import RequestOutcome, SpecDecodeCounters
 
 # 10 drafts of 3 tokens, 24 accepted: 9 at position 0, 8 at 1, 7 at 2.
-COUNTERS = SpecCounters(num_drafts=10, num_draft_tokens=30, num_accepted_tokens=24, accepted_per_position=[9, 8, 7])
+COUNTERS = SpecDecodeCounters(num_drafts=10, num_draft_tokens=30, num_accepted_tokens=24, accepted_per_position=[9, 8, 7])
 
 
 def request(drafts: int | None, accepted: int | None) -> RequestOutcome:
@@ -58,13 +58,13 @@ def test_no_length_interval_without_per_request_counts(requests):
 
 def test_baseline_and_draftless_runs_have_no_metrics():
     assert derive(None, []) == NO_DRAFTS
-    assert derive(SpecCounters(num_drafts=0, num_draft_tokens=0, num_accepted_tokens=0), []) == NO_DRAFTS
+    assert derive(SpecDecodeCounters(num_drafts=0, num_draft_tokens=0, num_accepted_tokens=0), []) == NO_DRAFTS
     assert NO_DRAFTS.acceptance_rate is None and NO_DRAFTS.per_position == ()
 
 
 def test_more_accepted_than_drafted_is_an_error():
     with pytest.raises(ValueError):
-        derive(SpecCounters(num_drafts=1, num_draft_tokens=3, num_accepted_tokens=4), [])
+        derive(SpecDecodeCounters(num_drafts=1, num_draft_tokens=3, num_accepted_tokens=4), [])
 
 
 def test_speedup_is_the_throughput_ratio():

@@ -1,7 +1,6 @@
 """API tokens: hashed at rest, scopes enforced on every write, revocation, the CLI, the rate limit."""
 
 import hashlib
-from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
@@ -9,11 +8,9 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from app.auth.ratelimit import RateLimiter
-from app.cli import cli
-from app.config import Settings
-from app.main import create_app
+from app.cli.main import cli
 from app.models import ApiToken, Sweep
-from tests.conftest import AUTH, TOKEN
+from tests.conftest import AUTH
 from tests.factories import register_worker, sweep_body
 
 
@@ -22,6 +19,11 @@ def _token(client: TestClient, *scopes: str, name: str = "t") -> dict[str, str]:
     response = client.post("/api/v1/tokens", json={"name": name, "scopes": list(scopes)}, headers=AUTH)
     assert response.status_code == 201, response.text
     return {"Authorization": f"Bearer {response.json()['secret']}"}
+
+
+def _token_id(client: TestClient, name: str) -> int:
+    [token] = [t for t in client.get("/api/v1/tokens", headers=AUTH).json() if t["name"] == name]
+    return token["id"]
 
 
 def _submit(client: TestClient, headers: dict[str, str], dataset) -> object:  # noqa: ANN001
@@ -44,8 +46,8 @@ def test_a_submit_token_submits_but_cannot_act_as_a_worker(client, dataset) -> N
     worker = register_worker(client)
     submitter = _token(client, "submit")
     assert _submit(client, submitter, dataset).status_code == 201
-    for method, path in (("post", f"/api/v1/workers/{worker}/claim"), ("post", "/api/v1/workers"),
-                         ("post", "/api/v1/jobs/1/complete"), ("put", "/api/v1/jobs/1/log?worker_id=1")):
+    for method, path in (("post", f"/api/v1/workers/{worker.id}/claim"), ("post", "/api/v1/workers"),
+                         ("post", "/api/v1/jobs/1/complete"), ("put", "/api/v1/jobs/1/log")):
         response = client.request(method, path, headers=submitter, json={})
         assert response.status_code == 403, (path, response.text)
         assert "'worker' scope" in response.json()["detail"]
@@ -58,7 +60,8 @@ def test_a_worker_token_works_but_cannot_submit_or_manage_tokens(client, dataset
     worker = client.post("/api/v1/workers", json={"name": "w", "host": "h", "gpu_kinds": ["cpu"],
                                                   "builds": [{"label": "vllm-test"}]}, headers=worker_token)
     assert worker.status_code == 201
-    assert client.post(f"/api/v1/workers/{worker.json()['id']}/claim", headers=worker_token).status_code == 200
+    credential = {"Authorization": f"Bearer {worker.json()['credential']}"}
+    assert client.post(f"/api/v1/workers/{worker.json()['id']}/claim", headers=credential).status_code == 200
     refused = _submit(client, worker_token, dataset)
     assert refused.status_code == 403 and "'submit' scope" in refused.json()["detail"]
     assert "worker" in refused.json()["detail"]  # the scopes it has
@@ -66,12 +69,12 @@ def test_a_worker_token_works_but_cannot_submit_or_manage_tokens(client, dataset
     assert client.post("/api/v1/tokens", json={"name": "x", "scopes": ["admin"]}, headers=worker_token).status_code == 403
 
 
-def test_an_admin_token_may_do_everything(client, dataset) -> None:  # noqa: ANN001
+def test_an_admin_token_may_do_everything_but_act_as_a_worker(client, dataset) -> None:  # noqa: ANN001
     admin = _token(client, "admin")
-    worker = client.post("/api/v1/workers", json={"name": "w", "host": "h", "gpu_kinds": ["cpu"],
-                                                  "builds": [{"label": "vllm-test"}]}, headers=admin).json()["id"]
+    worker = register_worker(client, headers=admin)
     sweep = _submit(client, _token(client, "submit"), dataset).json()["id"]
-    assert client.post(f"/api/v1/workers/{worker}/claim", headers=admin).status_code == 200
+    assert client.post(f"/api/v1/workers/{worker.id}/claim", headers=admin).status_code == 403
+    assert client.post(f"/api/v1/workers/{worker.id}/claim", headers=worker.headers).status_code == 200
     assert client.post(f"/api/v1/sweeps/{sweep}/cancel", headers=admin).status_code == 200
     assert client.get("/api/v1/tokens", headers=admin).status_code == 200
 
@@ -87,19 +90,20 @@ def test_a_submitter_cancels_only_its_own_sweeps(client, dataset) -> None:  # no
     other = _submit(client, bob, dataset).json()["id"]
     assert client.post(f"/api/v1/sweeps/{other}/cancel", headers=AUTH).status_code == 200
     with client.app.state.sessionmaker() as session:
-        assert {s.created_by_token_id for s in session.scalars(select(Sweep))} == {1, 2}
+        owners = {s.created_by_token_id for s in session.scalars(select(Sweep))}
+    assert owners == {_token_id(client, "alice"), _token_id(client, "bob")}
 
 
 def test_revoked_unknown_and_missing_tokens_get_401(client, dataset) -> None:  # noqa: ANN001
     register_worker(client)
-    submitter = _token(client, "submit")
-    assert client.delete("/api/v1/tokens/1", headers=AUTH).json()["revoked_at"] is not None
+    submitter = _token(client, "submit", name="to-revoke")
+    assert client.delete(f"/api/v1/tokens/{_token_id(client, 'to-revoke')}", headers=AUTH).json()["revoked_at"] is not None
     revoked = _submit(client, submitter, dataset)
     assert revoked.status_code == 401 and "revoked" in revoked.json()["detail"]
     assert _submit(client, {"Authorization": "Bearer dbk_not-a-token"}, dataset).status_code == 401
     missing = client.post("/api/v1/sweeps", json=sweep_body(dataset))
     assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
-    assert client.delete("/api/v1/tokens/99", headers=AUTH).status_code == 404
+    assert client.delete("/api/v1/tokens/9999", headers=AUTH).status_code == 404
 
 
 def test_bad_token_requests_get_422(client) -> None:  # noqa: ANN001
@@ -117,21 +121,15 @@ def test_cli_creates_a_working_token_lists_and_revokes_it(client, db_url, datase
     assert _submit(client, {"Authorization": f"Bearer {secret}"}, dataset).status_code == 201
     listed = runner.invoke(cli, ["token", "list", "--database-url", db_url])
     assert listed.exit_code == 0 and "ci" in listed.output and secret not in listed.output
-    assert runner.invoke(cli, ["token", "revoke", "1", "--database-url", db_url]).exit_code == 0
+    revoked = runner.invoke(cli, ["token", "revoke", str(_token_id(client, "ci")), "--database-url", db_url])
+    assert revoked.exit_code == 0, revoked.output
     assert _submit(client, {"Authorization": f"Bearer {secret}"}, dataset).status_code == 401
     unknown = runner.invoke(cli, ["token", "create", "--name", "x", "--scope", "root", "--database-url", db_url])
     assert unknown.exit_code != 0
 
 
-@pytest.fixture
-def limited(db_url: str) -> Iterator[TestClient]:
-    app = create_app(Settings(database_url=db_url, token=TOKEN, rate_limit_per_minute=3))
-    with TestClient(app) as test_client:
-        yield test_client
-    app.state.engine.dispose()
-
-
-def test_rate_limit_per_token_answers_429_with_retry_after(limited) -> None:  # noqa: ANN001
+def test_rate_limit_per_token_answers_429_with_retry_after(make_client) -> None:  # noqa: ANN001
+    limited = make_client(rate_limit_per_minute=3)
     worker_token = _token(limited, "worker")  # the bootstrap token's first request
     body = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "b"}]}
     answers = [limited.post("/api/v1/workers", json=body, headers=worker_token) for _ in range(4)]

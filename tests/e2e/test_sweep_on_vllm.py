@@ -37,16 +37,16 @@ def worker(service: str, vllm_python: Path, tmp_path_factory: pytest.TempPathFac
     client.close()
 
 
-def _sweep(model: Path, dataset: Path, speculative: list[dict], **extra) -> dict:  # noqa: ANN003
+def _sweep(model: Path, dataset: Path | str, speculative: list[dict], **extra) -> dict:  # noqa: ANN003
     return {
         "name": "e2e",
         "build": BUILD,
         "model": str(model),
         "workload": {"dataset": str(dataset), "num_prompts": 6, "max_tokens": 32, "warmup_prompts": 2},
         "speculative": speculative,
-        "attention_backends": ["CPU_ATTN"],
-        "cudagraph_modes": ["NONE"],
-        "gpus": ["cpu"],
+        "backends": ["CPU_ATTN"],
+        "graph_modes": ["NONE"],
+        "gpu_kinds": ["cpu"],
         "engine_args": dict(CPU_ENGINE_ARGS),
         "timeout_s": 600,
         **extra,
@@ -60,12 +60,13 @@ def _run(service: str, worker: Worker, body: dict) -> int:
     return sweep.json()["id"]
 
 
-def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, spec_bench) -> None:  # noqa: ANN001
+def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, prompts) -> None:  # noqa: ANN001
     speculative = [
         {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1},
         {"method": "draft_model", "model": str(tiny_model), "num_speculative_tokens": 3},
     ]
-    sweep_id = _run(service, worker, _sweep(tiny_model, spec_bench, speculative, baseline=True))
+    # The prompts shipped with draftbench, by name: nothing outside the checkout is read.
+    sweep_id = _run(service, worker, _sweep(tiny_model, "draftbench", speculative, baseline=True))
     sweep = httpx.get(f"{service}/api/v1/sweeps/{sweep_id}").json()
     assert sweep["state"] == "finished" and sweep["counts"] == {"succeeded": 3}
     rows = {r["method"]: r for r in httpx.get(f"{service}/api/v1/results", params={"sweep_id": sweep_id}).json()}
@@ -85,12 +86,12 @@ def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, spec_b
     assert log.status_code == 200 and "cell result written" in log.text
 
 
-def test_crashes_group_by_signature_and_stay_apart_by_cause(service, worker, tiny_model, spec_bench) -> None:  # noqa: ANN001
+def test_crashes_group_by_signature_and_stay_apart_by_cause(service, worker, tiny_model, prompts) -> None:  # noqa: ANN001
     synthetic = {"method": "draft_model", "model": str(tiny_model), "num_speculative_tokens": 3,
                  "rejection_sample_method": "synthetic", "synthetic_acceptance_rates": [0.5, 0.5, 0.5]}
-    crash_sweep = _run(service, worker, _sweep(tiny_model, spec_bench, [synthetic], repeats=2))
-    timeout_sweep = _run(service, worker, _sweep(tiny_model, spec_bench, [synthetic], timeout_s=1))
-    bad_arg_sweep = _run(service, worker, _sweep(tiny_model, spec_bench, [synthetic], engine_args={**CPU_ENGINE_ARGS, "dtype": "float7"}))
+    crash_sweep = _run(service, worker, _sweep(tiny_model, prompts, [synthetic], repeats=2))
+    timeout_sweep = _run(service, worker, _sweep(tiny_model, prompts, [synthetic], timeout_s=1))
+    bad_arg_sweep = _run(service, worker, _sweep(tiny_model, prompts, [synthetic], engine_args={**CPU_ENGINE_ARGS, "dtype": "float7"}))
 
     jobs = {s: httpx.get(f"{service}/api/v1/jobs", params={"sweep_id": s}).json() for s in (crash_sweep, timeout_sweep, bad_arg_sweep)}
     assert [j["state"] for j in jobs[crash_sweep]] == ["crashed", "crashed"]
@@ -114,3 +115,14 @@ def test_crashes_group_by_signature_and_stay_apart_by_cause(service, worker, tin
     # The worker survived all of it and the full logs are downloadable.
     log = httpx.get(f"{service}/api/v1/jobs/{jobs[crash_sweep][0]['id']}/log").text
     assert "EngineDeadError" in log or "Engine core" in log
+
+
+def test_a_random_token_workload_needs_no_file(service, worker, tiny_model) -> None:  # noqa: ANN001
+    body = _sweep(tiny_model, "random", [{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}])
+    body["workload"] |= {"input_len": 48, "range_ratio": 0.25, "seed": 7}
+    sweep_id = _run(service, worker, body)
+    [row] = httpx.get(f"{service}/api/v1/results", params={"sweep_id": sweep_id}).json()
+    raw = httpx.get(f"{service}/api/v1/jobs/{row['job_id']}").json()
+    assert raw["state"] == "succeeded" and row["output_tokens"] == 6 * 32
+    job_log = httpx.get(f"{service}/api/v1/jobs/{row['job_id']}/log").text
+    assert "cell result written" in job_log

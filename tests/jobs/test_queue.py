@@ -1,6 +1,6 @@
-"""The SQL queue on SQLite and PostgreSQL: atomic claims, leases, requeue, the attempt cap, cancel."""
+"""The SQL queue on SQLite and PostgreSQL: atomic claims, stalled jobs of dead workers, the attempt cap, cancel."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import select
@@ -12,10 +12,10 @@ from tests.jobs.concurrency import claim_concurrently
 
 
 def _sweep(session, n: int, *, gpu_kind: str = "cpu", build: str = "b", priority: int = 0, max_attempts: int = 3) -> Sweep:  # noqa: ANN001
-    sweep = Sweep(name="q", spec={"build": build}, priority=priority)
+    sweep = Sweep(name="q", build=build, spec={"build": build}, priority=priority)
     for i in range(n):
         sweep.jobs.append(
-            Job(cell_index=i, repeat=0, build_label=build, gpu_kind=gpu_kind, backend="CPU_ATTN", graph_mode="NONE",
+            Job(cell_index=i, repeat=0, build=build, gpu_kind=gpu_kind, backend="CPU_ATTN", graph_mode="NONE",
                 method="ngram", config={}, config_hash="h", priority=priority, max_attempts=max_attempts)
         )
     session.add(sweep)
@@ -23,15 +23,19 @@ def _sweep(session, n: int, *, gpu_kind: str = "cpu", build: str = "b", priority
     return sweep
 
 
-def _worker(session, name: str = "w") -> int:  # noqa: ANN001
-    worker = Worker(name=name, host="h", gpu_kinds=["cpu"], builds=["b"])
+def _worker(session, name: str = "w", heard: datetime | None = None) -> int:  # noqa: ANN001
+    worker = Worker(name=name, host="h", gpu_kinds=["cpu"], builds=["b"], last_heartbeat_at=heard or utcnow())
     session.add(worker)
     session.flush()
     return worker.id
 
 
+def _beat(session, worker_id: int, at: datetime) -> None:  # noqa: ANN001
+    session.get(Worker, worker_id).last_heartbeat_at = at
+
+
 def _claim(session, worker_id: int, **kw):  # noqa: ANN001, ANN202
-    args = {"gpu_kinds": ["cpu"], "builds": ["b"], "lease_seconds": 60.0} | kw
+    args = {"gpu_kinds": ["cpu"], "builds": ["b"]} | kw
     return queue.claim(session=session, worker_id=worker_id, **args)
 
 
@@ -69,55 +73,70 @@ def test_concurrent_claims_never_hand_out_a_job_twice(migrated_sessions) -> None
         assert set(s.scalars(select(Job.state))) == {JobState.RUNNING}
 
 
-def test_expired_lease_requeues_and_counts_the_attempt(migrated_sessions) -> None:  # noqa: ANN001
-    with migrated_sessions.begin() as s:
-        job_id = _sweep(s, 1).jobs[0].id
-        first, second = _worker(s, "a"), _worker(s, "b")
+def test_a_dead_workers_job_is_requeued_with_its_attempt_counted(migrated_sessions) -> None:  # noqa: ANN001
     start = utcnow()
     with migrated_sessions.begin() as s:
-        _claim(s, first, now=start, lease_seconds=30)
+        job_id = _sweep(s, 1).jobs[0].id
+        first, second = _worker(s, "a", heard=start), _worker(s, "b", heard=start)
     with migrated_sessions.begin() as s:
-        assert queue.requeue_expired(session=s, now=start + timedelta(seconds=29)) == 0
-        assert queue.requeue_expired(session=s, now=start + timedelta(seconds=31)) == 1
+        _claim(s, first, now=start)
     with migrated_sessions.begin() as s:
-        job = _claim(s, second, now=start + timedelta(seconds=32))
+        # Alive while its last heartbeat is younger than the lease, however long the cell runs.
+        _beat(s, first, start + timedelta(seconds=25))
+        assert queue.requeue_stalled(session=s, lease_seconds=30, now=start + timedelta(seconds=50)) == 0
+        assert queue.requeue_stalled(session=s, lease_seconds=30, now=start + timedelta(seconds=56)) == 1
+    with migrated_sessions.begin() as s:
+        _beat(s, second, start + timedelta(seconds=57))
+        job = _claim(s, second, now=start + timedelta(seconds=57))
         assert job.id == job_id and job.attempts == 2 and job.worker_id == second
         # The first worker's late report is refused: the newer attempt owns the job.
         with pytest.raises(queue.NotLeasedError):
-            queue.hold(session=s, job_id=job_id, worker_id=first)
+            queue.hold(session=s, job_id=job_id, worker_id=first, lease_seconds=30, now=start + timedelta(seconds=58))
+
+
+def test_a_late_result_is_refused_once_the_lease_lapsed_even_before_the_check_ran(migrated_sessions) -> None:  # noqa: ANN001
+    start = utcnow()
+    with migrated_sessions.begin() as s:
+        job_id = _sweep(s, 1).jobs[0].id
+        w = _worker(s, heard=start)
+        _claim(s, w, now=start)
+    with migrated_sessions.begin() as s:
+        assert queue.hold(session=s, job_id=job_id, worker_id=w, lease_seconds=30, now=start + timedelta(seconds=29)).id == job_id
+        with pytest.raises(queue.NotLeasedError, match="lease lapsed"):
+            queue.hold(session=s, job_id=job_id, worker_id=w, lease_seconds=30, now=start + timedelta(seconds=31))
+        assert s.get(Job, job_id).state is JobState.RUNNING  # the stalled-job check requeues it, not hold
 
 
 def test_attempt_cap_fails_the_job_instead_of_requeueing(migrated_sessions) -> None:  # noqa: ANN001
+    now = utcnow()
     with migrated_sessions.begin() as s:
         job_id = _sweep(s, 1, max_attempts=2).jobs[0].id
-        w = _worker(s)
-    now = utcnow()
+        w = _worker(s, heard=now)
     for attempt in (1, 2):
         with migrated_sessions.begin() as s:
-            assert _claim(s, w, now=now, lease_seconds=1).attempts == attempt
+            _beat(s, w, now)
+            assert _claim(s, w, now=now).attempts == attempt
             now += timedelta(seconds=5)
-            queue.requeue_expired(session=s, now=now)
+            queue.requeue_stalled(session=s, lease_seconds=1, now=now)
     with migrated_sessions() as s:
         job = s.get(Job, job_id)
-        assert job.state is JobState.FAILED and job.attempts == 2 and "last attempt" in job.error
+        assert job.state is JobState.FAILED and job.attempts == 2 and "died on attempt 2 of 2" in job.error
         assert _claim(s, w) is None
 
 
-def test_renew_extends_the_lease_and_reports_jobs_to_stop(migrated_sessions) -> None:  # noqa: ANN001
+def test_heartbeats_name_the_jobs_to_stop(migrated_sessions) -> None:  # noqa: ANN001
     with migrated_sessions.begin() as s:
         sweep = _sweep(s, 2)
         sweep_id = sweep.id
         w = _worker(s)
-    start = utcnow()
     with migrated_sessions.begin() as s:
-        a, b = _claim(s, w, now=start, lease_seconds=10).id, _claim(s, w, now=start, lease_seconds=10).id
+        a, b = _claim(s, w).id, _claim(s, w).id
     with migrated_sessions.begin() as s:
-        assert queue.renew(session=s, worker_id=w, job_ids=[a, b], lease_seconds=100, now=start + timedelta(seconds=5)) == []
-        assert queue.requeue_expired(session=s, now=start + timedelta(seconds=50)) == 0
+        assert queue.to_stop(session=s, worker_id=w, job_ids=[a, b]) == []
     with migrated_sessions.begin() as s:
         assert queue.cancel(session=s, sweep_id=sweep_id) == 2
     with migrated_sessions.begin() as s:
-        assert queue.renew(session=s, worker_id=w, job_ids=[a, b], lease_seconds=100) == [a, b]
+        assert queue.to_stop(session=s, worker_id=w, job_ids=[a, b]) == [a, b]
         assert set(s.scalars(select(Job.state))) == {JobState.CANCELLED}
 
 

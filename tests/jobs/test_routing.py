@@ -10,10 +10,10 @@ from tests.jobs.concurrency import claim_concurrently
 
 
 def _sweep(session, n: int, *, priority: int = 0, gpu_kind: str = "H200", gpus_needed: int = 1) -> list[int]:  # noqa: ANN001
-    sweep = Sweep(name="r", spec={"build": "b"}, priority=priority)
+    sweep = Sweep(name="r", build="b", spec={"build": "b"}, priority=priority)
     for i in range(n):
         sweep.jobs.append(
-            Job(cell_index=i, repeat=0, build_label="b", gpu_kind=gpu_kind, backend="FLASH_ATTN", graph_mode="NONE",
+            Job(cell_index=i, repeat=0, build="b", gpu_kind=gpu_kind, backend="FLASH_ATTN", graph_mode="NONE",
                 method="ngram", config={}, config_hash="h", priority=priority, gpus_needed=gpus_needed)
         )
     session.add(sweep)
@@ -29,7 +29,7 @@ def _worker(session, name: str = "w", gpu_count: int = 1) -> int:  # noqa: ANN00
 
 
 def _claim(session, worker_id: int, gpu_count: int | None = 1):  # noqa: ANN001, ANN202
-    job = queue.claim(session=session, worker_id=worker_id, gpu_kinds=["H200"], builds=["b"], lease_seconds=60.0,
+    job = queue.claim(session=session, worker_id=worker_id, gpu_kinds=["H200"], builds=["b"],
                       gpu_count=gpu_count)
     return None if job is None else job.id
 
@@ -95,7 +95,7 @@ def test_cpu_cells_need_no_gpu(migrated_sessions) -> None:  # noqa: ANN001
         w = Worker(name="cpu", host="h", gpu_kinds=["cpu"], gpu_count=0, builds=["b"])
         s.add(w)
         s.flush()
-        job = queue.claim(session=s, worker_id=w.id, gpu_kinds=["cpu"], builds=["b"], lease_seconds=60.0, gpu_count=0)
+        job = queue.claim(session=s, worker_id=w.id, gpu_kinds=["cpu"], builds=["b"], gpu_count=0)
         assert job.id == cpu_job
 
 

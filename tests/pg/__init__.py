@@ -49,7 +49,8 @@ def fake_worker(server: str, slot: int, barrier, reports, work_s: float = 0.0, r
     """Register, wait for the others, then claim and complete until no job is queued or running.
 
     A 204 alone does not end the loop: a job whose claim answer was lost (the database went away
-    after the commit) is still running under a lease, and comes back to the queue when it expires.
+    after the commit) is still running, held by this worker while it beats; once this worker stops
+    beating the service's stalled-job check returns it to the queue.
     """
     from runners.client import JobLost, ServiceClient  # in the child: spawn imports this module afresh
 
@@ -57,7 +58,7 @@ def fake_worker(server: str, slot: int, barrier, reports, work_s: float = 0.0, r
     client = ServiceClient(server, TOKEN, retry_for_s=retry_for_s, timeout_s=30)
     try:
         register = RegisterRequest(name=f"fake-{slot}", host="test", gpu_kinds=["cpu"], builds=[BuildInfo(label=BUILD)])
-        report.worker_id = client.register(register)
+        report.worker_id = client.register(register).id
         barrier.wait(timeout=120)
         outcome = CellOutcome.model_validate(fake_outcome(slot))
         while True:
@@ -71,7 +72,7 @@ def fake_worker(server: str, slot: int, barrier, reports, work_s: float = 0.0, r
             if work_s:
                 time.sleep(work_s)
             try:
-                client.complete(report.worker_id, job.job_id, outcome)
+                client.complete(job.job_id, outcome)
             except JobLost:
                 report.refused.append(job.job_id)
             else:
@@ -137,7 +138,7 @@ def submit(server: str, dataset: Path, *, repeats: int, name: str = "pg-proof") 
     """A CPU sweep of ``10 x repeats`` jobs; returns its id."""
     body = {
         "name": name, "build": BUILD, "model": "/models/fake", "workload": {"dataset": str(dataset), "num_prompts": 1},
-        "speculative": SPECULATIVE, "attention_backends": ["CPU_ATTN"], "cudagraph_modes": ["NONE"], "gpus": ["cpu"],
+        "speculative": SPECULATIVE, "backends": ["CPU_ATTN"], "graph_modes": ["NONE"], "gpu_kinds": ["cpu"],
         "repeats": repeats,
     }
     response = httpx.post(f"{server}/api/v1/sweeps", json=body, headers=AUTH, timeout=120)

@@ -3,9 +3,13 @@
 Each cell fixture is one engine start, shared by the tests below (see tests/vllm_fixtures.py).
 """
 
+import json
+
 import pytest
 
-from app.schemas.cell import CellResult
+from app.enums import BuiltinDataset
+from app.schemas.cell import CELL_SCHEMA_VERSION, CellResult
+from runners import cell
 from runners.logparse import parse_log
 from tests.vllm_fixtures import MAX_TOKENS, NUM_SPECULATIVE_TOKENS, CellRun
 
@@ -19,20 +23,15 @@ def finished(run: CellRun) -> CellResult:
     return CellResult.model_validate(run.result)
 
 
-def ran(run: CellRun):
+def resolved(run: CellRun):
     spec = run.spec
     method = spec["speculative"]["method"] if spec["speculative"] else None
-    return parse_log(
-        run.log,
-        requested_backend=spec["attention_backend"],
-        requested_graph_mode=spec["cudagraph_mode"],
-        method=method,
-    )
+    return parse_log(run.log, backend=spec["backend"], graph_mode=spec["graph_mode"], method=method)
 
 
 def test_ngram_cell_reports_consistent_counters(ngram_cell):
     result = finished(ngram_cell)
-    spec = result.spec
+    spec = result.spec_decode
     assert spec is not None
     assert spec.num_drafts > 0
     assert spec.num_draft_tokens > 0
@@ -62,14 +61,14 @@ def test_cell_measures_the_workload(ngram_cell):
 
 
 def test_self_draft_accepts_nearly_everything(self_draft_cell):
-    spec = finished(self_draft_cell).spec
+    spec = finished(self_draft_cell).spec_decode
     assert spec is not None and spec.num_draft_tokens > 0
     assert spec.num_accepted_tokens / spec.num_draft_tokens >= 0.9
 
 
 def test_baseline_has_no_spec_counters(baseline_cell):
     result = finished(baseline_cell)
-    assert result.spec is None
+    assert result.spec_decode is None
     assert all(r.num_drafts is None and r.num_accepted_tokens is None for r in result.requests)
 
 
@@ -83,17 +82,59 @@ def test_speculation_at_temperature_zero_keeps_the_baseline_output(baseline_cell
 
 def test_real_cpu_log_parses_to_cpu_attn_and_no_graphs(ngram_cell, self_draft_cell, baseline_cell):
     for run in (ngram_cell, self_draft_cell, baseline_cell):
-        found = ran(run)
-        assert found.backend == "CPU_ATTN"
-        assert found.graph_mode == "NONE"
+        found = resolved(run)
+        assert found.resolved_backend == "CPU_ATTN"
+        assert found.resolved_graph_mode == "NONE"
         assert not found.graph_downgraded
         assert found.downgrades == []
         assert not found.draft_eager
-    assert ran(self_draft_cell).draft_backend == "CPU_ATTN"
-    assert ran(ngram_cell).draft_backend is None
+    assert resolved(self_draft_cell).resolved_draft_backend == "CPU_ATTN"
+    assert resolved(ngram_cell).resolved_draft_backend is None
 
 
 def test_synthetic_rejection_sampling_crashes_on_cpu(synthetic_crash_log):
     assert "Synthetic acceptance not supported with CPU sampling" in synthetic_crash_log
     assert "EngineDeadError" in synthetic_crash_log
     assert "Traceback (most recent call last)" in synthetic_crash_log
+
+
+def test_the_cell_script_and_the_service_agree_on_the_contract(ngram_cell) -> None:
+    # runners/cell.py cannot import app/: its copies of the schema version and dataset names are tied here.
+    assert cell.SCHEMA_VERSION == CELL_SCHEMA_VERSION == finished(ngram_cell).schema_version
+    assert {cell.BUILTIN_PROMPTS, cell.RANDOM_DATASET} == {d.value for d in BuiltinDataset}
+
+
+def test_the_shipped_prompts_load_by_name_and_filter_by_category() -> None:
+    workload = {"dataset": "draftbench", "categories": ["coding"], "num_prompts": 20}
+    prompts = cell.load_prompts(workload)
+    records = [json.loads(line) for line in open(cell.PROMPTS_FILE, encoding="utf-8")]
+    coding = [r["turns"][0] for r in records if r["category"] == "coding"]
+    assert prompts[: len(coding)] == coding and len(prompts) == 20
+
+
+def test_sharegpt_json_loads_the_first_human_turn(tmp_path) -> None:
+    path = tmp_path / "sharegpt.json"
+    conversations = [
+        {"id": "a", "conversations": [{"from": "human", "value": "first question"}, {"from": "gpt", "value": "answer"}]},
+        {"id": "b", "conversations": [{"from": "system", "value": "be brief"}, {"from": "human", "value": "second"}]},
+        {"id": "c", "conversations": [{"from": "gpt", "value": "no human turn"}]},
+    ]
+    path.write_text(json.dumps(conversations))
+    assert cell.load_prompts({"dataset": str(path), "num_prompts": 3}) == ["first question", "second", "first question"]
+
+
+class _Tokenizer:
+    all_special_ids = [0, 1]
+
+    def __len__(self) -> int:
+        return 10
+
+
+def test_random_prompts_are_vllm_bench_style_token_runs_of_the_asked_lengths() -> None:
+    workload = {"dataset": "random", "num_prompts": 50, "input_len": 8, "range_ratio": 0.5, "seed": 3}
+    prompts = cell.random_prompts(workload, _Tokenizer())
+    lengths = [len(p["prompt_token_ids"]) for p in prompts]
+    assert min(lengths) >= 4 and max(lengths) <= 12 and len(set(lengths)) > 1
+    assert all(token not in (0, 1) for p in prompts for token in p["prompt_token_ids"])
+    assert cell.random_prompts(workload, _Tokenizer()) == prompts  # seeded
+    assert cell.random_prompts(workload | {"seed": 4}, _Tokenizer()) != prompts

@@ -3,7 +3,8 @@
 import httpx
 import pytest
 
-from runners.client import JobLost, ServiceClient
+from app.schemas.worker import RegisterRequest
+from runners.client import JobLost, ServiceClient, ServiceRefused
 
 
 def _client(responses: list[httpx.Response]) -> tuple[ServiceClient, list[httpx.Request]]:
@@ -29,13 +30,24 @@ def test_server_errors_are_retried_until_the_service_answers() -> None:
 
 
 def test_conflict_means_the_job_moved_on() -> None:
-    client, _ = _client([httpx.Response(409, json={"detail": "job 3 is not leased to worker 1"})])
-    with pytest.raises(JobLost, match="not leased"):
-        client.upload_log(1, 3, "log")
+    client, _ = _client([httpx.Response(409, json={"detail": "job 3 is not held by worker 1"})])
+    with pytest.raises(JobLost, match="not held"):
+        client.upload_log(3, "log")
 
 
-def test_a_client_error_is_not_retried() -> None:
-    client, seen = _client([httpx.Response(422, json={"detail": "bad"})])
-    with pytest.raises(httpx.HTTPStatusError):
+def test_a_client_error_is_not_retried_and_carries_the_services_words() -> None:
+    client, seen = _client([httpx.Response(422, json={"detail": [{"loc": ["body", "outcome"], "msg": "bad"}]})])
+    with pytest.raises(ServiceRefused, match="outcome: bad"):
         client.claim(1)
     assert len(seen) == 1
+
+
+def test_registering_switches_to_the_workers_own_credential() -> None:
+    registered = {"id": 4, "name": "w", "host": "h", "gpu_kinds": ["cpu"], "gpu_count": 0, "builds": ["b"],
+                  "registered_at": "2026-11-30T00:00:00Z", "last_heartbeat_at": "2026-11-30T00:00:00Z",
+                  "alive": True, "credential": "dbk_own", "lease_seconds": 120}
+    client, seen = _client([httpx.Response(201, json=registered), httpx.Response(204)])
+    request = RegisterRequest(name="w", host="h", gpu_kinds=["cpu"], builds=[{"label": "b"}])
+    assert client.register(request).id == 4
+    client.claim(4)
+    assert [r.headers["Authorization"] for r in seen] == ["Bearer t", "Bearer dbk_own"]

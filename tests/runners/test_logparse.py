@@ -44,14 +44,14 @@ def test_clean_gpu_log_keeps_the_request():
         worker("Using AttentionBackendEnum.FLASH_ATTN backend."),
         worker("Graph capturing finished in 12 secs, took 0.45 GiB", file="gpu_model_runner.py:6582"),
     )
-    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="FULL_AND_PIECEWISE", method=None)
-    assert ran.backend == "FLASH_ATTN"
-    assert ran.draft_backend is None
-    assert ran.graph_mode == "FULL_AND_PIECEWISE"
-    assert not ran.graph_downgraded
-    assert not ran.draft_eager
-    assert ran.draft_graph_mode is None
-    assert ran.downgrades == []
+    resolved = parse_log(text, backend="FLASH_ATTN", graph_mode="FULL_AND_PIECEWISE", method=None)
+    assert resolved.resolved_backend == "FLASH_ATTN"
+    assert resolved.resolved_draft_backend is None
+    assert resolved.resolved_graph_mode == "FULL_AND_PIECEWISE"
+    assert not resolved.graph_downgraded
+    assert not resolved.draft_eager
+    assert resolved.resolved_draft_graph_mode is None
+    assert resolved.downgrades == []
 
 
 def test_flashinfer_spec_decode_downgrade_to_piecewise_and_dflash_draft_backend():
@@ -61,12 +61,12 @@ def test_flashinfer_spec_decode_downgrade_to_piecewise_and_dflash_draft_backend(
         worker("Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLEX_ATTENTION']."),
         engine(FLASHINFER_SPEC_DOWNGRADE, level="WARNING", file="compilation.py:1459"),
     )
-    ran = parse_log(text, requested_backend="FLASHINFER", requested_graph_mode="FULL_AND_PIECEWISE", method="dflash")
-    assert ran.backend == "FLASHINFER"
-    assert ran.draft_backend == "FLASH_ATTN"
-    assert ran.graph_mode == "PIECEWISE"
-    assert ran.graph_downgraded
-    assert ran.downgrades == [FLASHINFER_SPEC_DOWNGRADE]
+    resolved = parse_log(text, backend="FLASHINFER", graph_mode="FULL_AND_PIECEWISE", method="dflash")
+    assert resolved.resolved_backend == "FLASHINFER"
+    assert resolved.resolved_draft_backend == "FLASH_ATTN"
+    assert resolved.resolved_graph_mode == "PIECEWISE"
+    assert resolved.graph_downgraded
+    assert resolved.downgrades == [FLASHINFER_SPEC_DOWNGRADE]
 
 
 def test_dflash_draft_eager_line():
@@ -74,14 +74,14 @@ def test_dflash_draft_eager_line():
         worker("Using AttentionBackendEnum.TRITON_ATTN backend."),
         worker(DFLASH_DRAFT_EAGER, level="WARNING", file="speculator.py:133"),
     )
-    ran = parse_log(text, requested_backend="TRITON_ATTN", requested_graph_mode="FULL", method="dflash")
-    assert ran.draft_eager
-    assert ran.draft_graph_mode == "NONE"
-    assert ran.graph_mode == "FULL"
-    assert not ran.graph_downgraded
-    assert ran.downgrades == [DFLASH_DRAFT_EAGER]
+    resolved = parse_log(text, backend="TRITON_ATTN", graph_mode="FULL", method="dflash")
+    assert resolved.draft_eager
+    assert resolved.resolved_draft_graph_mode == "NONE"
+    assert resolved.resolved_graph_mode == "FULL"
+    assert not resolved.graph_downgraded
+    assert resolved.downgrades == [DFLASH_DRAFT_EAGER]
     # The draft printed no selection line of its own: it resolved to the target's backend.
-    assert ran.draft_backend == "TRITON_ATTN"
+    assert resolved.resolved_draft_backend == "TRITON_ATTN"
 
 
 def test_backend_without_full_graph_support_downgrades():
@@ -90,10 +90,10 @@ def test_backend_without_full_graph_support_downgrades():
         "(support: AttentionCGSupport.NEVER); setting cudagraph_mode=NONE because attention is not compiled piecewise"
     )
     text = log(engine(message, level="WARNING", file="compilation.py:1439"))
-    ran = parse_log(text, requested_backend="TRITON_ATTN", requested_graph_mode="FULL", method=None)
-    assert ran.graph_mode == "NONE"
-    assert ran.graph_downgraded
-    assert ran.downgrades == [message]
+    resolved = parse_log(text, backend="TRITON_ATTN", graph_mode="FULL", method=None)
+    assert resolved.resolved_graph_mode == "NONE"
+    assert resolved.graph_downgraded
+    assert resolved.downgrades == [message]
 
 
 def test_mixed_full_not_supported_goes_to_full_decode_only():
@@ -101,11 +101,11 @@ def test_mixed_full_not_supported_goes_to_full_decode_only():
         "CUDAGraphMode.FULL is not supported with FlashInferBackend backend "
         "(support: AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE); setting cudagraph_mode=FULL_DECODE_ONLY"
     )
-    ran = parse_log(
-        log(engine(message, level="WARNING")), requested_backend="FLASHINFER", requested_graph_mode="FULL", method=None
+    resolved = parse_log(
+        log(engine(message, level="WARNING")), backend="FLASHINFER", graph_mode="FULL", method=None
     )
-    assert ran.graph_mode == "FULL_DECODE_ONLY"
-    assert ran.downgrades == [message]
+    assert resolved.resolved_graph_mode == "FULL_DECODE_ONLY"
+    assert resolved.downgrades == [message]
 
 
 def test_compilation_mode_override():
@@ -113,10 +113,10 @@ def test_compilation_mode_override():
         "Cudagraph mode FULL_AND_PIECEWISE is not compatible with compilation mode 0. Overriding to FULL_DECODE_ONLY."
     )
     text = log(engine(message, file="vllm.py:1087"))
-    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="FULL_AND_PIECEWISE", method=None)
-    assert ran.graph_mode == "FULL_DECODE_ONLY"
-    assert ran.graph_downgraded
-    assert ran.downgrades == [message]
+    resolved = parse_log(text, backend="FLASH_ATTN", graph_mode="FULL_AND_PIECEWISE", method=None)
+    assert resolved.resolved_graph_mode == "FULL_DECODE_ONLY"
+    assert resolved.graph_downgraded
+    assert resolved.downgrades == [message]
 
 
 def test_enforce_eager_is_no_downgrade_when_none_was_asked():
@@ -129,10 +129,10 @@ def test_enforce_eager_is_no_downgrade_when_none_was_asked():
         ),
         worker("Using AttentionBackendEnum.FLASH_ATTN backend."),
     )
-    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="NONE", method=None)
-    assert ran.graph_mode == "NONE"
-    assert not ran.graph_downgraded
-    assert ran.downgrades == []
+    resolved = parse_log(text, backend="FLASH_ATTN", graph_mode="NONE", method=None)
+    assert resolved.resolved_graph_mode == "NONE"
+    assert not resolved.graph_downgraded
+    assert resolved.downgrades == []
 
 
 def test_skipped_capture_when_graphs_were_asked_is_a_downgrade():
@@ -144,22 +144,22 @@ def test_skipped_capture_when_graphs_were_asked_is_a_downgrade():
         engine("Cudagraph is disabled under eager mode", file="vllm.py:1929"),
         worker(message, file="gpu_model_runner.py:6485"),
     )
-    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="PIECEWISE", method=None)
-    assert ran.graph_mode == "NONE"
-    assert ran.graph_downgraded
-    assert ran.downgrades == ["Cudagraph is disabled under eager mode", message]
+    resolved = parse_log(text, backend="FLASH_ATTN", graph_mode="PIECEWISE", method=None)
+    assert resolved.resolved_graph_mode == "NONE"
+    assert resolved.graph_downgraded
+    assert resolved.downgrades == ["Cudagraph is disabled under eager mode", message]
 
 
 def test_draft_model_and_ngram_drafts_never_capture():
     text = log(worker("Using AttentionBackendEnum.FLASH_ATTN backend."))
-    graphs = {"requested_backend": "FLASH_ATTN", "requested_graph_mode": "FULL_AND_PIECEWISE"}
+    graphs = {"backend": "FLASH_ATTN", "graph_mode": "FULL_AND_PIECEWISE"}
     draft = parse_log(text, **graphs, method="draft_model")
-    assert draft.draft_eager and draft.draft_graph_mode == "NONE"
-    assert draft.draft_backend == "FLASH_ATTN"
+    assert draft.draft_eager and draft.resolved_draft_graph_mode == "NONE"
+    assert draft.resolved_draft_backend == "FLASH_ATTN"
     ngram = parse_log(text, **graphs, method="ngram")
-    assert ngram.draft_eager and ngram.draft_backend is None
-    eager = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="NONE", method="draft_model")
-    assert not eager.draft_eager and eager.draft_graph_mode == "NONE"
+    assert ngram.draft_eager and ngram.resolved_draft_backend is None
+    eager = parse_log(text, backend="FLASH_ATTN", graph_mode="NONE", method="draft_model")
+    assert not eager.draft_eager and eager.resolved_draft_graph_mode == "NONE"
 
 
 def test_tensor_parallel_peers_are_not_the_draft():
@@ -167,9 +167,9 @@ def test_tensor_parallel_peers_are_not_the_draft():
         worker("Using AttentionBackendEnum.FLASHINFER backend."),
         "(Worker_TP1 pid=457) INFO 11-30 00:00:01 [cuda.py:446] Using AttentionBackendEnum.FLASH_ATTN backend.",
     )
-    ran = parse_log(text, requested_backend="FLASHINFER", requested_graph_mode="NONE", method="eagle3")
-    assert ran.backend == "FLASHINFER"
-    assert ran.draft_backend == "FLASHINFER"
+    resolved = parse_log(text, backend="FLASHINFER", graph_mode="NONE", method="eagle3")
+    assert resolved.resolved_backend == "FLASHINFER"
+    assert resolved.resolved_draft_backend == "FLASHINFER"
 
 
 def test_cpu_log_is_cpu_attn_without_graphs():
@@ -177,11 +177,11 @@ def test_cpu_log_is_cpu_attn_without_graphs():
         "(Worker pid=8517) INFO 11-30 00:41:05 [cpu_model_runner.py:68] Starting to load model /tmp/tiny...",
         "(Worker pid=8517) INFO 11-30 00:41:05 [cpu.py:178] Cannot use AttentionBackendEnum.FLASH_ATTN backend on CPU.",
     )
-    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="FULL_AND_PIECEWISE", method="ngram")
-    assert ran.backend == "CPU_ATTN"
-    assert ran.graph_mode == "NONE"
-    assert ran.graph_downgraded
-    assert ran.downgrades == ["Cannot use AttentionBackendEnum.FLASH_ATTN backend on CPU."]
+    resolved = parse_log(text, backend="FLASH_ATTN", graph_mode="FULL_AND_PIECEWISE", method="ngram")
+    assert resolved.resolved_backend == "CPU_ATTN"
+    assert resolved.resolved_graph_mode == "NONE"
+    assert resolved.graph_downgraded
+    assert resolved.downgrades == ["Cannot use AttentionBackendEnum.FLASH_ATTN backend on CPU."]
 
 
 def test_duplicate_lines_from_several_processes_are_kept_once():
@@ -190,9 +190,9 @@ def test_duplicate_lines_from_several_processes_are_kept_once():
         "(MainProcess pid=1) INFO 11-30 00:00:00 [vllm.py:1087] " + line,
         engine(line, file="vllm.py:1087"),
     )
-    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="PIECEWISE", method=None)
-    assert ran.downgrades == [line]
-    assert ran.graph_mode == "NONE"
+    resolved = parse_log(text, backend="FLASH_ATTN", graph_mode="PIECEWISE", method=None)
+    assert resolved.downgrades == [line]
+    assert resolved.resolved_graph_mode == "NONE"
 
 
 def test_piecewise_without_splitting_ops_goes_to_none():
@@ -202,9 +202,9 @@ def test_piecewise_without_splitting_ops_goes_to_none():
         "cudagraph_mode to FULL or FULL_DECODE_ONLY to enable full cudagraphs."
     )
     text = log(engine(message, level="WARNING", file="compilation.py:1217"))
-    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="PIECEWISE", method=None)
-    assert ran.graph_mode == "NONE"
-    assert ran.downgrades == [message]
+    resolved = parse_log(text, backend="FLASH_ATTN", graph_mode="PIECEWISE", method=None)
+    assert resolved.resolved_graph_mode == "NONE"
+    assert resolved.downgrades == [message]
 
 
 # Seen on the H200 (vLLM 0.26.0): graph capture lines, as tqdm writes them (carriage returns inside).
@@ -219,22 +219,22 @@ def test_capture_lines_confirm_full_and_piecewise_and_the_dflash_draft_graphs():
         capture("Capturing CUDA graphs (PIECEWISE)"),
         capture("Capturing dflash CUDA graphs (FULL)"),
     )
-    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="FULL_AND_PIECEWISE", method="dflash")
-    assert (ran.graph_mode, ran.graph_downgraded) == ("FULL_AND_PIECEWISE", False)
-    assert (ran.draft_graph_mode, ran.draft_eager) == ("FULL", False)
+    resolved = parse_log(text, backend="FLASH_ATTN", graph_mode="FULL_AND_PIECEWISE", method="dflash")
+    assert (resolved.resolved_graph_mode, resolved.graph_downgraded) == ("FULL_AND_PIECEWISE", False)
+    assert (resolved.resolved_draft_graph_mode, resolved.draft_eager) == ("FULL", False)
 
 
 def test_v1_runner_decode_only_capture_is_full_decode_only():
     text = log(capture("Capturing CUDA graphs (decode, FULL)"))
-    ran = parse_log(text, requested_backend="TRITON_ATTN", requested_graph_mode="FULL_DECODE_ONLY", method="draft_model")
-    assert (ran.graph_mode, ran.graph_downgraded) == ("FULL_DECODE_ONLY", False)
+    resolved = parse_log(text, backend="TRITON_ATTN", graph_mode="FULL_DECODE_ONLY", method="draft_model")
+    assert (resolved.resolved_graph_mode, resolved.graph_downgraded) == ("FULL_DECODE_ONLY", False)
 
 
 def test_capture_wins_over_a_request_no_line_downgraded():
     # A downgrade vLLM did not log still shows in what it captured.
     text = log(capture("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)"))
-    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="FULL_AND_PIECEWISE", method=None)
-    assert (ran.graph_mode, ran.graph_downgraded) == ("PIECEWISE", True)
+    resolved = parse_log(text, backend="FLASH_ATTN", graph_mode="FULL_AND_PIECEWISE", method=None)
+    assert (resolved.resolved_graph_mode, resolved.graph_downgraded) == ("PIECEWISE", True)
 
 
 def test_dflash_draft_beside_a_downgraded_flashinfer_target_runs_eagerly_without_a_word():
@@ -245,14 +245,14 @@ def test_dflash_draft_beside_a_downgraded_flashinfer_target_runs_eagerly_without
         engine(FLASHINFER_SPEC_DOWNGRADE, level="WARNING", file="compilation.py:1290"),
         capture("Capturing CUDA graphs (PIECEWISE)"),
     )
-    ran = parse_log(text, requested_backend="FLASHINFER", requested_graph_mode="FULL_AND_PIECEWISE", method="dflash")
-    assert (ran.backend, ran.draft_backend) == ("FLASHINFER", "FLASH_ATTN")
-    assert (ran.graph_mode, ran.graph_downgraded) == ("PIECEWISE", True)
-    assert (ran.draft_graph_mode, ran.draft_eager) == ("NONE", True)
-    assert ran.downgrades == [FLASHINFER_SPEC_DOWNGRADE]
+    resolved = parse_log(text, backend="FLASHINFER", graph_mode="FULL_AND_PIECEWISE", method="dflash")
+    assert (resolved.resolved_backend, resolved.resolved_draft_backend) == ("FLASHINFER", "FLASH_ATTN")
+    assert (resolved.resolved_graph_mode, resolved.graph_downgraded) == ("PIECEWISE", True)
+    assert (resolved.resolved_draft_graph_mode, resolved.draft_eager) == ("NONE", True)
+    assert resolved.downgrades == [FLASHINFER_SPEC_DOWNGRADE]
 
 
 def test_eager_request_runs_the_draft_eagerly_without_calling_it_a_fallback():
     text = log(engine("Enforce eager set, disabling torch.compile and CUDAGraphs.", level="WARNING"))
-    ran = parse_log(text, requested_backend="FLASH_ATTN", requested_graph_mode="NONE", method="dflash")
-    assert (ran.graph_mode, ran.draft_graph_mode, ran.draft_eager, ran.graph_downgraded) == ("NONE", "NONE", False, False)
+    resolved = parse_log(text, backend="FLASH_ATTN", graph_mode="NONE", method="dflash")
+    assert (resolved.resolved_graph_mode, resolved.resolved_draft_graph_mode, resolved.draft_eager, resolved.graph_downgraded) == ("NONE", "NONE", False, False)

@@ -1,16 +1,18 @@
 """Submitting sweeps over REST: the happy paths and every bad input the issue names."""
 
+from datetime import timedelta
+
 import pytest
 import yaml
 from sqlalchemy import func, select
 
-from app.models import Job, Sweep
+from app.models import Job, Sweep, Worker, utcnow
 from tests.conftest import AUTH
 from tests.factories import register_worker, submit, sweep_body
 
 
 @pytest.fixture
-def worker_id(client) -> int:  # noqa: ANN001
+def worker(client):  # noqa: ANN001, ANN201
     return register_worker(client)
 
 
@@ -19,7 +21,7 @@ def _row_counts(client) -> tuple[int, int]:  # noqa: ANN001
         return session.scalar(select(func.count()).select_from(Sweep)), session.scalar(select(func.count()).select_from(Job))
 
 
-def test_json_sweep_expands_to_one_job_per_cell_and_repeat(client, dataset, worker_id) -> None:  # noqa: ANN001
+def test_json_sweep_expands_to_one_job_per_cell_and_repeat(client, dataset, worker) -> None:  # noqa: ANN001
     response = submit(client, sweep_body(dataset))
     assert response.status_code == 201, response.text
     sweep = response.json()
@@ -31,7 +33,7 @@ def test_json_sweep_expands_to_one_job_per_cell_and_repeat(client, dataset, work
     assert [s["id"] for s in listed] == [sweep["id"]]
 
 
-def test_yaml_sweep_is_accepted(client, dataset, worker_id) -> None:  # noqa: ANN001
+def test_yaml_sweep_is_accepted(client, dataset, worker) -> None:  # noqa: ANN001
     body = yaml.safe_dump(sweep_body(dataset, repeats=1, baseline=True))
     response = client.post("/api/v1/sweeps", content=body, headers=AUTH | {"content-type": "application/yaml"})
     assert response.status_code == 201, response.text
@@ -42,9 +44,9 @@ def test_gpu_matrix_leaves_out_backends_that_cannot_run_there(client, dataset) -
     register_worker(client, gpu_kinds=["H200"])
     body = sweep_body(
         dataset,
-        attention_backends=["FLASH_ATTN", "FLASHINFER", "CPU_ATTN"],
-        cudagraph_modes=["NONE", "PIECEWISE", "FULL_DECODE_ONLY"],
-        gpus=["H200", "cpu"],
+        backends=["FLASH_ATTN", "FLASHINFER", "CPU_ATTN"],
+        graph_modes=["NONE", "PIECEWISE", "FULL_DECODE_ONLY"],
+        gpu_kinds=["H200", "cpu"],
         repeats=1,
     )
     cells = submit(client, body).json()["cells"]
@@ -56,13 +58,13 @@ def test_gpu_matrix_leaves_out_backends_that_cannot_run_there(client, dataset) -
 @pytest.mark.parametrize(
     ("change", "loc", "allowed"),
     [
-        ({"attention_backends": ["FLASH_ATN"]}, ["body", "attention_backends", 0], "FLASHINFER"),
-        ({"cudagraph_modes": ["FULL_ONLY"]}, ["body", "cudagraph_modes", 0], "FULL_DECODE_ONLY"),
+        ({"backends": ["FLASH_ATN"]}, ["body", "backends", 0], "FLASHINFER"),
+        ({"graph_modes": ["FULL_ONLY"]}, ["body", "graph_modes", 0], "FULL_DECODE_ONLY"),
         ({"speculative": [{"method": "medusa2", "num_speculative_tokens": 3}]}, ["body", "speculative", 0, "method"], "draft_model"),
-        ({"gpus": ["H900"]}, ["body", "gpus", 0], "H200"),
+        ({"gpu_kinds": ["H900"]}, ["body", "gpu_kinds", 0], "H200"),
     ],
 )
-def test_unknown_enum_values_name_field_and_allowed_values(client, dataset, worker_id, change, loc, allowed) -> None:  # noqa: ANN001
+def test_unknown_enum_values_name_field_and_allowed_values(client, dataset, worker, change, loc, allowed) -> None:  # noqa: ANN001
     response = submit(client, sweep_body(dataset, **change))
     assert response.status_code == 422
     error = response.json()["detail"][0]
@@ -77,16 +79,16 @@ def test_unknown_enum_values_name_field_and_allowed_values(client, dataset, work
         ({"workload": {"dataset": "/nonexistent/questions.jsonl"}}, ["body", "workload", "dataset"]),
         ({"workload": {"dataset": "DATASET", "max_tokens": -5}}, ["body", "workload", "max_tokens"]),
         ({"speculative": [{"method": "ngram", "num_speculative_tokens": -1}]}, ["body", "speculative", 0, "num_speculative_tokens"]),
-        ({"attention_backends": []}, ["body", "attention_backends"]),
-        ({"cudagraph_modes": []}, ["body", "cudagraph_modes"]),
+        ({"backends": []}, ["body", "backends"]),
+        ({"graph_modes": []}, ["body", "graph_modes"]),
         ({"speculative": []}, ["body", "speculative"]),
-        ({"gpus": []}, ["body", "gpus"]),
+        ({"gpu_kinds": []}, ["body", "gpu_kinds"]),
         ({"repeats": 0}, ["body", "repeats"]),
         ({"build": "vllm-unknown"}, ["body", "build"]),
         ({"surprise": 1}, ["body", "surprise"]),
     ],
 )
-def test_bad_values_get_422_naming_the_field(client, dataset, worker_id, change, loc) -> None:  # noqa: ANN001
+def test_bad_values_get_422_naming_the_field(client, dataset, worker, change, loc) -> None:  # noqa: ANN001
     if "workload" in change and change["workload"].get("dataset") == "DATASET":
         change = {"workload": {**change["workload"], "dataset": str(dataset)}}
     response = submit(client, sweep_body(dataset, **change))
@@ -95,19 +97,19 @@ def test_bad_values_get_422_naming_the_field(client, dataset, worker_id, change,
     assert _row_counts(client) == (0, 0)
 
 
-def test_unregistered_build_lists_the_registered_ones(client, dataset, worker_id) -> None:  # noqa: ANN001
+def test_unregistered_build_lists_the_registered_ones(client, dataset, worker) -> None:  # noqa: ANN001
     msg = submit(client, sweep_body(dataset, build="nope")).json()["detail"][0]["msg"]
     assert "vllm-test" in msg
 
 
-def test_empty_matrix_after_backend_gpu_pairing_is_rejected(client, dataset, worker_id) -> None:  # noqa: ANN001
-    response = submit(client, sweep_body(dataset, attention_backends=["FLASH_ATTN"], gpus=["cpu"]))
+def test_empty_matrix_after_backend_gpu_pairing_is_rejected(client, dataset, worker) -> None:  # noqa: ANN001
+    response = submit(client, sweep_body(dataset, backends=["FLASH_ATTN"], gpu_kinds=["cpu"]))
     assert response.status_code == 422
     assert "CPU_ATTN" in response.json()["detail"][0]["msg"]
     assert _row_counts(client) == (0, 0)
 
 
-def test_matrix_over_the_cell_limit_is_rejected_without_rows(client, dataset, worker_id) -> None:  # noqa: ANN001
+def test_matrix_over_the_cell_limit_is_rejected_without_rows(client, dataset, worker) -> None:  # noqa: ANN001
     client.app.state.settings.max_cells = 10
     response = submit(client, sweep_body(dataset, repeats=6))  # 2 cells x 6 = 12 jobs
     assert response.status_code == 422
@@ -116,7 +118,7 @@ def test_matrix_over_the_cell_limit_is_rejected_without_rows(client, dataset, wo
     assert _row_counts(client) == (0, 0)
 
 
-def test_body_over_one_mib_gets_413(client, dataset, worker_id) -> None:  # noqa: ANN001
+def test_body_over_one_mib_gets_413(client, dataset, worker) -> None:  # noqa: ANN001
     body = sweep_body(dataset, reason="x" * (1024 * 1024 + 1))
     response = submit(client, body)
     assert response.status_code == 413
@@ -124,14 +126,14 @@ def test_body_over_one_mib_gets_413(client, dataset, worker_id) -> None:  # noqa
     assert _row_counts(client) == (0, 0)
 
 
-def test_malformed_json_and_yaml_get_422(client, worker_id) -> None:  # noqa: ANN001
+def test_malformed_json_and_yaml_get_422(client, worker) -> None:  # noqa: ANN001
     bad_json = client.post("/api/v1/sweeps", content=b"{nope", headers=AUTH | {"content-type": "application/json"})
     bad_yaml = client.post("/api/v1/sweeps", content=b"a: [1", headers=AUTH | {"content-type": "application/yaml"})
     assert bad_json.status_code == 422 and "JSON" in bad_json.json()["detail"][0]["msg"]
     assert bad_yaml.status_code == 422 and "YAML" in bad_yaml.json()["detail"][0]["msg"]
 
 
-def test_same_idempotency_key_returns_the_first_sweep(client, dataset, worker_id) -> None:  # noqa: ANN001
+def test_same_idempotency_key_returns_the_first_sweep(client, dataset, worker) -> None:  # noqa: ANN001
     first = submit(client, sweep_body(dataset), **{"Idempotency-Key": "ci-run-42"})
     again = submit(client, sweep_body(dataset), **{"Idempotency-Key": "ci-run-42"})
     assert first.status_code == 201 and again.status_code == 200
@@ -146,11 +148,11 @@ def test_writes_need_the_token_and_reads_do_not(client, dataset) -> None:  # noq
     assert client.get("/api/v1/sweeps").status_code == 200
 
 
-def test_cancel_stops_queued_jobs(client, dataset, worker_id) -> None:  # noqa: ANN001
+def test_cancel_stops_queued_jobs(client, dataset, worker) -> None:  # noqa: ANN001
     sweep_id = submit(client, sweep_body(dataset)).json()["id"]
     cancelled = client.post(f"/api/v1/sweeps/{sweep_id}/cancel", headers=AUTH).json()
     assert cancelled["state"] == "cancelled" and cancelled["counts"] == {"cancelled": 4}
-    assert client.post(f"/api/v1/workers/{worker_id}/claim", headers=AUTH).status_code == 204
+    assert client.post(f"/api/v1/workers/{worker.id}/claim", headers=worker.headers).status_code == 204
 
 
 def test_unknown_sweep_is_404(client) -> None:  # noqa: ANN001
@@ -162,3 +164,68 @@ def test_openapi_shows_every_model(client) -> None:  # noqa: ANN001
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     for name in ("SweepSpec", "SweepDetail", "ResultOut", "CrashGroupDetail", "RegisterRequest", "CompleteRequest", "CellOutcome", "CellResult"):
         assert name in schemas, name
+
+
+def test_the_deprecated_axis_names_still_expand_the_same_matrix(client, dataset, worker) -> None:  # noqa: ANN001
+    new = submit(client, sweep_body(dataset, name="new")).json()
+    old_body = sweep_body(dataset, name="old")
+    for old, current in (("attention_backends", "backends"), ("cudagraph_modes", "graph_modes"), ("gpus", "gpu_kinds")):
+        old_body[old] = old_body.pop(current)
+    old = submit(client, old_body)
+    assert old.status_code == 201, old.text
+    assert [c["backend"] for c in old.json()["cells"]] == [c["backend"] for c in new["cells"]]
+    assert old.json()["spec"]["backends"] == ["CPU_ATTN"] and "attention_backends" not in old.json()["spec"]
+
+
+def _token(client, name: str) -> dict[str, str]:  # noqa: ANN001
+    secret = client.post("/api/v1/tokens", json={"name": name, "scopes": ["submit"]}, headers=AUTH).json()["secret"]
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def test_an_idempotency_key_belongs_to_the_token_that_sent_it(client, dataset, worker) -> None:  # noqa: ANN001
+    alice, bob = _token(client, "alice"), _token(client, "bob")
+    key = {"Idempotency-Key": "ci-run-7"}
+    first = client.post("/api/v1/sweeps", json=sweep_body(dataset, name="alice's"), headers=alice | key)
+    other = client.post("/api/v1/sweeps", json=sweep_body(dataset, name="bob's"), headers=bob | key)
+    assert first.status_code == 201 and other.status_code == 201
+    assert other.json()["id"] != first.json()["id"] and other.json()["name"] == "bob's"
+    again = client.post("/api/v1/sweeps", json=sweep_body(dataset, name="alice's"), headers=alice | key)
+    assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
+
+
+def test_the_same_key_with_another_sweep_is_409_and_creates_nothing(client, dataset, worker) -> None:  # noqa: ANN001
+    key = {"Idempotency-Key": "ci-run-8"}
+    assert submit(client, sweep_body(dataset), **key).status_code == 201
+    changed = submit(client, sweep_body(dataset, repeats=1), **key)
+    assert changed.status_code == 409 and "another sweep" in changed.json()["detail"]
+    assert _row_counts(client) == (1, 4)
+
+
+def test_a_custom_class_draft_needs_an_admin_token(client, dataset, worker) -> None:  # noqa: ANN001
+    body = sweep_body(dataset, speculative=[{"method": "custom_class", "model": "pkg.mod.Proposer", "num_speculative_tokens": 3}])
+    refused = client.post("/api/v1/sweeps", json=body, headers=_token(client, "dev"))
+    assert refused.status_code == 403 and "admin" in refused.json()["detail"]
+    assert submit(client, body).status_code == 201  # the bootstrap token is an admin
+
+
+def test_a_sweep_no_live_worker_serves_is_accepted_with_warnings(client, dataset, worker) -> None:  # noqa: ANN001
+    served = submit(client, sweep_body(dataset)).json()
+    assert served["warnings"] == []
+    register_worker(client, gpu_kinds=["H200"], builds=["vllm-h200"])
+    body = sweep_body(dataset, build="vllm-h200", gpu_kinds=["B200", "H200"], backends=["FLASH_ATTN"], repeats=1,
+                      speculative=[{"method": "ngram", "num_speculative_tokens": 3}],
+                      engine_args={"tensor_parallel_size": 2})
+    response = submit(client, body)
+    assert response.status_code == 201
+    warnings = response.json()["warnings"]
+    assert len(warnings) == 2 and "GPU kind B200" in warnings[0] and "H200" in warnings[1] and "2 GPUs" in warnings[1]
+    # The same words on every read, and on the sweep's page.
+    assert client.get(f"/api/v1/sweeps/{response.json()['id']}").json()["warnings"] == warnings
+    assert "no live worker serves GPU kind B200" in client.get(f"/sweeps/{response.json()['id']}").text
+
+
+def test_a_dead_worker_serves_no_sweep(client, dataset, worker) -> None:  # noqa: ANN001
+    with client.app.state.sessionmaker.begin() as session:
+        session.get(Worker, worker.id).last_heartbeat_at = utcnow() - timedelta(hours=1)
+    warnings = submit(client, sweep_body(dataset)).json()["warnings"]
+    assert warnings == ["no live worker serves GPU kind cpu with build vllm-test: 4 job(s) wait until one registers"]

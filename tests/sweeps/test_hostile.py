@@ -74,6 +74,13 @@ def _workload(roots: Path, **changes: Any) -> dict[str, Any]:
     return {"dataset": str(roots / "data" / "questions.jsonl"), "num_prompts": 4, "max_tokens": 8, **changes}
 
 
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
 def _rows(client: TestClient) -> tuple[int, int]:
     with client.app.state.sessionmaker() as session:
         return session.scalar(select(func.count()).select_from(Sweep)), session.scalar(select(func.count()).select_from(Job))
@@ -93,7 +100,7 @@ CASES: list[tuple[str, Any, list[Any], str]] = [
     ("model-symlink-escape", lambda r: {"model": f"{r}/models/escape/passwd"}, ["body", "model"], "resolves to '/etc/passwd'"),
     ("dataset-symlink-escape", lambda r: {"workload": _workload(r, dataset=f"{r}/data/evil.jsonl")}, ["body", "workload", "dataset"], "resolves to '/etc/passwd'"),
     ("draft-outside-roots", lambda r: {"speculative": [{"method": "draft_model", "model": "/etc", "num_speculative_tokens": 3}]}, ["body", "speculative", 0, "model"], "outside"),
-    ("draft-extra-path-key", lambda r: {"speculative": [{"method": "eagle", "model": f"{r}/models/tiny", "num_speculative_tokens": 3, "draft_tokenizer_path": "/etc/shadow"}]}, ["body", "speculative", 0, "draft_tokenizer_path"], "outside"),
+    ("draft-extra-path-key", lambda r: {"speculative": [{"method": "eagle", "model": f"{r}/models/tiny", "num_speculative_tokens": 3, "draft_tokenizer_path": "/etc/shadow"}]}, ["body", "speculative", 0, "draft_tokenizer_path"], "not an accepted speculative-config key"),
     ("custom-class-file-path", lambda r: {"speculative": [{"method": "custom_class", "model": "/tmp/evil.py", "num_speculative_tokens": 3}]}, ["body", "speculative", 0, "model"], "Python import path"),
     # Shell metacharacters where a name or a path is expected.
     ("model-semicolon", lambda r: {"model": f"{r}/models/tiny; rm -rf /"}, ["body", "model"], "may contain only"),
@@ -113,19 +120,43 @@ CASES: list[tuple[str, Any, list[Any], str]] = [
     ("executor-import-path", lambda r: {"engine_args": {"distributed_executor_backend": "evil.Executor"}}, ["body", "engine_args", "distributed_executor_backend"], "one of 'mp'"),
     ("engine-arg-wrong-type", lambda r: {"engine_args": {"max_num_seqs": "many"}}, ["body", "engine_args", "max_num_seqs"], "must be an integer"),
     ("engine-arg-bool-as-int", lambda r: {"engine_args": {"max_model_len": True}}, ["body", "engine_args", "max_model_len"], "must be an integer"),
+    # Nested mappings that reach vLLM: the speculative config, hf_overrides, compilation_config.
+    ("draft-load-config", lambda r: {"speculative": [{"method": "draft_model", "model": f"{r}/models/tiny", "num_speculative_tokens": 3,
+                                                       "draft_load_config": {"download_dir": "/etc/cron.d", "load_format": "tensorizer",
+                                                                             "model_loader_extra_config": {"tensorizer_uri": "s3://x"}}}]},
+     ["body", "speculative", 0, "draft_load_config"], "load config"),
+    ("speculative-unknown-key", lambda r: {"speculative": [{"method": "ngram", "num_speculative_tokens": 3, "shell": "sh"}]},
+     ["body", "speculative", 0, "shell"], "prompt_lookup_max"),
+    ("speculative-value-subshell", lambda r: {"speculative": [{"method": "ngram", "num_speculative_tokens": 3, "rejection_sample_method": "$(id)"}]},
+     ["body", "speculative", 0, "rejection_sample_method"], "may contain only"),
+    ("speculative-backend-unknown", lambda r: {"speculative": [{"method": "eagle", "num_speculative_tokens": 3, "attention_backend": "EVIL"}]},
+     ["body", "speculative", 0, "attention_backend"], "one of 'FLASH_ATTN'"),
+    ("hf-overrides-auto-map", lambda r: {"engine_args": {"hf_overrides": {"auto_map": {"AutoModel": "evil.Model"}}}},
+     ["body", "engine_args", "hf_overrides", "auto_map"], "remote code"),
+    ("hf-overrides-file", lambda r: {"engine_args": {"hf_overrides": {"tokenizer_file": "/etc/passwd"}}},
+     ["body", "engine_args", "hf_overrides", "tokenizer_file"], "outside the allowed model roots"),
+    ("hf-overrides-subshell", lambda r: {"engine_args": {"hf_overrides": {"note": "$(reboot)"}}},
+     ["body", "engine_args", "hf_overrides", "note"], "may contain only"),
+    ("hf-overrides-key", lambda r: {"engine_args": {"hf_overrides": {"a b; c": 1}}},
+     ["body", "engine_args", "hf_overrides", "a b; c"], "must be a name"),
+    ("pass-config-dump-dir", lambda r: {"engine_args": {"compilation_config": {"pass_config": {"dump_dir": "/etc"}}}},
+     ["body", "engine_args", "compilation_config", "pass_config", "dump_dir"], "outside the allowed model roots"),
+    ("engine-args-too-large", lambda r: {"engine_args": {"hf_overrides": {f"k{i}": "x" * 100 for i in range(300)}}},
+     ["body", "engine_args"], "over the limit of 16384"),
+    ("engine-args-deep", lambda r: {"engine_args": {"hf_overrides": _nested(40)}}, ["body"], "nested deeper than 32"),
     # Wrong types.
     ("repeats-string", lambda r: {"repeats": "three"}, ["body", "repeats"], "integer"),
-    ("gpus-string", lambda r: {"gpus": "H200"}, ["body", "gpus"], "list"),
+    ("gpus-string", lambda r: {"gpu_kinds": "H200"}, ["body", "gpu_kinds"], "list"),
     ("speculative-dict", lambda r: {"speculative": {}}, ["body", "speculative"], "list"),
     ("workload-null", lambda r: {"workload": None}, ["body", "workload"], "dictionary"),
     ("engine-args-list", lambda r: {"engine_args": [1, 2]}, ["body", "engine_args"], "dictionary"),
     ("model-number", lambda r: {"model": 123}, ["body", "model"], "string"),
     ("tokens-string", lambda r: {"speculative": [{"method": "ngram", "num_speculative_tokens": "3x"}]}, ["body", "speculative", 0, "num_speculative_tokens"], "integer"),
     # Huge matrices: refused by their count, before a single cell is built.
-    ("huge-matrix", lambda r: {"gpus": ALL_GPUS, "attention_backends": ALL_BACKENDS, "cudagraph_modes": ALL_MODES,
+    ("huge-matrix", lambda r: {"gpu_kinds": ALL_GPUS, "backends": ALL_BACKENDS, "graph_modes": ALL_MODES,
                                "speculative": [{"method": m, "num_speculative_tokens": 3} for m in ALL_METHODS], "repeats": 100},
      ["body", "repeats"], "over the limit of 2000"),
-    ("thousands-of-drafts", lambda r: {"gpus": ALL_GPUS, "attention_backends": ALL_BACKENDS, "cudagraph_modes": ALL_MODES,
+    ("thousands-of-drafts", lambda r: {"gpu_kinds": ALL_GPUS, "backends": ALL_BACKENDS, "graph_modes": ALL_MODES,
                                        "speculative": [{"method": "ngram", "num_speculative_tokens": 3}] * 5000},
      ["body", "repeats"], "1250000 cells"),
     ("repeats-over-schema-limit", lambda r: {"repeats": 10**9}, ["body", "repeats"], "less than or equal to 100"),
@@ -169,24 +200,24 @@ def test_the_valid_body_of_these_cases_is_accepted(roots, db_url) -> None:  # no
         assert client.post("/api/v1/sweeps", json=_body(roots), headers=AUTH).status_code == 201
         hub = _body(roots, model="Qwen/Qwen3-0.6B", tokenizer="gpt2", engine_args={
             "dtype": "bfloat16", "max_model_len": 512, "revision": "refs/pr/1", "distributed_executor_backend": "mp",
-            "compilation_config": {"cudagraph_capture_sizes": [1, 2, 4]}, "hf_overrides": {"note": "$(kept as data)"}})
+            "compilation_config": {"cudagraph_capture_sizes": [1, 2, 4], "pass_config": {"enable_fusion": True}},
+            "hf_overrides": {"max_position_embeddings": 4096, "rope_scaling": {"rope_type": "yarn", "factor": 2.0}}})
         assert client.post("/api/v1/sweeps", json=hub, headers=AUTH).status_code == 201, "hub ids need no root"
     app.state.engine.dispose()
 
 
 def test_free_text_is_stored_verbatim_as_data(client, dataset) -> None:  # noqa: ANN001
-    """Free text may hold anything: it is kept as given, and the cell carries it as JSON values only."""
+    """Free text that never reaches vLLM (names, reasons, tags, categories) may hold anything: it is kept as
+    given, and the cell carries it as JSON values only. Values that reach vLLM are held to names (above)."""
     register_worker(client)
     hostile = "x; rm -rf / && $(reboot) `id` | sh > /etc/passwd"
     body = sweep_body(dataset, name=hostile, reason=hostile, tags=[hostile], branch=hostile, submitted_by=hostile,
-                      workload={"dataset": str(dataset), "categories": [hostile], "num_prompts": 4, "max_tokens": 8},
-                      speculative=[{"method": "ngram", "num_speculative_tokens": 3, "rejection_sample_method": hostile}])
+                      workload={"dataset": str(dataset), "categories": [hostile], "num_prompts": 4, "max_tokens": 8})
     response = client.post("/api/v1/sweeps", json=body, headers=AUTH)
     assert response.status_code == 201, response.text
     assert response.json()["name"] == hostile and response.json()["tags"] == [hostile]
     job = client.get("/api/v1/jobs", params={"sweep_id": response.json()["id"]}).json()[0]
     assert job["config"]["workload"]["categories"] == [hostile]
-    assert job["config"]["speculative"]["rejection_sample_method"] == hostile
 
 
 def test_nothing_in_the_code_base_starts_a_shell() -> None:

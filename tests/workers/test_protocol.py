@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.conftest import AUTH
-from tests.factories import cell_result, register_worker, submit, sweep_body
+from tests.factories import cell_result, claim, complete, heartbeat, register_worker, submit, sweep_body, upload_log
 
 SYNTHETIC_LOG = """\
 (EngineCore_DP0 pid=4242) ERROR 11-30 00:01:02 [core.py:1012] EngineCore encountered a fatal error.
@@ -27,24 +27,22 @@ vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See 
 def running(client, dataset):  # noqa: ANN001, ANN201
     worker = register_worker(client)
     sweep = submit(client, sweep_body(dataset, repeats=1)).json()
-    job = client.post(f"/api/v1/workers/{worker}/claim", headers=AUTH).json()
-    return worker, sweep["id"], job
+    return worker, sweep["id"], claim(client, worker)
 
 
-def _complete(client, job_id: int, worker: int, outcome: dict):  # noqa: ANN001, ANN202
-    return client.post(f"/api/v1/jobs/{job_id}/complete", json={"worker_id": worker, "outcome": outcome}, headers=AUTH)
+_complete = complete
 
 
 def test_claimed_job_carries_the_canonical_cell(running) -> None:  # noqa: ANN001
     _, _, job = running
     assert job["attempt"] == 1
-    assert job["cell"]["attention_backend"] == "CPU_ATTN" and job["cell"]["speculative"]["method"] == "ngram"
+    assert job["cell"]["backend"] == "CPU_ATTN" and job["cell"]["speculative"]["method"] == "ngram"
 
 
 def test_a_result_is_stored_with_derived_metrics_and_what_ran(client, running) -> None:  # noqa: ANN001
     worker, sweep_id, job = running
-    ran = {"backend": "CPU_ATTN", "graph_mode": "NONE", "draft_eager": False}
-    response = _complete(client, job["job_id"], worker, {"result": cell_result(), "ran": ran, "exit_code": 0, "duration_s": 15})
+    resolved = {"resolved_backend": "CPU_ATTN", "resolved_graph_mode": "NONE", "draft_eager": False}
+    response = _complete(client, job["job_id"], worker, {"result": cell_result(), "resolved": resolved, "exit_code": 0, "duration_s": 15})
     assert response.status_code == 200 and response.json()["state"] == "succeeded"
     [row] = client.get("/api/v1/results", params={"sweep_id": sweep_id}).json()
     assert row["acceptance_rate"] == pytest.approx(0.5)
@@ -69,10 +67,10 @@ def test_csv_export_has_one_line_per_result(client, running) -> None:  # noqa: A
 
 def test_a_crash_is_signed_from_its_log_and_grouped(client, dataset, running) -> None:  # noqa: ANN001
     worker, sweep_id, job = running
-    second = client.post(f"/api/v1/workers/{worker}/claim", headers=AUTH).json()
+    second = claim(client, worker)
     for claimed in (job, second):
         log = SYNTHETIC_LOG.replace("4242", str(claimed["job_id"] * 1000))
-        assert client.put(f"/api/v1/jobs/{claimed['job_id']}/log", params={"worker_id": worker}, content=log, headers=AUTH).status_code == 204
+        assert upload_log(client, claimed["job_id"], worker, log).status_code == 204
         response = _complete(client, claimed["job_id"], worker, {"exit_code": 1, "duration_s": 20})
         assert response.json()["state"] == "crashed"
     [group] = client.get("/api/v1/crashes").json()
@@ -91,10 +89,10 @@ def test_timeout_is_its_own_state_and_kind(client, running) -> None:  # noqa: AN
 
 def test_heartbeat_tells_the_worker_to_stop_a_cancelled_job(client, running) -> None:  # noqa: ANN001
     worker, sweep_id, job = running
-    beat = client.post(f"/api/v1/workers/{worker}/heartbeat", json={"job_ids": [job["job_id"]]}, headers=AUTH)
+    beat = heartbeat(client, worker, [job["job_id"]])
     assert beat.json() == {"stop": []}
     client.post(f"/api/v1/sweeps/{sweep_id}/cancel", headers=AUTH)
-    beat = client.post(f"/api/v1/workers/{worker}/heartbeat", json={"job_ids": [job["job_id"]]}, headers=AUTH)
+    beat = heartbeat(client, worker, [job["job_id"]])
     assert beat.json() == {"stop": [job["job_id"]]}
     # A result for a job the worker no longer holds is refused, and nothing is stored.
     assert _complete(client, job["job_id"], worker, {"result": cell_result(), "exit_code": 0}).status_code == 409
@@ -105,19 +103,19 @@ def test_another_worker_cannot_complete_or_log_a_job_it_does_not_hold(client, ru
     _, _, job = running
     other = register_worker(client)
     assert _complete(client, job["job_id"], other, {"result": cell_result(), "exit_code": 0}).status_code == 409
-    assert client.put(f"/api/v1/jobs/{job['job_id']}/log", params={"worker_id": other}, content="x", headers=AUTH).status_code == 409
+    assert upload_log(client, job["job_id"], other, "x").status_code == 409
 
 
 def test_baseline_gives_speedup_and_lossless_share(client, dataset) -> None:  # noqa: ANN001
     worker = register_worker(client)
     body = sweep_body(dataset, repeats=1, baseline=True, speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
     sweep_id = submit(client, body).json()["id"]
-    claimed = [client.post(f"/api/v1/workers/{worker}/claim", headers=AUTH).json() for _ in range(2)]
+    claimed = [claim(client, worker) for _ in range(2)]
     for job in claimed:
         baseline = job["cell"]["speculative"] is None
         result = cell_result(tokens_per_s=50.0 if baseline else 100.0, fingerprints=("a", "b") if baseline else ("a", "c"))
         if baseline:
-            result["spec"] = None
+            result["spec_decode"] = None
         _complete(client, job["job_id"], worker, {"result": result, "exit_code": 0})
     rows = {r["method"]: r for r in client.get("/api/v1/results", params={"sweep_id": sweep_id}).json()}
     assert rows["ngram"]["speedup"] == pytest.approx(2.0) and rows["ngram"]["lossless_share"] == pytest.approx(0.5)
@@ -130,15 +128,16 @@ def test_workers_and_builds_are_listed(client) -> None:  # noqa: ANN001
     assert [b["label"] for b in client.get("/api/v1/builds").json()] == ["vllm-a", "vllm-b"]
 
 
-def test_unknown_worker_gets_404(client) -> None:  # noqa: ANN001
-    assert client.post("/api/v1/workers/999/claim", headers=AUTH).status_code == 404
+def test_a_claim_for_another_worker_is_403(client) -> None:  # noqa: ANN001
+    worker = register_worker(client)
+    assert client.post("/api/v1/workers/999/claim", headers=worker.headers).status_code == 403
 
 
 def test_the_sweep_shows_per_cell_what_ran_and_the_crash_signature(client, running) -> None:  # noqa: ANN001
     worker, sweep_id, job = running
-    ran = {"backend": "FLASHINFER", "graph_mode": "PIECEWISE", "graph_downgraded": True, "draft_eager": True}
-    _complete(client, job["job_id"], worker, {"result": cell_result(), "ran": ran, "exit_code": 0})
-    crashed = client.post(f"/api/v1/workers/{worker}/claim", headers=AUTH).json()
+    resolved = {"resolved_backend": "FLASHINFER", "resolved_graph_mode": "PIECEWISE", "graph_downgraded": True, "draft_eager": True}
+    _complete(client, job["job_id"], worker, {"result": cell_result(), "resolved": resolved, "exit_code": 0})
+    crashed = claim(client, worker)
     _complete(client, crashed["job_id"], worker, {"timed_out": True, "signal": 9, "duration_s": 1})
     cells = {c["job_id"]: c for c in client.get(f"/api/v1/sweeps/{sweep_id}").json()["cells"]}
     succeeded, timed_out = cells[job["job_id"]], cells[crashed["job_id"]]

@@ -1,4 +1,4 @@
-"""Cells as files: expand a sweep, and import real results made on an H200 (vLLM 0.26.0) elsewhere.
+"""Importing a folder that ran elsewhere: real H200 results (vLLM 0.26.0), once, with the times they ran.
 
 ``tests/data/h200-matrix`` is the folder `runners/offline.py` filled on the lent H200 on 2026-11-30
 (3 backends x 3 graph modes x draft_model/dflash, random 8-layer Qwen3, load_format=dummy).
@@ -8,31 +8,25 @@ import json
 import shutil
 from pathlib import Path
 
-import yaml
+from sqlalchemy import func, select
 
-from app.schemas.sweep import SweepSpec
-from runners.imports import import_folder, write_cells
+from app.models import CrashSignature, Sweep
+from app.sweeps.imports import import_sweep
+from runners.folders import read_folder
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200-matrix"
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "h200-sweep.yaml"
 
 
-def test_expand_writes_the_same_cells_that_ran_on_the_h200(tmp_path: Path) -> None:
-    spec = SweepSpec.model_validate(yaml.safe_load(EXAMPLE.read_text()))
-    assert write_cells(spec, tmp_path) == 18
-    written = sorted(p.name for p in (tmp_path / "cells").iterdir())
-    assert written == sorted(p.name for p in (H200 / "cells").iterdir())
-    for name in written:
-        assert json.loads((tmp_path / "cells" / name / "spec.json").read_text()) == json.loads(
-            (H200 / "cells" / name / "spec.json").read_text()
-        )
+def _import(session, folder: Path):  # noqa: ANN001, ANN202
+    spec, ran, digest = read_folder(folder)
+    return import_sweep(session=session, spec=spec, ran=ran, digest=digest)
 
 
 def test_h200_results_import_with_what_ran(migrated_sessions) -> None:  # noqa: ANN001
     with migrated_sessions.begin() as session:
-        sweep = import_folder(session=session, folder=H200)
+        sweep, created = _import(session, H200)
         jobs = {(j.backend, j.graph_mode, j.method): j for j in sweep.jobs}
-        assert "imported" in sweep.tags and len(jobs) == 18
+        assert created and "imported" in sweep.tags and len(jobs) == 18
         assert {j.state.value for j in jobs.values()} == {"succeeded"}
         for (backend, mode, method), job in jobs.items():
             result = job.result
@@ -51,12 +45,42 @@ def test_h200_results_import_with_what_ran(migrated_sessions) -> None:  # noqa: 
                 assert result.resolved_draft_graph_mode == ("NONE" if downgraded or mode == "NONE" else "FULL")
 
 
+def test_importing_the_same_folder_twice_makes_one_sweep(migrated_sessions) -> None:  # noqa: ANN001
+    with migrated_sessions.begin() as session:
+        first, created = _import(session, H200)
+    with migrated_sessions.begin() as session:
+        again, created_again = _import(session, H200)
+        assert created and not created_again and again.id == first.id
+        assert session.scalar(select(func.count()).select_from(Sweep)) == 1
+
+
+def test_imported_results_and_crashes_carry_the_time_they_ran(migrated_sessions, tmp_path: Path) -> None:  # noqa: ANN001
+    folder = tmp_path / "crashed"
+    shutil.copytree(H200, folder)
+    crashed = folder / "cells" / "c0005-r0"
+    (crashed / "result.json").unlink()
+    exit_info = json.loads((crashed / "exit.json").read_text()) | {"exit_code": 1}
+    (crashed / "exit.json").write_text(json.dumps(exit_info))
+    with migrated_sessions.begin() as session:
+        sweep, _ = _import(session, folder)
+        jobs = {j.cell_index: j for j in sweep.jobs}
+        ran = json.loads((folder / "cells" / "c0000-r0" / "exit.json").read_text())["finished_at"]
+        assert jobs[0].result.created_at.strftime("%Y-%m-%dT%H:%M:%SZ") == ran
+        assert jobs[0].finished_at == jobs[0].result.created_at
+        assert jobs[5].state.value == "crashed" and jobs[5].crash is not None
+        seen = jobs[5].crash.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert seen == exit_info["finished_at"]
+        group = session.scalars(select(CrashSignature)).one()
+        assert group.first_seen == group.last_seen == jobs[5].crash.created_at
+        assert sweep.created_at == min(j.started_at for j in sweep.jobs if j.started_at)
+
+
 def test_a_cell_that_never_ran_stays_queued(migrated_sessions, tmp_path: Path) -> None:  # noqa: ANN001
     folder = tmp_path / "partial"
     shutil.copytree(H200, folder)
     (folder / "cells" / "c0017-r0" / "exit.json").unlink()
     with migrated_sessions.begin() as session:
-        sweep = import_folder(session=session, folder=folder)
+        sweep, _ = _import(session, folder)
         states = [j.state.value for j in sweep.jobs]
     assert states.count("succeeded") == 17 and states.count("queued") == 1
 
@@ -66,5 +90,5 @@ def test_exit_zero_without_a_usable_result_is_a_failure_not_a_crash(migrated_ses
     shutil.copytree(H200, folder)
     (folder / "cells" / "c0000-r0" / "result.json").write_text("{not json")
     with migrated_sessions.begin() as session:
-        job = next(j for j in import_folder(session=session, folder=folder).jobs if j.cell_index == 0)
+        job = next(j for j in _import(session, folder)[0].jobs if j.cell_index == 0)
         assert job.state.value == "failed" and "result JSON is unusable" in job.error

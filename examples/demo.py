@@ -1,14 +1,19 @@
-"""``draftbench demo``: a service, a CPU worker and a small sweep on real vLLM, from nothing.
+"""``make demo``: a service, a CPU worker and a small sweep on real vLLM, from nothing but this checkout.
 
 Starts both processes in the background (their pids and logs under the demo folder), so the
-dashboard stays up after the sweep; ``make demo-stop`` ends them.
+dashboard stays up after the sweep; ``make demo-stop`` ends them. The sweep runs the prompts
+shipped in runners/prompts on a tiny random-weight model made here.
+
+    python examples/demo.py --vllm-python PATH [--folder var/demo --port 8765 --token demo-token]
 """
 
+import argparse
 import os
 import string
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -17,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD_LABEL = "vllm-0.32-cpu"
 
 
-def run_demo(*, folder: Path, vllm_python: Path, port: int, token: str, dataset: Path) -> None:
+def run_demo(*, folder: Path, vllm_python: Path, port: int, token: str) -> None:
     folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     server = f"http://127.0.0.1:{port}"
@@ -37,11 +42,11 @@ def run_demo(*, folder: Path, vllm_python: Path, port: int, token: str, dataset:
     _wait_for(
         lambda: BUILD_LABEL in [b["label"] for b in httpx.get(f"{server}/api/v1/builds", timeout=2).json()],
         "the worker to register",
-        120,
+        180,
     )
     template = string.Template((ROOT / "examples" / "demo-sweep.yaml").read_text())
     sweep_file = folder / "sweep.yaml"
-    sweep_file.write_text(template.substitute(MODEL=model, DATASET=dataset.resolve()))
+    sweep_file.write_text(template.substitute(MODEL=model))
     subprocess.run([*draftbench, "submit", str(sweep_file)], env=env, check=True, cwd=ROOT)
     _say(f"dashboard: {server}/  (API docs: {server}/docs; stop with `make demo-stop`)")
 
@@ -61,7 +66,7 @@ def _start(folder: Path, name: str, argv: list[str], env: dict[str, str]) -> Non
     _say(f"{name} started (pid {proc.pid}, log {folder / f'{name}.log'})")
 
 
-def _wait_for(check, what: str, timeout_s: float) -> None:  # noqa: ANN001
+def _wait_for(check: Callable[[], bool], what: str, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
@@ -70,8 +75,24 @@ def _wait_for(check, what: str, timeout_s: float) -> None:  # noqa: ANN001
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
-    raise SystemExit(f"gave up waiting for {what} after {timeout_s:.0f} s")
+    raise SystemExit(f"demo: gave up waiting for {what} after {timeout_s:.0f} s")
 
 
 def _say(text: str) -> None:
     print(f"==> {text}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vllm-python", type=Path, required=True, help="The CPU vLLM build's interpreter")
+    parser.add_argument("--folder", type=Path, default=ROOT / "var" / "demo")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--token", default="demo-token")
+    args = parser.parse_args()
+    if not args.vllm_python.is_file():
+        raise SystemExit(f"demo: {args.vllm_python} does not exist: run `make vllm-env` first")
+    run_demo(folder=args.folder, vllm_python=args.vllm_python, port=args.port, token=args.token)
+
+
+if __name__ == "__main__":
+    main()

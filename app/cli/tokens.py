@@ -9,21 +9,20 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy.orm import Session
 
+from app.cli.errors import CliError
+from app.cli.service import DatabaseUrl, upgraded
 from app.enums import TokenScope
 
 token_cli = typer.Typer(help="Create, list and revoke API tokens (straight in the database).", no_args_is_help=True)
 console = Console()
 
-DatabaseUrl = Annotated[str, typer.Option(envvar="DRAFTBENCH_DATABASE_URL")]
-
 
 @contextmanager
-def _session(database_url: str) -> Iterator[Session]:
+def _session(database_url: str | None) -> Iterator[Session]:
     """One transaction on the migrated database; the engine is closed afterwards."""
     from app import db
 
-    db.upgrade(database_url)
-    engine = db.make_engine(database_url)
+    engine = db.make_engine(upgraded(database_url))
     try:
         with db.session_scope(db.make_sessionmaker(engine)) as session:
             yield session
@@ -35,7 +34,7 @@ def _session(database_url: str) -> Iterator[Session]:
 def create(
     name: Annotated[str, typer.Option(help="Who or what holds it: 'ci', 'h200-host-3'")],
     scope: Annotated[list[TokenScope], typer.Option(help="submit, worker or admin; repeatable")],
-    database_url: DatabaseUrl = "sqlite:///draftbench.db",
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Create a token and print its secret: this is the only time it is shown."""
     from app.auth import service
@@ -47,24 +46,24 @@ def create(
 
 
 @token_cli.command("list")
-def list_tokens(database_url: DatabaseUrl = "sqlite:///draftbench.db") -> None:
-    """List tokens (never their secrets)."""
+def list_tokens(database_url: DatabaseUrl = None) -> None:
+    """List tokens (never their secrets); workers' own credentials show their worker."""
     from app.auth import service
 
-    table = Table("id", "name", "scopes", "created", "last used", "revoked")
+    table = Table("id", "name", "scopes", "worker", "created", "last used", "revoked")
     with _session(database_url) as session:
         for t in service.list_all(session=session):
             when = [f"{d:%Y-%m-%d %H:%M}" if d else "" for d in (t.created_at, t.last_used_at, t.revoked_at)]
-            table.add_row(str(t.id), t.name, ", ".join(t.scopes), *when)
+            table.add_row(str(t.id), t.name, ", ".join(t.scopes), str(t.worker_id or ""), *when)
     console.print(table)
 
 
 @token_cli.command("revoke")
 def revoke(
     token_id: Annotated[int, typer.Argument(help="The token's id, from `draftbench token list`")],
-    database_url: DatabaseUrl = "sqlite:///draftbench.db",
+    database_url: DatabaseUrl = None,
 ) -> None:
-    """Revoke a token: every later request with it gets 401."""
+    """Revoke a token: every later request with it (and with the credentials of workers it registered) gets 401."""
     from app.auth import service
     from app.errors import NotFoundError
 
@@ -73,5 +72,4 @@ def revoke(
             token = service.revoke(session=session, token_id=token_id)
             console.print(f"token {token.id} '{token.name}' revoked")
     except NotFoundError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(1) from None
+        raise CliError(str(exc)) from None

@@ -4,7 +4,6 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.main import create_app
-from tests.conftest import AUTH
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
 
 
@@ -29,7 +28,7 @@ def test_series_after_claims_and_completions(client, dataset) -> None:  # noqa: 
     ok, bad = claim(client, worker), claim(client, worker)
     assert complete(client, ok["job_id"], worker, {"result": cell_result(), "exit_code": 0}).status_code == 200
     assert complete(client, bad["job_id"], worker, {"exit_code": 1, "duration_s": 3}).json()["state"] == "crashed"
-    assert client.post(f"/api/v1/workers/{worker}/heartbeat", json={"job_ids": []}, headers=AUTH).status_code == 200
+    assert client.post(f"/api/v1/workers/{worker.id}/heartbeat", json={"job_ids": []}, headers=worker.headers).status_code == 200
 
     samples = _scrape(client)
     assert _value(samples, "draftbench_database_up") == 1
@@ -44,13 +43,13 @@ def test_series_after_claims_and_completions(client, dataset) -> None:  # noqa: 
     assert crash_kind == client.get("/api/v1/crashes").json()[0]["kind"]
     assert _value(samples, "draftbench_worker_heartbeats_total") == 1
     assert _value(samples, "draftbench_workers_alive", gpu_kind="cpu") == 1
-    age = _value(samples, "draftbench_worker_heartbeat_age_seconds", worker_id=str(worker), name="w", host="h")
+    age = _value(samples, "draftbench_worker_heartbeat_age_seconds", worker_id=str(worker.id), name="w", host="h")
     assert 0 <= age < 60
 
 
 def test_an_empty_claim_is_timed_too(client) -> None:  # noqa: ANN001
     worker = register_worker(client)
-    assert client.post(f"/api/v1/workers/{worker}/claim", headers=AUTH).status_code == 204
+    assert client.post(f"/api/v1/workers/{worker.id}/claim", headers=worker.headers).status_code == 204
     samples = _scrape(client)
     assert _value(samples, "draftbench_claim_seconds_count", outcome="empty") == 1
     # No job yet: no draftbench_jobs series, but the scrape still works.
@@ -59,7 +58,7 @@ def test_an_empty_claim_is_timed_too(client) -> None:  # noqa: ANN001
 
 def test_each_app_counts_in_its_own_registry(client, settings) -> None:  # noqa: ANN001
     worker = register_worker(client)
-    client.post(f"/api/v1/workers/{worker}/heartbeat", json={"job_ids": []}, headers=AUTH)
+    client.post(f"/api/v1/workers/{worker.id}/heartbeat", json={"job_ids": []}, headers=worker.headers)
     other = create_app(settings)
     try:
         with TestClient(other) as second:

@@ -1,0 +1,1 @@
+"""``draftbench``: the command line (serve, worker, submit, status, expand, import, migrate, token)."""

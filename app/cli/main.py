@@ -1,0 +1,40 @@
+"""The ``draftbench`` command: its commands are gathered here; failures print one line (``--debug``: the traceback)."""
+
+import sys
+from typing import Annotated
+
+import typer
+
+from app.cli import service, sweeps, tokens, worker
+from app.cli.errors import CliError
+
+cli = typer.Typer(
+    help="draftbench: benchmark speculative decoding in vLLM across backends, CUDA-graph modes, GPUs and builds.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+_debug = False
+
+
+@cli.callback()
+def _root(debug: Annotated[bool, typer.Option("--debug", help="Show the full traceback of a failure")] = False) -> None:
+    global _debug
+    _debug = debug
+
+
+for module in (service, worker, sweeps):
+    module.register(cli)
+cli.add_typer(tokens.token_cli, name="token")
+
+
+def main() -> None:
+    try:
+        cli()
+    except CliError as exc:
+        if _debug:
+            raise
+        print(f"draftbench: {exc}", file=sys.stderr)
+        sys.exit(exc.code)
+    except KeyboardInterrupt:
+        sys.exit(130)

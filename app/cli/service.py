@@ -1,0 +1,85 @@
+"""``draftbench serve`` and ``draftbench migrate``."""
+
+from typing import Annotated
+
+import typer
+
+from app.cli.errors import CliError
+from app.config import Settings
+
+DatabaseUrl = Annotated[
+    str | None, typer.Option(envvar="DRAFTBENCH_DATABASE_URL", help="Default: DRAFTBENCH_DATABASE_URL, else sqlite:///draftbench.db")
+]
+
+
+def settings_for(database_url: str | None) -> Settings:
+    """The service's settings, with the command line's database (if any) over the environment's."""
+    return Settings(**({"database_url": database_url} if database_url else {}))
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    processes: Annotated[
+        int, typer.Option(min=1, envvar="DRAFTBENCH_PROCESSES", help="service processes (uvicorn workers) on one port")
+    ] = 1,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Run the API and dashboards (migrates the database first, or refuses to start)."""
+    import os
+    import shutil
+    import tempfile
+
+    import uvicorn
+
+    from app.db import SchemaError, upgrade
+    from app.main import create_app
+
+    settings = settings_for(database_url)
+    if not settings.token:
+        raise CliError("DRAFTBENCH_TOKEN is not set: the service would refuse every write (workers, submissions)", code=2)
+    try:
+        # Several processes each build their own app from the environment; here the schema is only
+        # brought up to date, so that a refusal shows once, before any process starts.
+        if processes == 1:
+            app = create_app(settings)
+        else:
+            upgrade(settings.database_url)
+    except SchemaError as exc:
+        raise CliError(f"cannot start: {exc}") from exc
+    if processes == 1:
+        uvicorn.run(app, host=host, port=port, log_level="info")
+        return
+    os.environ["DRAFTBENCH_DATABASE_URL"] = settings.database_url
+    # A scrape reaches one process: they keep their counters in files there, summed by each scrape
+    # (app.metrics.service). A new folder per start, so no count of an earlier run is added in.
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = counters = tempfile.mkdtemp(prefix="draftbench-metrics-")
+    try:
+        uvicorn.run("app.main:create_app", factory=True, workers=processes, host=host, port=port, log_level="info")
+    finally:
+        shutil.rmtree(counters, ignore_errors=True)
+
+
+def migrate(database_url: DatabaseUrl = None) -> None:
+    """Bring the database to the newest schema (alembic upgrade head)."""
+    from rich.console import Console
+
+    upgraded(database_url)
+    Console().print("database is at the newest schema")
+
+
+def upgraded(database_url: str | None) -> str:
+    """Migrate the database the command names (or the environment's) and return its URL; CliError if it cannot."""
+    from app.db import SchemaError, upgrade
+
+    url = settings_for(database_url).database_url
+    try:
+        upgrade(url)
+    except SchemaError as exc:
+        raise CliError(str(exc)) from exc
+    return url
+
+
+def register(cli: typer.Typer) -> None:
+    cli.command()(serve)
+    cli.command()(migrate)

@@ -1,0 +1,152 @@
+"""``draftbench submit|status|expand|import``: sweeps from the command line, and sweeps run without the service."""
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from app.cli.errors import CliError
+from app.cli.http import Api
+from app.cli.service import DatabaseUrl, upgraded
+from app.cli.worker import Server, Token
+from app.config import DEFAULT_SERVER
+from app.enums import JobState, SweepState
+
+# Piped output (make, CI logs) gets a wide table instead of rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 200)
+FINAL = {s.value for s in JobState if s.is_final}
+
+
+def submit(
+    sweep_file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Sweep in YAML or JSON")],
+    server: Server = DEFAULT_SERVER,
+    token: Token = "",
+    wait: Annotated[bool, typer.Option(help="Show progress until the sweep finishes")] = True,
+    idempotency_key: str | None = None,
+    poll: float = 2.0,
+) -> None:
+    """Submit a sweep; by default wait with a progress bar and print the results table."""
+    headers = {"content-type": "application/yaml"}
+    if idempotency_key:
+        headers["Idempotency-Key"] = idempotency_key
+    with Api(server, token) as api:
+        sweep = api.send("POST", "/api/v1/sweeps", content=sweep_file.read_bytes(), headers=headers).json()
+        console.print(f"sweep {sweep['id']} '{sweep['name']}': {sweep['total']} jobs · {api.server}/sweeps/{sweep['id']}")
+        for warning in sweep.get("warnings", []):
+            console.print(f"[yellow]warning:[/] {warning}")
+        if not wait:
+            return
+        _follow(api, sweep["id"], sweep["total"], poll)
+        _print_results(api, sweep["id"])
+
+
+def status(sweep_id: Annotated[int | None, typer.Argument()] = None, server: Server = DEFAULT_SERVER) -> None:
+    """List recent sweeps, or show one sweep's results."""
+    with Api(server) as api:
+        if sweep_id is None:
+            table = Table("id", "name", "state", "jobs", "build")
+            for s in api.get("/api/v1/sweeps"):
+                counts = ", ".join(f"{k} {v}" for k, v in sorted(s["counts"].items()))
+                table.add_row(str(s["id"]), s["name"], s["state"], counts, s["build"])
+            console.print(table)
+        else:
+            _print_results(api, sweep_id)
+
+
+def import_results(
+    folder: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A folder made by `draftbench expand` and runners/offline.py")],
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Import cells run elsewhere (runners/offline.py) as a finished sweep, with their logs and crashes.
+
+    The same runs imported again are recognised: the first import's sweep is reported, nothing is added.
+    """
+    from pydantic import ValidationError
+
+    from app import db
+    from app.sweeps.imports import import_sweep
+    from runners.folders import read_folder
+
+    try:
+        spec, ran, digest = read_folder(folder)
+    except (OSError, ValueError, ValidationError) as exc:
+        raise CliError(f"{folder} is not a folder of cells that ran: {exc}") from None
+    engine = db.make_engine(upgraded(database_url))
+    try:
+        with db.session_scope(db.make_sessionmaker(engine)) as session:
+            sweep, created = import_sweep(session=session, spec=spec, ran=ran, digest=digest)
+            if created:
+                console.print(f"imported sweep {sweep.id} '{sweep.name}': {len(ran)} of {len(sweep.jobs)} jobs ran")
+            else:
+                console.print(f"already imported as sweep {sweep.id} '{sweep.name}': nothing added")
+    finally:
+        engine.dispose()
+
+
+def expand(
+    sweep_file: Annotated[Path, typer.Argument(exists=True, dir_okay=False)],
+    folder: Annotated[Path, typer.Argument(file_okay=False, help="Where to write sweep.json and cells/NAME/spec.json")],
+) -> None:
+    """Write a sweep's cells as files for runners/offline.py, for hosts that cannot reach the service."""
+    import yaml
+    from pydantic import ValidationError
+
+    from app.schemas.sweep import SweepSpec
+    from app.sweeps import parsing
+    from runners.folders import write_cells
+
+    try:
+        spec = SweepSpec.model_validate(parsing.load(sweep_file.read_bytes(), parsing.YAML_TYPES[0]))
+    except (parsing.BodyError, ValidationError, yaml.YAMLError) as exc:
+        raise CliError(f"{sweep_file}: {' '.join(str(exc).split())[:800]}") from None
+    count = write_cells(spec, folder)
+    console.print(f"{count} cells x {spec.repeats} repeats written under {folder}")
+
+
+def _follow(api: Api, sweep_id: int, total: int, poll: float) -> None:
+    columns = (TextColumn("[bold]sweep {task.fields[sweep]}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[counts]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=not sys.stdout.isatty()) as progress:
+        task = progress.add_task("run", total=total, sweep=sweep_id, counts="")
+        while True:
+            sweep = api.get(f"/api/v1/sweeps/{sweep_id}")
+            done = sum(v for k, v in sweep["counts"].items() if k in FINAL)
+            counts = " ".join(f"{k}:{v}" for k, v in sorted(sweep["counts"].items()))
+            progress.update(task, completed=done, counts=counts)
+            if sweep["state"] in (SweepState.FINISHED, SweepState.CANCELLED):
+                return
+            time.sleep(poll)
+
+
+def _print_results(api: Api, sweep_id: int) -> None:
+    sweep = api.get(f"/api/v1/sweeps/{sweep_id}")
+    results = {r["job_id"]: r for r in api.get("/api/v1/results", sweep_id=sweep_id)}
+    table = Table("job", "GPU kind", "backend", "graph mode → resolved", "method", "rep", "state",
+                  "acceptance [95% CI]", "accept len", "tok/s", title=f"sweep {sweep_id}: {sweep['name']} ({sweep['state']})")
+    for cell in sweep["cells"]:
+        r = results.get(cell["job_id"])
+        acc = length = tps = ""
+        mode = cell["graph_mode"]
+        if r:
+            mode = f"{cell['graph_mode']} → {r['resolved_graph_mode'] or '?'}"
+            tps = f"{r['tokens_per_s']:.1f}"
+            if r["acceptance_rate"] is not None:
+                acc = f"{r['acceptance_rate']:.3f} [{r['acceptance_rate_low']:.3f}, {r['acceptance_rate_high']:.3f}]"
+                length = f"{r['mean_acceptance_length']:.2f}"
+        table.add_row(str(cell["job_id"]), cell["gpu_kind"], cell["backend"], mode, cell["method"] or "baseline",
+                      str(cell["repeat"]), cell["state"], acc, length, tps)
+    console.print(table)
+    for warning in sweep.get("warnings", []):
+        console.print(f"[yellow]warning:[/] {warning}")
+
+
+def register(cli: typer.Typer) -> None:
+    cli.command()(submit)
+    cli.command()(status)
+    cli.command()(expand)
+    cli.command("import")(import_results)

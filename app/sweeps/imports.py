@@ -1,0 +1,71 @@
+"""Storing a sweep that ran elsewhere (``runners/offline.py``) as a finished sweep, through the queue's own steps.
+
+The folder is read by runners.folders (the CLI's import command hands its outcomes here). Each cell
+that ran is started and finished as a worker's would be, with the times it ran; a cell that never
+ran stays queued, visible rather than lost. The same runs imported twice are one sweep.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from app.crashes import service as crashes
+from app.jobs import queue
+from app.models import Build, Sweep
+from app.results import service as results
+from app.schemas.cell import CellOutcome
+from app.schemas.sweep import SweepSpec
+from app.sweeps import service as sweeps
+from app.workers import service as workers
+
+# Imports are not limited by the service's DRAFTBENCH_MAX_CELLS: the cells already ran.
+IMPORT_LIMIT = 100_000
+SCOPE = "import"
+
+
+@dataclass(frozen=True)
+class RanCell:
+    """One cell and repeat that ran elsewhere: its outcome, its log, and when it ran."""
+
+    cell_index: int
+    repeat: int
+    outcome: CellOutcome
+    log: str
+    started_at: datetime
+    finished_at: datetime
+
+
+def import_sweep(*, session: Session, spec: SweepSpec, ran: Sequence[RanCell], digest: str) -> tuple[Sweep, bool]:
+    """The sweep made from these runs, and whether it is new (False: this digest was imported before)."""
+    idempotency = sweeps.Idempotency(scope=SCOPE, key=digest)
+    existing = sweeps.by_key(session=session, idempotency=idempotency)
+    if existing is not None:
+        return existing, False
+    sweep = sweeps.build(spec, max_cells=IMPORT_LIMIT, max_attempts=1)
+    sweep.tags = [*sweep.tags, "imported"]
+    sweep.idempotency_scope, sweep.idempotency_key = idempotency.scope, idempotency.key
+    sweep.request_hash = sweeps.request_hash(spec)
+    if ran:
+        sweep.created_at = min(cell.started_at for cell in ran)
+    session.add(sweep)
+    session.flush()
+    jobs = {(job.cell_index, job.repeat): job for job in sweep.jobs}
+    for cell in ran:
+        job = jobs[(cell.cell_index, cell.repeat)]
+        queue.start_elsewhere(session=session, job=job, started_at=cell.started_at)
+        crashes.store_log(session=session, job_id=job.id, text=cell.log)
+        session.flush()
+        results.record(session=session, job=job, outcome=cell.outcome, finished_at=cell.finished_at)
+    _register_build(session=session, spec=spec, ran=ran)
+    session.flush()
+    return sweep, True
+
+
+def _register_build(*, session: Session, spec: SweepSpec, ran: Sequence[RanCell]) -> None:
+    """The imported build becomes known, with the vLLM version its results report."""
+    if spec.build in workers.build_labels(session=session):
+        return
+    version = next((c.outcome.result.versions.vllm for c in ran if c.outcome.result is not None), None)
+    session.add(Build(label=spec.build, vllm_version=version))

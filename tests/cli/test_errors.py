@@ -1,0 +1,76 @@
+"""The CLI fails in one clear line with a non-zero exit; a traceback only with --debug."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from app.config import Settings
+from tests.conftest import TOKEN
+from tests.factories import sweep_body
+from tests.live import free_port, serve
+
+DRAFTBENCH = Path(sys.executable).with_name("draftbench")
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DRAFTBENCH_")}
+    return subprocess.run([str(DRAFTBENCH), *args], capture_output=True, text=True, timeout=120, env=clean | (env or {}))
+
+
+def one_line(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode != 0, done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("draftbench: "), done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    return lines[0]
+
+
+@pytest.fixture
+def sweep_file(tmp_path: Path, dataset: Path) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep_body(dataset)))
+    return path
+
+
+@pytest.fixture
+def server(sqlite_url: str):  # noqa: ANN201
+    with serve(Settings(database_url=sqlite_url, token=TOKEN)) as url:
+        yield url
+
+
+def test_submit_without_a_token_says_so(sweep_file: Path) -> None:
+    line = one_line(run("submit", str(sweep_file), "--server", "http://127.0.0.1:9"))
+    assert "no token" in line and "DRAFTBENCH_TOKEN" in line
+
+
+def test_a_wrong_token_is_named_as_such(server: str, sweep_file: Path) -> None:
+    line = one_line(run("submit", str(sweep_file), "--server", server, "--token", "dbk_wrong"))
+    assert "refused the token (401" in line
+
+
+def test_a_service_that_is_down_is_named_with_its_address(sweep_file: Path) -> None:
+    address = f"http://127.0.0.1:{free_port()}"
+    for args in (("status",), ("status", "3"), ("submit", str(sweep_file), "--token", "t")):
+        line = one_line(run(*args, "--server", address))
+        assert f"cannot reach the service at {address}" in line
+
+
+def test_a_refused_sweep_prints_the_services_words_naming_the_field(server: str, tmp_path: Path, dataset: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(sweep_body(dataset, backends=["FLASH_ATN"])))
+    line = one_line(run("submit", str(path), "--server", server, "--token", TOKEN))
+    assert "(422)" in line and "backends.0" in line and "FLASHINFER" in line
+
+
+def test_debug_shows_the_traceback(sweep_file: Path) -> None:
+    done = run("--debug", "status", "--server", f"http://127.0.0.1:{free_port()}")
+    assert done.returncode != 0 and "Traceback" in done.stderr and "CliError" in done.stderr
+
+
+def test_a_migration_failure_is_one_line(tmp_path: Path) -> None:
+    line = one_line(run("migrate", "--database-url", f"sqlite:///{tmp_path}/missing/folder/x.db"))
+    assert "could not migrate" in line

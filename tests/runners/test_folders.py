@@ -1,0 +1,39 @@
+"""Cells as files: ``draftbench expand`` writes the same cells that ran on the H200, and reading a folder back."""
+
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+
+from app.schemas.cell import CellSpec
+from app.schemas.sweep import SweepSpec
+from runners.folders import read_folder, write_cells
+
+H200 = Path(__file__).resolve().parents[1] / "data" / "h200-matrix"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "h200-sweep.yaml"
+
+
+def test_expand_writes_the_same_cells_that_ran_on_the_h200(tmp_path: Path) -> None:
+    spec = SweepSpec.model_validate(yaml.safe_load(EXAMPLE.read_text()))
+    assert write_cells(spec, tmp_path) == 18
+    written = sorted(p.name for p in (tmp_path / "cells").iterdir())
+    assert written == sorted(p.name for p in (H200 / "cells").iterdir())
+    for name in written:
+        # The H200 folder was written with the cell schema's first names (attention_backend, cudagraph_mode).
+        ran = CellSpec.model_validate_json((H200 / "cells" / name / "spec.json").read_text())
+        assert json.loads((tmp_path / "cells" / name / "spec.json").read_text()) == ran.model_dump(mode="json")
+
+
+def test_reading_a_folder_gives_each_run_its_own_time_and_the_same_digest_twice(tmp_path: Path) -> None:
+    spec, ran, digest = read_folder(H200)
+    assert spec.build == "vllm-0.26.0-cu130" and len(ran) == 18
+    first = next(r for r in ran if (r.cell_index, r.repeat) == (0, 0))
+    exit_info = json.loads((H200 / "cells" / "c0000-r0" / "exit.json").read_text())
+    assert first.finished_at.strftime("%Y-%m-%dT%H:%M:%SZ") == exit_info["finished_at"]
+    assert (first.finished_at - first.started_at).total_seconds() == exit_info["duration_s"]
+    assert read_folder(H200)[2] == digest
+    changed = tmp_path / "changed"
+    shutil.copytree(H200, changed)
+    (changed / "cells" / "c0003-r0" / "cell.log").write_text("another run\n")
+    assert read_folder(changed)[2] != digest

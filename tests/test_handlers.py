@@ -1,0 +1,79 @@
+"""No input reaches a 500: values JSON and the database cannot hold, bodies that are not UTF-8, repeated bad tokens."""
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from app.models import ApiToken, Sweep, Worker
+from tests.conftest import AUTH
+from tests.factories import register_worker, sweep_body
+
+SURROGATE = "\udc80"
+
+
+def _json(value: object) -> bytes:
+    """JSON as a hostile client sends it: NaN and Infinity literals, lone surrogates as \\u escapes."""
+    return json.dumps(value, ensure_ascii=True, allow_nan=True).encode()
+
+
+def _count(client: TestClient, model: type) -> int:
+    with client.app.state.sessionmaker() as session:
+        return session.scalar(select(func.count()).select_from(model))
+
+
+@pytest.mark.parametrize(
+    ("change", "loc"),
+    [({"workload": {"dataset": "draftbench", "temperature": float("nan")}}, ["body", "workload", "temperature"]),
+     ({"timeout_s": float("inf")}, ["body", "timeout_s"]),
+     ({"engine_args": {"gpu_memory_utilization": float("nan")}}, ["body", "engine_args"]),
+     ({"name": SURROGATE}, ["body", "name"]),
+     ({"tags": ["ok", SURROGATE]}, ["body", "tags", 1]),
+     ({"branch": "a" + SURROGATE}, ["body", "branch"]),
+     ({"reason": SURROGATE}, ["body", "reason"]),
+     ({"submitted_by": SURROGATE}, ["body", "submitted_by"])],
+    ids=["nan-temperature", "inf-timeout", "nan-in-engine-args", "surrogate-name", "surrogate-tag", "surrogate-branch",
+         "surrogate-reason", "surrogate-submitter"],
+)
+def test_values_json_or_the_database_cannot_hold_are_422_naming_the_field(client, dataset, change, loc) -> None:  # noqa: ANN001
+    register_worker(client)
+    body = sweep_body(dataset) | change
+    response = client.post("/api/v1/sweeps", content=_json(body), headers=AUTH | {"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["loc"][: len(loc)] == loc
+    assert _count(client, Sweep) == 0
+
+
+def test_a_surrogate_in_a_worker_or_token_name_is_422(client) -> None:  # noqa: ANN001
+    worker = {"name": SURROGATE, "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "b"}]}
+    refused = client.post("/api/v1/workers", content=_json(worker), headers=AUTH | {"content-type": "application/json"})
+    assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["body", "name"]
+    token = {"name": "ci" + SURROGATE, "scopes": ["submit"]}
+    refused = client.post("/api/v1/tokens", content=_json(token), headers=AUTH | {"content-type": "application/json"})
+    assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["body", "name"]
+    assert _count(client, Worker) == 0 and _count(client, ApiToken) == 0
+
+
+def test_a_body_that_is_not_utf8_json_is_422_on_every_route(client) -> None:  # noqa: ANN001
+    worker = register_worker(client)
+    for path, headers in (("/api/v1/workers", AUTH), ("/api/v1/tokens", AUTH),
+                          (f"/api/v1/workers/{worker.id}/heartbeat", worker.headers)):
+        response = client.post(path, content=b"\xff\xfe\x00{", headers=headers | {"content-type": "application/json"})
+        assert response.status_code == 422, (path, response.text)
+        assert response.json()["detail"][0]["loc"][0] == "body"
+
+
+def test_json_nested_past_pythons_recursion_limit_is_422_not_400(client) -> None:  # noqa: ANN001
+    deep = b"[" * 100_000 + b"]" * 100_000
+    response = client.post("/api/v1/workers", content=deep, headers=AUTH | {"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+
+
+def test_guessing_tokens_is_rate_limited_per_client(make_client) -> None:  # noqa: ANN001
+    limited = make_client(rate_limit_per_minute=5)
+    wrong = {"Authorization": "Bearer dbk_guess"}
+    answers = [limited.post("/api/v1/sweeps", json={}, headers=wrong).status_code for _ in range(7)]
+    assert answers[:5] == [401] * 5 and answers[5:] == [429, 429]
+    refused = limited.post("/api/v1/sweeps", json={}, headers=wrong)
+    assert "Retry-After" in refused.headers

@@ -1,0 +1,53 @@
+"""The README's enum table is the enums of app/enums.py, spelled as the service spells them."""
+
+import re
+from enum import StrEnum
+from pathlib import Path
+
+from app.enums import (
+    AttentionBackend,
+    BuiltinDataset,
+    CrashKind,
+    GpuKind,
+    GraphMode,
+    JobState,
+    SpecMethod,
+    SweepState,
+    TokenScope,
+)
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+TABLE: dict[str, type[StrEnum]] = {
+    "backends": AttentionBackend,
+    "graph modes": GraphMode,
+    "methods": SpecMethod,
+    "GPU kinds": GpuKind,
+    "built-in datasets": BuiltinDataset,
+    "job states": JobState,
+    "sweep states": SweepState,
+    "crash kinds": CrashKind,
+    "token scopes": TokenScope,
+}
+
+
+def enum_table() -> str:
+    rows = [f"| {name} | {', '.join(member.value for member in enum)} |" for name, enum in TABLE.items()]
+    return "\n".join(["| enum | values |", "|---|---|", *rows])
+
+
+def test_the_readme_enum_table_is_generated_from_app_enums() -> None:
+    found = re.search(r"<!-- enums:begin -->\n(.*?)\n<!-- enums:end -->", README.read_text(), re.DOTALL)
+    assert found, "the README lost its enum table markers"
+    assert found.group(1) == enum_table(), f"paste this between the markers:\n{enum_table()}"
+
+
+def test_nothing_in_the_readme_commands_or_code_reads_outside_the_checkout() -> None:
+    root = README.parent
+    offenders = [
+        str(path.relative_to(root))
+        for pattern in ("*.py", "Makefile", "*.yml", "*.yaml", "*.toml", "*.md")
+        for path in root.rglob(pattern)
+        if ".venv" not in path.parts and "var" not in path.parts and "data" not in path.parts
+        and path.name != "test_readme.py" and "../shared" in path.read_text(errors="replace")
+    ]
+    assert offenders == []
