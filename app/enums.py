@@ -88,6 +88,13 @@ class GpuKind(StrEnum):
     MI355X = "MI355X"
 
 
+class Mode(StrEnum):
+    """How a cell drives vLLM."""
+
+    OFFLINE = "offline"  # LLM.generate over the workload, in rounds
+    SERVE = "serve"  # vLLM's OpenAI server, ``concurrency`` streaming clients
+
+
 class BuiltinDataset(StrEnum):
     """Workload datasets that need no file: ``workload.dataset`` is one of these names or a path."""
 

@@ -168,6 +168,11 @@ class Job(Base):
     graph_mode: Mapped[str] = mapped_column(String(32))
     # None for a baseline cell (no speculation).
     method: Mapped[str | None] = mapped_column(String(32))
+    # "offline" (LLM.generate) or "serve" (vLLM's OpenAI server under ``concurrency`` clients).
+    mode: Mapped[str] = mapped_column(String(16), default="offline", server_default="offline")
+    concurrency: Mapped[int | None] = mapped_column()
+    # vLLM's own environment variables the cell ran with (an axis of the sweep: VLLM_USE_V2_MODEL_RUNNER...).
+    env: Mapped[dict[str, Any]] = mapped_column(default=dict)
     config: Mapped[dict[str, Any]] = mapped_column()
     config_hash: Mapped[str] = mapped_column(String(64), index=True)
     state: Mapped[JobState] = mapped_column(_enum(JobState), default=JobState.QUEUED)
@@ -199,8 +204,25 @@ class Result(Base):
     generation_s: Mapped[float] = mapped_column(Float)
     num_requests: Mapped[int] = mapped_column()
     output_tokens: Mapped[int] = mapped_column()
+    # The median over the cell's measured rounds, with its distribution-free interval (app.analysis.rounds).
     tokens_per_s: Mapped[float] = mapped_column(Float)
+    tokens_per_s_low: Mapped[float | None] = mapped_column(Float)
+    tokens_per_s_high: Mapped[float | None] = mapped_column(Float)
     requests_per_s: Mapped[float] = mapped_column(Float)
+    rounds: Mapped[int] = mapped_column(default=1, server_default="1")
+    # Seconds inside measured rounds, and that over the cell's whole wall time (engine start included).
+    measured_s: Mapped[float | None] = mapped_column(Float)
+    efficiency: Mapped[float | None] = mapped_column(Float)
+    # "V1" or "V2": which of vLLM's model runners ran the cell.
+    model_runner: Mapped[str | None] = mapped_column(String(16))
+    # Serving mode: latency percentiles and rates (app.schemas.cell.Serving); None offline.
+    serving: Mapped[dict[str, Any] | None] = mapped_column()
+    # Calibration cells (synthetic acceptance): the per-position rates asked for, and whether a
+    # measured rate's interval misses its expected rate.
+    expected_per_position: Mapped[list[Any] | None] = mapped_column()
+    calibration_miss: Mapped[bool | None] = mapped_column(Boolean)
+    # "cell" (runners/cell.py) or "vllm-bench" (a file of vLLM's own benchmark tools, imported).
+    source: Mapped[str] = mapped_column(String(32), default="cell", server_default="cell")
     num_drafts: Mapped[int] = mapped_column(default=0)
     num_draft_tokens: Mapped[int] = mapped_column(default=0)
     num_accepted_tokens: Mapped[int] = mapped_column(default=0)

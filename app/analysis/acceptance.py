@@ -3,10 +3,11 @@
 Pure functions of the cell's reported numbers: nothing here reads the database or the web layer.
 """
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.analysis.intervals import bootstrap_ratio_interval, wilson_interval
+from app.analysis.intervals import Z_95, wilson_interval
 from app.schemas.cell import RequestOutcome, SpecDecodeCounters
 
 
@@ -14,9 +15,8 @@ from app.schemas.cell import RequestOutcome, SpecDecodeCounters
 class AcceptanceMetrics:
     """Point estimates and 95 % intervals; every field is None (``per_position`` empty) without drafts.
 
-    ``per_position[i]`` is ``(rate, low, high)`` for draft position ``i``.
-    ``mean_acceptance_length_low/high`` are None unless every request reported its own
-    ``num_drafts`` and ``num_accepted_tokens``.
+    ``per_position[i]`` is ``(rate, low, high)`` for draft position ``i``. Every interval holds its
+    estimate: both come from the same counts.
     """
 
     acceptance_rate: float | None
@@ -31,22 +31,33 @@ class AcceptanceMetrics:
 NO_DRAFTS = AcceptanceMetrics(None, None, None, None, None, None, ())
 
 
-def derive(counters: SpecDecodeCounters | None, requests: Sequence[RequestOutcome]) -> AcceptanceMetrics:
+def derive(
+    counters: SpecDecodeCounters | None,
+    requests: Sequence[RequestOutcome],
+    rounds: Sequence[SpecDecodeCounters] = (),
+) -> AcceptanceMetrics:
     """Acceptance rate, mean acceptance length and per-position rates of one measured run.
 
     With ``D`` drafts, ``T`` draft tokens, ``A`` accepted tokens and ``A_i`` accepted at
     position ``i`` (vLLM's ``spec_decode_*`` counters):
 
-    - acceptance rate ``A / T``, Wilson interval with ``A`` successes in ``T`` trials;
-    - mean acceptance length ``1 + A / D`` (the bonus token counts), interval ``1 +`` the
-      percentile bootstrap of ``sum(a_r) / sum(d_r)`` over requests ``r``
-      (:func:`~app.analysis.intervals.bootstrap_ratio_interval`, 2000 resamples, seed 0);
+    - acceptance rate ``A / T``, Wilson interval with ``A`` successes in ``T`` trials (a Wilson
+      interval always holds its own ``A / T``);
+    - mean acceptance length ``L = 1 + A / D`` (the bonus token counts), interval ``L +- z se``
+      clipped to ``[1, 1 + k]``, where ``se`` is the larger of
+      (a) the per-draft standard error from the same counters: a draft accepts ``X`` tokens with
+      ``P(X >= i) = A_i / D``, so ``E[X] = A / D`` and ``E[X^2] = sum_i (2i - 1) A_i / D``,
+      ``se_a = sqrt(Var(X) / D)``; and
+      (b) the cluster standard error of the ratio over units that draft together: the measured
+      rounds (2 or more) or else the requests (when each reported its own drafts), from the
+      ratio estimator's linearisation ``se_b^2 = n / (n - 1) sum_u (a_u - R d_u)^2 / D^2``
+      with ``R = A / D``;
+      drafts of one request are not independent, so (a) alone is too narrow, and (b) alone can
+      be too narrow with few units;
     - per-position rate ``A_i / D``, Wilson interval with ``A_i`` successes in ``D`` trials.
 
-    The Wilson intervals treat tokens as independent trials; a draft stops at its first
-    rejection, so they are narrower than the truth. The bootstrap resamples whole requests and
-    carries that dependence. The point estimates come from the counters, the bootstrap from the
-    per-request numbers: if those disagree, the point can fall outside its interval.
+    The point estimates come from the counters; when the per-request or per-round counts do not
+    add up to them (a warm-up leak, a lost request), those units are not used for (b).
 
     Parameters
     ----------
@@ -54,6 +65,8 @@ def derive(counters: SpecDecodeCounters | None, requests: Sequence[RequestOutcom
         None for a run without speculation.
     requests : sequence of RequestOutcome
         The measured requests, in any order.
+    rounds : sequence of SpecDecodeCounters
+        Each measured round's counters (they sum to ``counters``).
 
     Returns
     -------
@@ -67,21 +80,24 @@ def derive(counters: SpecDecodeCounters | None, requests: Sequence[RequestOutcom
 
     Notes
     -----
-    O(P + B R) for P positions, B resamples and R requests.
+    O(P + U) for P positions and U units. Cochran, W. G. (1977), *Sampling Techniques*, 3rd ed.,
+    sec. 6.4 (the ratio estimator's variance).
     """
     if counters is None or counters.num_drafts == 0:
         return NO_DRAFTS
     drafts = counters.num_drafts
     accepted = counters.num_accepted_tokens
     rate_low, rate_high = wilson_interval(accepted, counters.num_draft_tokens)
-    length_low, length_high = _length_interval(requests)
+    length = 1.0 + accepted / drafts
+    depth = len(counters.accepted_per_position) or max(1, counters.num_draft_tokens // drafts)
+    half = Z_95 * max(_per_draft_se(counters), _cluster_se(counters, requests, rounds))
     return AcceptanceMetrics(
         acceptance_rate=accepted / counters.num_draft_tokens,
         acceptance_rate_low=rate_low,
         acceptance_rate_high=rate_high,
-        mean_acceptance_length=1.0 + accepted / drafts,
-        mean_acceptance_length_low=length_low,
-        mean_acceptance_length_high=length_high,
+        mean_acceptance_length=length,
+        mean_acceptance_length_low=max(1.0, length - half),
+        mean_acceptance_length_high=min(1.0 + depth, length + half),
         per_position=per_position(counters.accepted_per_position, drafts),
     )
 
@@ -129,12 +145,49 @@ def lossless_share(fingerprints: Sequence[str], baseline_fingerprints: Sequence[
     return same / len(fingerprints)
 
 
-def _length_interval(requests: Sequence[RequestOutcome]) -> tuple[float | None, float | None]:
-    """``1 +`` the bootstrap interval of accepted/drafts over requests; Nones when it cannot be had."""
-    if not requests or any(r.num_drafts is None or r.num_accepted_tokens is None for r in requests):
-        return None, None
-    drafts = [r.num_drafts for r in requests]
-    if sum(drafts) == 0:
-        return None, None
-    low, high = bootstrap_ratio_interval([r.num_accepted_tokens for r in requests], drafts)
-    return 1.0 + low, 1.0 + high
+def _per_draft_se(counters: SpecDecodeCounters) -> float:
+    """Standard error of the mean accepted tokens per draft, treating drafts as independent (see ``derive``)."""
+    drafts = counters.num_drafts
+    mean = counters.num_accepted_tokens / drafts
+    if not counters.accepted_per_position:
+        return 0.0
+    second = sum((2 * i - 1) * at for i, at in enumerate(counters.accepted_per_position, start=1)) / drafts
+    return math.sqrt(max(0.0, second - mean * mean) / drafts)
+
+
+def _cluster_se(
+    counters: SpecDecodeCounters, requests: Sequence[RequestOutcome], rounds: Sequence[SpecDecodeCounters]
+) -> float:
+    """Standard error of ``A / D`` over rounds (2 or more) or requests that add up to the counters; else 0."""
+    units = [(r.num_accepted_tokens, r.num_drafts) for r in rounds] if len(rounds) >= 2 else []
+    if not units and requests and all(r.num_drafts is not None and r.num_accepted_tokens is not None for r in requests):
+        units = [(r.num_accepted_tokens, r.num_drafts) for r in requests]
+    n = len(units)
+    if n < 2 or sum(a for a, _ in units) != counters.num_accepted_tokens or sum(d for _, d in units) != counters.num_drafts:
+        return 0.0
+    ratio = counters.num_accepted_tokens / counters.num_drafts
+    residuals = sum((a - ratio * d) ** 2 for a, d in units)
+    return math.sqrt(n / (n - 1) * residuals) / counters.num_drafts
+
+
+def calibration_misses(
+    expected: Sequence[float], measured: Sequence[tuple[float, float, float]]
+) -> tuple[bool, ...]:
+    """For a calibration cell (synthetic acceptance at known rates): whether each position's interval misses
+    its expected rate.
+
+    ``expected[i]`` is vLLM's ``synthetic_acceptance_rates[i]``, the probability that the first
+    ``i + 1`` draft tokens are all accepted, which is what ``A_i / D`` estimates; ``measured[i]`` is
+    ``(rate, low, high)`` from :func:`per_position`. A miss is ``expected[i]`` outside ``[low, high]``;
+    with 95 % intervals about one position in twenty misses by chance. A position missing from either
+    side is a miss (the cell did not measure what was asked).
+    """
+    size = max(len(expected), len(measured))
+    misses = []
+    for i in range(size):
+        if i >= len(expected) or i >= len(measured):
+            misses.append(True)
+            continue
+        _, low, high = measured[i]
+        misses.append(not low <= expected[i] <= high)
+    return tuple(misses)

@@ -6,7 +6,8 @@ from datetime import datetime
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from app.analysis.acceptance import derive
+from app.analysis.acceptance import calibration_misses, derive
+from app.analysis.rounds import MedianInterval, efficiency, median_interval
 from app.crashes import service as crashes
 from app.enums import JobState
 from app.jobs import queue
@@ -35,16 +36,28 @@ def record(*, session: Session, job: Job, outcome: CellOutcome, finished_at: dat
 
 
 def _result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: datetime) -> Result:
-    metrics = derive(result.spec_decode, result.requests)
+    rounds = [r.spec_decode for r in result.rounds if r.spec_decode is not None]
+    metrics = derive(result.spec_decode, result.requests, rounds)
     counters = result.spec_decode
+    throughput = rounds_throughput(result)
+    expected = expected_per_position(job.config.get("speculative"))
     return Result(
         job=job,
         engine_start_s=result.engine_start_s,
         generation_s=result.generation_s,
         num_requests=result.num_requests,
         output_tokens=result.output_tokens,
-        tokens_per_s=result.tokens_per_s,
+        tokens_per_s=throughput.median,
+        tokens_per_s_low=throughput.low,
+        tokens_per_s_high=throughput.high,
         requests_per_s=result.requests_per_s,
+        rounds=throughput.n,
+        measured_s=sum(r.seconds for r in result.rounds) or result.generation_s,
+        efficiency=efficiency(sum(r.seconds for r in result.rounds) or result.generation_s, result.wall_s or 0.0),
+        model_runner=result.model_runner,
+        serving=result.serving.model_dump(mode="json") if result.serving else None,
+        expected_per_position=expected,
+        calibration_miss=any(calibration_misses(expected, metrics.per_position)) if expected and counters else None,
         num_drafts=counters.num_drafts if counters else 0,
         num_draft_tokens=counters.num_draft_tokens if counters else 0,
         num_accepted_tokens=counters.num_accepted_tokens if counters else 0,
@@ -69,6 +82,24 @@ def _result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at:
         ran=resolved.model_dump(mode="json"),
         created_at=created_at,
     )
+
+
+def rounds_throughput(result: CellResult) -> MedianInterval:
+    """Tokens/s as the median over the measured rounds, with its interval (app.analysis.rounds).
+
+    A result without rounds (cell schema 1 and 2: one generation window) is one round.
+    """
+    if not result.rounds:
+        return median_interval([result.tokens_per_s])
+    return median_interval([r.output_tokens / r.seconds for r in result.rounds if r.seconds > 0] or [0.0])
+
+
+def expected_per_position(speculative: dict | None) -> list[float] | None:
+    """The per-position rates a calibration cell asked vLLM for (synthetic rejection sampling), else None."""
+    if not speculative or speculative.get("rejection_sample_method") != "synthetic":
+        return None
+    rates = speculative.get("synthetic_acceptance_rates")
+    return [float(rate) for rate in rates] if isinstance(rates, list) else None
 
 
 @dataclass(frozen=True)

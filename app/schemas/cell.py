@@ -17,11 +17,12 @@ from pydantic import (
 )
 
 from app.config import DEFAULT_CELL_TIMEOUT_S
-from app.enums import AttentionBackend, BuiltinDataset, GpuKind, GraphMode
+from app.enums import AttentionBackend, BuiltinDataset, GpuKind, GraphMode, Mode
 from app.schemas.base import Input
 
 # 2: CellSpec.backend/graph_mode (were attention_backend/cudagraph_mode), CellResult.spec_decode (was spec).
-CELL_SCHEMA_VERSION = 2
+# 3: measured rounds, the cell's wall time, the model runner, serving mode (CellSpec.mode, concurrency, env).
+CELL_SCHEMA_VERSION = 3
 
 
 class Workload(Input):
@@ -49,6 +50,12 @@ class Workload(Input):
     temperature: float = Field(default=0.0, ge=0.0, le=10.0)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
     warmup_prompts: int = Field(default=2, ge=0, le=1000, description="Prompts run once before measuring")
+    rounds: int = Field(
+        default=5, ge=1, le=1000, description="Measured rounds inside one engine start (tokens/s: their median)"
+    )
+    min_window_s: float = Field(
+        default=5.0, ge=0.0, le=3600.0, description="Each round repeats the workload until it has run this long"
+    )
 
     @model_validator(mode="after")
     def _random_fields_only_for_random(self) -> "Workload":
@@ -76,6 +83,11 @@ class CellSpec(Input):
     graph_mode: GraphMode = Field(validation_alias=AliasChoices("graph_mode", "cudagraph_mode"))
     engine_args: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float = Field(default=DEFAULT_CELL_TIMEOUT_S, gt=0)
+    mode: Mode = Mode.OFFLINE
+    # Serving mode: how many clients send requests at once.
+    concurrency: int | None = Field(default=None, ge=1, le=4096)
+    # vLLM's environment variables for this cell (app.sweeps.engine_args.VLLM_ENV).
+    env: dict[str, str] = Field(default_factory=dict)
 
     @property
     def method(self) -> str | None:
@@ -116,6 +128,38 @@ class RequestOutcome(Input):
     num_accepted_tokens: NonNegativeInt | None = None
 
 
+class Round(Input):
+    """One measured round: the workload repeated until the round's window was filled."""
+
+    model_config = {"extra": "ignore"}
+
+    seconds: NonNegativeFloat
+    output_tokens: NonNegativeInt
+    num_requests: NonNegativeInt
+    spec_decode: SpecDecodeCounters | None = None
+
+
+class Percentiles(Input):
+    p50: NonNegativeFloat
+    p90: NonNegativeFloat
+    p99: NonNegativeFloat
+
+
+class Serving(Input):
+    """What clients saw in serving mode (milliseconds), as ``vllm bench serve`` reports it."""
+
+    model_config = {"extra": "ignore"}
+
+    concurrency: int = Field(ge=1)
+    ttft_ms: Percentiles
+    tpot_ms: Percentiles
+    itl_ms: Percentiles
+    output_tokens_per_s: NonNegativeFloat
+    requests_per_s: NonNegativeFloat
+    completed: NonNegativeInt
+    failed: NonNegativeInt = 0
+
+
 class Versions(Input):
     model_config = {"extra": "allow"}
 
@@ -144,10 +188,16 @@ class CellResult(Input):
     output_tokens: NonNegativeInt
     tokens_per_s: NonNegativeFloat
     requests_per_s: NonNegativeFloat
+    # Summed over the measured rounds; each round's own counts are in ``rounds``.
     spec_decode: SpecDecodeCounters | None = Field(default=None, validation_alias=AliasChoices("spec_decode", "spec"))
     requests: list[RequestOutcome] = Field(default_factory=list)
     output_fingerprint: str = Field(max_length=128)
     versions: Versions = Field(default_factory=Versions)
+    # Schema 3 (older files: one round, the whole generation window).
+    rounds: list[Round] = Field(default_factory=list, max_length=1000)
+    wall_s: NonNegativeFloat | None = Field(default=None, description="The cell process's wall time up to its result")
+    model_runner: str | None = Field(default=None, max_length=16)
+    serving: Serving | None = None
 
 
 class Resolved(Input):

@@ -27,12 +27,28 @@ class ResultOut(BaseModel):
     resolved_draft_graph_mode: str | None
     graph_downgraded: bool
     draft_eager: bool
+    mode: str = "offline"
+    concurrency: int | None = None
+    env: dict[str, str] = {}
     engine_start_s: float
     generation_s: float
     num_requests: int
     output_tokens: int
+    # Median over the measured rounds, and its distribution-free interval (None with one or two rounds
+    # too few for it); ``rounds`` says how many, ``efficiency`` how much of the cell's wall time they were.
     tokens_per_s: float
+    tokens_per_s_low: float | None = None
+    tokens_per_s_high: float | None = None
+    rounds: int = 1
+    measured_s: float | None = None
+    efficiency: float | None = None
+    model_runner: str | None = None
     requests_per_s: float
+    serving: dict | None = None
+    # Calibration cells: the per-position rates asked for, and whether a measured interval misses one.
+    expected_per_position: list[float] | None = None
+    calibration_miss: bool | None = None
+    source: str = "cell"
     num_drafts: int
     num_draft_tokens: int
     num_accepted_tokens: int

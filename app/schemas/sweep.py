@@ -3,10 +3,10 @@
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.config import DEFAULT_CELL_TIMEOUT_S
-from app.enums import AttentionBackend, GpuKind, GraphMode, JobState, SpecMethod, SweepState
+from app.enums import AttentionBackend, GpuKind, GraphMode, JobState, Mode, SpecMethod, SweepState
 from app.schemas.base import Input
 from app.schemas.cell import Workload
 
@@ -48,7 +48,16 @@ class SweepSpec(Input):
         min_length=1, validation_alias=AliasChoices("graph_modes", "cudagraph_modes"), description="CUDA-graph modes requested"
     )
     gpu_kinds: list[GpuKind] = Field(min_length=1, validation_alias=AliasChoices("gpu_kinds", "gpus"))
-    repeats: int = Field(default=1, ge=1, le=100)
+    repeats: int = Field(default=1, ge=1, le=100, description="Separate engine starts of each cell")
+    mode: Mode = Field(default=Mode.OFFLINE, description="offline (LLM.generate) or serve (vLLM's OpenAI server)")
+    concurrency: list[Annotated[int, Field(ge=1, le=4096)]] = Field(
+        default_factory=list, max_length=32,
+        description="serve mode: an axis of client counts, e.g. [1, 4, 16] (default [1])",
+    )
+    env: dict[str, Annotated[list[str], Field(min_length=1, max_length=16)]] = Field(
+        default_factory=dict, max_length=16,
+        description="An axis per vLLM variable: {VLLM_USE_V2_MODEL_RUNNER: ['0', '1']}",
+    )
     engine_args: dict[str, Any] = Field(default_factory=dict)
     baseline: bool = Field(default=False, description="Also run each backend x mode x GPU without speculation")
     timeout_s: float = Field(default=DEFAULT_CELL_TIMEOUT_S, gt=0, le=24 * 3600)
@@ -61,6 +70,12 @@ class SweepSpec(Input):
     submitted_by: str | None = Field(default=None, max_length=200)
     reason: str | None = Field(default=None, max_length=10_000)
 
+    @model_validator(mode="after")
+    def _concurrency_is_for_serving(self) -> "SweepSpec":
+        if self.concurrency and self.mode is not Mode.SERVE:
+            raise ValueError("concurrency is an axis of mode 'serve'; offline cells run the workload as one batch")
+        return self
+
 
 class CellStatus(BaseModel):
     job_id: int
@@ -70,6 +85,9 @@ class CellStatus(BaseModel):
     backend: str
     graph_mode: str
     method: str | None
+    mode: str = "offline"
+    concurrency: int | None = None
+    env: dict[str, str] = {}
     state: JobState
     attempts: int
     acceptance_rate: float | None = None

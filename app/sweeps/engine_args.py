@@ -127,6 +127,39 @@ SPECULATIVE_REFUSED: dict[str, str] = {
     "draft_parallel_config": "vLLM builds it from the parallel sizes",
 }
 
+# vLLM's own environment variables a sweep may set per cell (its ``env`` axis), with what each takes.
+# Read by vLLM at start-up, so each cell process gets them; nothing else of the worker's environment changes.
+VLLM_ENV: dict[str, str] = {
+    "VLLM_USE_V2_MODEL_RUNNER": "0 or 1: the V2 model runner (vllm/v1/worker/gpu/), where DFlash and DSpark drafts live",
+    "VLLM_BATCH_INVARIANT": "0 or 1: batch-invariant kernels",
+    "VLLM_USE_FLASHINFER_SAMPLER": "0 or 1",
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0 or 1",
+    "VLLM_DISABLE_COMPILE_CACHE": "0 or 1",
+    "VLLM_USE_AOT_COMPILE": "0 or 1",
+    "VLLM_USE_STANDALONE_COMPILE": "0 or 1",
+    "VLLM_USE_DEEP_GEMM": "0 or 1",
+    "VLLM_USE_TRITON_AWQ": "0 or 1",
+    "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "0 or 1",
+    "VLLM_CPU_KVCACHE_SPACE": "GiB of KV cache on the CPU engine",
+    "VLLM_CPU_OMP_THREADS_BIND": "CPU cores for the CPU engine's threads",
+    "VLLM_LOGGING_LEVEL": "DEBUG, INFO, WARNING, ...",
+}
+_ENV_VALUE = re.compile(r"[A-Za-z0-9_.,:|-]{1,64}")
+
+
+def env_problems(env: Mapping[str, Any]) -> list[Problem]:
+    """Every variable of a sweep's ``env`` axis that is not one of vLLM's on the list, or has a bad value."""
+    found: list[Problem] = []
+    for name, values in env.items():
+        if name not in VLLM_ENV:
+            found.append(([name], f"env.{name} is not one of vLLM's variables a sweep may set", sorted(VLLM_ENV)))
+            continue
+        for index, value in enumerate(values):
+            if not _ENV_VALUE.fullmatch(value):
+                found.append(([name, index], f"env.{name} value {value!r} may contain only letters, digits and _ . , : | -", None))
+    return found
+
+
 # Keys refused inside a free-form mapping, wherever it sits.
 FREE_FORM_REFUSED: dict[str, str] = {
     "auto_map": "it names remote code for transformers to load",

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from app.enums import AttentionBackend, GpuKind
+from app.enums import AttentionBackend, GpuKind, Mode
 from app.schemas.cell import CellSpec
 from app.schemas.sweep import SweepSpec
 
@@ -27,7 +27,8 @@ def runs_on(backend: AttentionBackend, gpu: GpuKind) -> bool:
 
 
 def expand(spec: SweepSpec) -> list[Cell]:
-    """The cartesian product GPU x backend x graph mode x speculative config (plus baselines).
+    """The cartesian product GPU kind x backend x graph mode x speculative config (plus baselines)
+    x env combination x concurrency (serve mode).
 
     Backend/GPU pairs that cannot run (``runs_on``) are left out; repeats are not cells, the
     caller makes one job per cell and repeat.
@@ -36,8 +37,8 @@ def expand(spec: SweepSpec) -> list[Cell]:
     if spec.baseline:
         speculative = [None, *speculative]
     cells = []
-    for gpu, backend, mode, spec_config in itertools.product(
-        spec.gpu_kinds, spec.backends, spec.graph_modes, speculative
+    for gpu, backend, mode, spec_config, env, concurrency in itertools.product(
+        spec.gpu_kinds, spec.backends, spec.graph_modes, speculative, env_combinations(spec.env), concurrencies(spec)
     ):
         if not runs_on(backend, gpu):
             continue
@@ -52,9 +53,25 @@ def expand(spec: SweepSpec) -> list[Cell]:
             graph_mode=mode,
             engine_args=spec.engine_args,
             timeout_s=spec.timeout_s,
+            mode=spec.mode,
+            concurrency=concurrency,
+            env=env,
         )
         cells.append(Cell(index=len(cells), spec=cell))
     return cells
+
+
+def env_combinations(env: dict[str, list[str]]) -> list[dict[str, str]]:
+    """``{A: [0, 1], B: [x]}`` -> ``[{A: 0, B: x}, {A: 1, B: x}]``; one empty combination without an axis."""
+    names = sorted(env)
+    return [dict(zip(names, values, strict=True)) for values in itertools.product(*(env[name] for name in names))]
+
+
+def concurrencies(spec: SweepSpec) -> list[int | None]:
+    """The serve mode's client counts (default one client); offline cells have none."""
+    if spec.mode is Mode.OFFLINE:
+        return [None]
+    return list(spec.concurrency) or [1]
 
 
 def gpus_needed(cell: CellSpec) -> int:

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,7 +92,8 @@ def build(spec: SweepSpec, *, max_cells: int, max_attempts: int) -> Sweep:
     """The sweep and one job per cell and repeat, not yet added to a session."""
     # Counted before expanding, so a hostile matrix (thousands of drafts x every GPU) costs nothing.
     pairs = sum(matrix.runs_on(backend, gpu) for gpu in spec.gpu_kinds for backend in spec.backends)
-    count = pairs * len(spec.graph_modes) * (len(spec.speculative) + spec.baseline)
+    axes = math.prod(len(values) for values in spec.env.values()) * len(matrix.concurrencies(spec))
+    count = pairs * len(spec.graph_modes) * (len(spec.speculative) + spec.baseline) * axes
     if not count:
         raise InputError(
             ["gpu_kinds"], "no cell can run: CPU_ATTN runs only on GPU kind 'cpu' and 'cpu' only with CPU_ATTN"
@@ -131,6 +133,9 @@ def build(spec: SweepSpec, *, max_cells: int, max_attempts: int) -> Sweep:
                 backend=cell.spec.backend.value,
                 graph_mode=cell.spec.graph_mode.value,
                 method=cell.method,
+                mode=cell.spec.mode.value,
+                concurrency=cell.spec.concurrency,
+                env=cell.spec.env,
                 config=config,
                 config_hash=digest,
                 priority=spec.priority,
@@ -152,6 +157,10 @@ def check_inputs(spec: SweepSpec, *, settings: Settings) -> None:
     if refused:
         loc, msg, allowed = refused[0]
         raise InputError(["engine_args", *loc], msg, allowed=allowed)
+    refused = engine_args.env_problems(spec.env)
+    if refused:
+        loc, msg, allowed = refused[0]
+        raise InputError(["env", *loc], msg, allowed=allowed)
     models: list[tuple[list[str | int], str | None]] = [(["model"], spec.model), (["tokenizer"], spec.tokenizer)]
     models += [(["engine_args", *loc], value) for loc, value in engine_args.references(spec.engine_args)]
     for index, draft in enumerate(spec.speculative):
@@ -265,6 +274,7 @@ def _summary(sweep: Sweep, counts: dict[str, int]) -> SweepSummary:
 # A cell's status in one row: the job, what its result measured and ran, its crash's signature.
 _CELL_COLUMNS = (
     Job.id.label("job_id"), Job.cell_index, Job.repeat, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method,
+    Job.mode, Job.concurrency, Job.env,
     Job.state, Job.attempts, Result.acceptance_rate, Result.tokens_per_s, Result.resolved_backend,
     Result.resolved_graph_mode, Result.graph_downgraded, Result.draft_eager,
     CrashSignature.signature.label("crash_signature"),

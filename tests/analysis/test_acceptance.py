@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.analysis.acceptance import NO_DRAFTS, derive, lossless_share, speedup
 from app.analysis.intervals import wilson_interval
@@ -32,28 +34,70 @@ def test_per_position_intervals_are_wilson_over_drafts():
     assert high == pytest.approx(0.943318, abs=1e-6)
 
 
-def test_length_interval_from_requests_with_identical_ratios_is_a_point():
-    # Both requests accept 12 tokens in 5 drafts: every resample gives 1 + 24/10 = 3.4.
+# Per draft: P(X >= 1, 2, 3) = .9, .8, .7, so E[X] = 2.4, E[X^2] = 1(.9) + 3(.8) + 5(.7) = 6.8,
+# Var = 6.8 - 2.4^2 = 1.04, se = sqrt(1.04 / 10) = 0.322490, half = 1.959964 x se = 0.632069.
+PER_DRAFT_HALF = 0.632069
+
+
+def test_length_interval_from_the_counters_alone_is_per_draft_and_clipped_at_k_plus_one():
+    metrics = derive(COUNTERS, [])
+    assert metrics.mean_acceptance_length_low == pytest.approx(3.4 - PER_DRAFT_HALF, abs=1e-6)
+    assert metrics.mean_acceptance_length_high == 4.0  # 3.4 + 0.632 is past 1 + k
+
+
+def test_requests_that_agree_add_no_width():
+    # Both requests accept 12 tokens in 5 drafts: residuals 12 - 2.4 x 5 = 0, so the cluster term is 0.
     metrics = derive(COUNTERS, [request(5, 12), request(5, 12)])
-    assert metrics.mean_acceptance_length_low == pytest.approx(3.4)
-    assert metrics.mean_acceptance_length_high == pytest.approx(3.4)
+    assert metrics.mean_acceptance_length_low == pytest.approx(3.4 - PER_DRAFT_HALF, abs=1e-6)
 
 
-def test_length_interval_brackets_the_point_when_requests_differ():
+def test_requests_that_differ_widen_the_interval_by_the_ratio_estimators_error():
+    # Residuals a - 2.4 d: 3, -1.2, -1.8; sum of squares 13.68; x 3/2 = 20.52; sqrt / 10 = 0.452990.
     metrics = derive(COUNTERS, [request(5, 15), request(3, 6), request(2, 3)])
-    assert metrics.mean_acceptance_length_low < 3.4 < metrics.mean_acceptance_length_high
+    assert metrics.mean_acceptance_length_low == pytest.approx(3.4 - 1.959964 * 0.452990, abs=1e-5)
 
 
-@pytest.mark.parametrize(
-    "requests",
-    [[], [request(5, 12), request(None, None)], [request(5, None)], [request(0, 0), request(0, 0)]],
-    ids=["no requests", "one without counts", "accepted missing", "no request drafted"],
+def test_rounds_are_the_cluster_units_when_there_are_two_or_more():
+    rounds = [
+        SpecDecodeCounters(num_drafts=5, num_draft_tokens=15, num_accepted_tokens=15, accepted_per_position=[5, 5, 5]),
+        SpecDecodeCounters(num_drafts=5, num_draft_tokens=15, num_accepted_tokens=9, accepted_per_position=[4, 3, 2]),
+    ]
+    # Residuals 15 - 12 = 3 and 9 - 12 = -3; 18 x 2 = 36; sqrt / 10 = 0.6.
+    metrics = derive(COUNTERS, [request(5, 12), request(5, 12)], rounds)
+    assert metrics.mean_acceptance_length_low == pytest.approx(3.4 - 1.959964 * 0.6, abs=1e-5)
+
+
+def test_units_that_do_not_add_up_to_the_counters_are_not_used():
+    # A warm-up leak: the requests count 30 accepted, the counters 24.
+    metrics = derive(COUNTERS, [request(5, 15), request(5, 15)])
+    assert metrics.mean_acceptance_length_low == pytest.approx(3.4 - PER_DRAFT_HALF, abs=1e-6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=6).flatmap(
+        lambda k: st.tuples(
+            st.just(k),
+            st.lists(st.integers(min_value=0, max_value=50), min_size=k, max_size=k),
+            st.integers(min_value=1, max_value=5000),
+            st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), max_size=12),
+        )
+    )
 )
-def test_no_length_interval_without_per_request_counts(requests):
-    metrics = derive(COUNTERS, requests)
-    assert metrics.mean_acceptance_length == pytest.approx(3.4)
-    assert metrics.mean_acceptance_length_low is None
-    assert metrics.mean_acceptance_length_high is None
+def test_every_interval_holds_its_estimate(case) -> None:  # noqa: ANN001
+    """The bug this pins: an H200 cell's length interval was empty and a seeded one lay beside its estimate."""
+    k, per_position, extra_drafts, units = case
+    per_position = sorted(per_position, reverse=True)
+    drafts = per_position[0] + extra_drafts
+    counters = SpecDecodeCounters(num_drafts=drafts, num_draft_tokens=k * drafts,
+                                  num_accepted_tokens=sum(per_position), accepted_per_position=per_position)
+    requests = [request(min(d, drafts), min(a, d * k)) for a, d in units]
+    metrics = derive(counters, requests)
+    assert metrics.acceptance_rate_low <= metrics.acceptance_rate <= metrics.acceptance_rate_high
+    assert metrics.mean_acceptance_length_low <= metrics.mean_acceptance_length <= metrics.mean_acceptance_length_high
+    assert 1.0 <= metrics.mean_acceptance_length_low and metrics.mean_acceptance_length_high <= 1.0 + k
+    for rate, low, high in metrics.per_position:
+        assert low <= rate <= high
 
 
 def test_baseline_and_draftless_runs_have_no_metrics():
