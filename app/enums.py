@@ -126,12 +126,23 @@ class SweepState(StrEnum):
 
 
 class CrashKind(StrEnum):
-    """What killed a cell. CUDA faults get names of their own because they are the bugs we hunt."""
+    """What killed a cell. CUDA faults get names of their own because they are the bugs we hunt; failures
+    that print no Python exception, and start-up refusals with one known cause, get theirs so that they
+    are told apart at a glance (``app.crashes.kinds`` holds the rules)."""
 
     CUDA_ILLEGAL_MEMORY_ACCESS = "cuda_illegal_memory_access"
     CUDA_DEVICE_ASSERT = "cuda_device_assert"
+    KERNEL_ASSERT = "kernel_assert"  # a device assertion's own line: which kernel, which condition
     OUT_OF_MEMORY = "out_of_memory"
     CUDA_ERROR = "cuda_error"
+    CAPTURE_ERROR = "capture_error"  # CUDA-graph capture refused an operation
+    KV_CACHE_TOO_SMALL = "kv_cache_too_small"  # the KV cache cannot hold one request of max_model_len
+    FREE_MEMORY = "free_memory"  # less free GPU memory at start than gpu_memory_utilization asks for
+    NCCL_ERROR = "nccl_error"
+    NCCL_TIMEOUT = "nccl_timeout"  # torch.distributed's watchdog gave up on a collective
+    COMPILE_ERROR = "compile_error"  # torch.compile (inductor, dynamo), Triton, or a C++/CUDA compiler
+    JIT_ERROR = "jit_error"  # a kernel library's just-in-time build (FlashInfer's ninja)
+    WORKER_DIED = "worker_died"  # a worker process ended without a Python exception
     TIMEOUT = "timeout"
     SIGNAL = "signal"
     ENGINE_DEAD = "engine_dead"

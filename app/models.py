@@ -258,6 +258,8 @@ class CrashSignature(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     signature: Mapped[str] = mapped_column(String(64), unique=True)
+    # What a vLLM developer recognises at a glance (app.crashes.titles).
+    title: Mapped[str] = mapped_column(String(300), default="", server_default="")
     kind: Mapped[CrashKind] = mapped_column(_enum(CrashKind))
     exception_type: Mapped[str | None] = mapped_column(String(255))
     message: Mapped[str] = mapped_column(Text)
@@ -294,4 +296,24 @@ class JobLog(Base):
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
     compressed: Mapped[bytes] = mapped_column(LargeBinary)
     size: Mapped[int] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class CrashOverride(Base):
+    """A merge or split of crash groups made by hand, with why and by whom; ``rederive`` keeps it.
+
+    A merge sends to group ``into`` every crash whose group is ``signature`` and the crashes of
+    ``job_ids`` (both groups' when it was made); a split sends the crashes of ``job_ids`` to a new
+    group ``into``. Applied in the order they were made, after signing (``app.crashes.overrides``).
+    """
+
+    __tablename__ = "crash_overrides"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    action: Mapped[str] = mapped_column(String(16))  # "merge" or "split"
+    signature: Mapped[str] = mapped_column(String(64), index=True)
+    into: Mapped[str] = mapped_column(String(64))
+    job_ids: Mapped[list[Any]] = mapped_column(default=list)
+    reason: Mapped[str] = mapped_column(Text)
+    created_by: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

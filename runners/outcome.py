@@ -5,7 +5,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from app.schemas.cell import CellOutcome, CellResult, CellSpec
-from runners.logparse import parse_log
+from app.vllmlog.ran import parse_log
 
 
 def outcome_of(

@@ -1,16 +1,20 @@
-"""``/api/v1/crashes``: crash groups by signature, with the cells and builds they hit."""
+"""``/api/v1/crashes``: crash groups by signature, with the cells and builds they hit; admins merge and split them."""
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 
+from app.auth.service import Principal
 from app.crashes import service
-from app.deps import SessionDep
+from app.crashes.schemas import CrashCell, CrashGroupDetail, CrashGroupOut, MergeIn, SplitIn
+from app.deps import AdminAuth, SessionDep
 from app.enums import CrashKind
 from app.responses import answers
-from app.schemas.result import CrashCell, CrashGroupDetail, CrashGroupOut
 
 router = APIRouter(prefix="/api/v1/crashes", tags=["crashes"])
+
+Admin = Annotated[Principal, AdminAuth]
+Signature = Annotated[str, Path(max_length=64)]
 
 
 @router.get("", response_model=list[CrashGroupOut], responses=answers(422))
@@ -26,7 +30,7 @@ def list_crashes(
 
 
 @router.get("/{signature}", response_model=CrashGroupDetail, responses=answers(404, 422))
-def get_crash(signature: str, session: SessionDep) -> CrashGroupDetail:
+def get_crash(signature: Signature, session: SessionDep) -> CrashGroupDetail:
     group = service.get_group(session=session, signature=signature)
     jobs, builds = service.affected(session=session, group=group)
     cells = [
@@ -40,3 +44,30 @@ def get_crash(signature: str, session: SessionDep) -> CrashGroupDetail:
         builds=builds,
         cells=cells,
     )
+
+
+@router.post(
+    "/{signature}/merge", response_model=CrashGroupOut, responses=answers(401, 403, 404, 409, 413, 422, 429)
+)
+def merge_crashes(by: Admin, signature: Signature, body: MergeIn, session: SessionDep) -> CrashGroupOut:
+    """Merge this group into ``into`` (admin): one cause under two signatures. Answers the merged group.
+
+    Kept across ``draftbench rederive``, with its reason and who made it; crashes signed like this
+    group later join ``into``.
+    """
+    group = service.merge(session=session, signature=signature, into=body.into, reason=body.reason, by=_who(by))
+    return CrashGroupOut.model_validate(group, from_attributes=True)
+
+
+@router.post("/{signature}/split", response_model=CrashGroupOut, responses=answers(401, 403, 404, 413, 422, 429))
+def split_crashes(by: Admin, signature: Signature, body: SplitIn, session: SessionDep) -> CrashGroupOut:
+    """Split the crashes of ``job_ids`` out of this group (admin): two causes under one signature.
+
+    Answers the new group. Kept across ``draftbench rederive``, with its reason and who made it.
+    """
+    group = service.split(session=session, signature=signature, job_ids=body.job_ids, reason=body.reason, by=_who(by))
+    return CrashGroupOut.model_validate(group, from_attributes=True)
+
+
+def _who(principal: Principal) -> str:
+    return f"{principal.name} ({principal.key})"[:200]

@@ -1,4 +1,4 @@
-"""Recording crashes under their signature group, and reading the groups back."""
+"""Recording crashes under their group, reading the groups back, and merging and splitting them by hand."""
 
 import zlib
 from datetime import datetime
@@ -6,32 +6,27 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.crashes.signatures import signature_for
+from app.crashes import overrides
+from app.crashes.context import cell_context
+from app.crashes.signatures import CrashInfo, signature_for
 from app.enums import CrashKind
-from app.errors import NotFoundError
-from app.models import Crash, CrashSignature, Job, JobLog, utcnow
+from app.errors import ConflictError, InputError, NotFoundError
+from app.models import Crash, CrashOverride, CrashSignature, Job, JobLog, utcnow
 from app.schemas.cell import CellOutcome
 
 
 def record(*, session: Session, job: Job, outcome: CellOutcome, log: str, now: datetime) -> Crash:
-    """Sign the crash from its log and add it to its group (created on first sight).
+    """Sign the crash from its log and what its cell ran, and add it to its group (created on first sight).
 
-    ``now`` is when the cell died: an imported crash keeps the time it ran, so a group's first and
-    last seen are run times in whatever order crashes arrive.
+    The group is the signature's, unless a merge or split made by hand sends it elsewhere
+    (``app.crashes.overrides``). ``now`` is when the cell died: an imported crash keeps the time it
+    ran, so a group's first and last seen are run times in whatever order crashes arrive.
     """
-    info = signature_for(log, exit_code=outcome.exit_code, signal=outcome.signal, timed_out=outcome.timed_out)
-    group = session.scalar(select(CrashSignature).where(CrashSignature.signature == info.signature).with_for_update())
+    info = sign(job=job, log=log, exit_code=outcome.exit_code, signal=outcome.signal, timed_out=outcome.timed_out)
+    target = overrides.group_of(info.signature, job.id, load_overrides(session=session))
+    group = session.scalar(select(CrashSignature).where(CrashSignature.signature == target).with_for_update())
     if group is None:
-        group = CrashSignature(
-            signature=info.signature,
-            kind=info.kind,
-            exception_type=info.exception_type and info.exception_type[:255],
-            message=info.message,
-            frames=list(info.frames),
-            first_seen=now,
-            last_seen=now,
-            count=0,
-        )
+        group = new_group(target, info, now)
         session.add(group)
     group.count += 1
     group.first_seen = min(group.first_seen, now)
@@ -48,6 +43,96 @@ def record(*, session: Session, job: Job, outcome: CellOutcome, log: str, now: d
     )
     session.add(crash)
     return crash
+
+
+def sign(*, job: Job, log: str, exit_code: int | None, signal: int | None, timed_out: bool) -> CrashInfo:
+    """The signature of a job's crash: its log, how it ended, and what the log says the cell ran."""
+    context = cell_context(log=log, method=job.method, backend=job.backend, graph_mode=job.graph_mode)
+    return signature_for(log, exit_code=exit_code, signal=signal, timed_out=timed_out, context=context)
+
+
+def new_group(signature: str, info: CrashInfo, now: datetime) -> CrashSignature:
+    """An empty group described by ``info`` (its first crash's)."""
+    group = CrashSignature(signature=signature, first_seen=now, last_seen=now, count=0)
+    describe(group, info)
+    return group
+
+
+def describe(group: CrashSignature, info: CrashInfo) -> None:
+    """The group's title, kind, exception, message and frames, from one of its crashes."""
+    group.title = info.title
+    group.kind = info.kind
+    group.exception_type = info.exception_type and info.exception_type[:255]
+    group.message = info.message
+    group.frames = list(info.frames)
+
+
+def load_overrides(*, session: Session) -> list[overrides.Override]:
+    """Every merge and split, in the order they were made."""
+    rows = session.scalars(select(CrashOverride).order_by(CrashOverride.id))
+    return [overrides.Override(o.action, o.signature, o.into, frozenset(o.job_ids)) for o in rows]
+
+
+def merge(*, session: Session, signature: str, into: str, reason: str, by: str) -> CrashSignature:
+    """Move every crash of group ``signature`` into group ``into`` and drop the emptied group.
+
+    Kept as an override: both groups' crashes stay together, and crashes signed ``signature`` later
+    join ``into``. 404 for an unknown group; 409 for a group merged into itself.
+    """
+    if signature == into:
+        raise ConflictError("a crash group cannot be merged into itself")
+    source, target = get_group(session=session, signature=signature), get_group(session=session, signature=into)
+    members = [*source.crashes, *target.crashes]
+    session.add(CrashOverride(action=overrides.MERGE, signature=signature, into=into,
+                              job_ids=sorted(c.job_id for c in members), reason=reason, created_by=by))
+    _move(session, source.crashes, target)
+    session.delete(source)
+    return target
+
+
+def split(*, session: Session, signature: str, job_ids: list[int], reason: str, by: str) -> CrashSignature:
+    """Move the crashes of ``job_ids`` out of group ``signature`` into a new group of their own.
+
+    The new group keeps the old one's description, its title marked as split; an emptied group is
+    dropped. 404 for an unknown group; 422 naming ``job_ids`` for a job whose crash is not in it.
+    """
+    source = get_group(session=session, signature=signature)
+    wanted = set(job_ids)
+    leaving = [crash for crash in source.crashes if crash.job_id in wanted]
+    missing = wanted - {crash.job_id for crash in leaving}
+    if missing:
+        raise InputError(["job_ids"], f"jobs {sorted(missing)} have no crash in group {signature}")
+    into = overrides.split_signature(signature, wanted)
+    session.add(CrashOverride(action=overrides.SPLIT, signature=signature, into=into, job_ids=sorted(wanted),
+                              reason=reason, created_by=by))
+    target = CrashSignature(
+        signature=into, title=f"{source.title} (split)"[:300], kind=source.kind, exception_type=source.exception_type,
+        message=source.message, frames=source.frames, first_seen=leaving[0].created_at,
+        last_seen=leaving[0].created_at, count=0,
+    )
+    session.add(target)
+    _move(session, leaving, target)
+    if not source.crashes:
+        session.delete(source)
+    return target
+
+
+def _move(session: Session, crashes: list[Crash], target: CrashSignature) -> None:
+    """Put ``crashes`` in ``target`` and recount both sides' counts and first and last seen."""
+    sources = {crash.signature_group for crash in crashes}
+    for crash in list(crashes):
+        crash.signature_group = target
+    session.flush()
+    for group in {*sources, target}:
+        recount(group)
+
+
+def recount(group: CrashSignature) -> None:
+    """The group's count and first and last seen, from its crashes."""
+    times = [crash.created_at for crash in group.crashes]
+    group.count = len(times)
+    if times:
+        group.first_seen, group.last_seen = min(times), max(times)
 
 
 def store_log(*, session: Session, job_id: int, text: str) -> None:

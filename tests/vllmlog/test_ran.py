@@ -1,6 +1,7 @@
 """parse_log on hand-written excerpts in vLLM's own formats (0.32.0 sources; 0.26.0 lines seen on the H200)."""
 
-from runners.logparse import parse_log, split_line
+from app.vllmlog.lines import split_line
+from app.vllmlog.ran import parse_log
 
 ENGINE = "(EngineCore_DP0 pid=123) {level} 11-30 00:00:00 [{file}] {message}"
 WORKER = "(Worker_TP0 pid=456) {level} 11-30 00:00:01 [{file}] {message}"

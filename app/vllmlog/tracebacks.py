@@ -1,0 +1,216 @@
+"""Python tracebacks in a vLLM log, their exceptions, and the wrappers that point at another one.
+
+A traceback is a header line (or, in a log cut inside one, its first frame line), indented frame
+lines (``File "path", line N, in function``, the code, carets), then the exception line ``Type:
+message``. The message goes on over:
+
+- indented lines, and a line that heads indented ones (pydantic prints each invalid field so);
+- the next non-blank line when it ends with ``:`` (``BackendCompilerFailed: backend='inductor'
+  raised:`` then the inner exception);
+- every line up to the one that closes the quote of ``Worker failed with error '...'`` (the worker's
+  error is quoted whole, line breaks included), at most ``MAX_QUOTED_LINES``.
+
+Chained exceptions print their cause first, so log order is cause order within a process. The first
+``MAX_TRACEBACKS`` traceback headers of each process are read, no more: later ones are consequences.
+
+A **wrapper** points at a root cause printed elsewhere: ``EngineDeadError``, ``see root cause above``,
+``check the stack trace above`` (``Worker failed with error '...'``), ``See stack trace for the root
+cause``. An **inner** exception is the cause a compiler's wrapper carries in its own message:
+``BackendCompilerFailed: backend='inductor' raised: X: m`` and ``InductorError: X: m`` are ``X: m``.
+"""
+
+import bisect
+import heapq
+import re
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+from app.vllmlog.lines import MAX_LINE, TRACEBACK_START, Log, Stream
+
+MAX_QUOTED_LINES = 64
+MAX_TRACEBACKS = 1000  # read per process: a cause printed after a thousand tracebacks is not looked for
+MAX_FRAMES = 256  # the innermost frames kept: a traceback's cause is in its innermost frames
+
+_FRAME = re.compile(r'^\s++File "([^"]++)", line \d++, in (\S++)')
+_FRAME_TEXT = '  File "'
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*+(?:\([\w.]++\))?)(?::\s*+(.*+))?$")
+# A bare exception line outside any traceback: a dotted name whose last part is an exception's,
+# found by that ending (at C speed), then read from its line's start.
+_ENDINGS = ("Error:", "Exception:", "Failed:")
+_EXCEPTION_ENDING = re.compile("|".join(map(re.escape, _ENDINGS)))
+_BARE_EXCEPTION = re.compile(r"((?:[A-Za-z_]\w*+\.)*+[A-Z]\w{0,80}?(?:Error|Exception|Failed)): ?(.*+)")
+_WRAPPER = re.compile(
+    r"(?:see|check)(?: the)? stack trace \(?above\)?|see root cause above|see stack trace for the root cause",
+    re.IGNORECASE,
+)
+_QUOTED_ERROR = "Worker failed with error '"
+_QUOTE_END = "', please check the stack trace above"
+_COMPILER_WRAPPERS = ("BackendCompilerFailed", "InductorError")
+_INNER = re.compile(r"^(?:backend='\w++' raised:\s*+)?((?:[A-Za-z_]\w*+\.)*+[A-Z]\w*+): ?(.*+)$")
+
+
+class Traceback(NamedTuple):
+    start: int  # line number in the log
+    exc_type: str
+    message: str  # cut at MAX_LINE
+    frames: list[tuple[str, str]]  # (path, function), outermost first as Python prints them; the innermost 256
+    wrapped_by: str | None = None  # the compiler wrapper an inner exception was taken out of
+
+
+class Root(NamedTuple):
+    """The traceback taken for the cause, and whether it is only a wrapper."""
+
+    traceback: Traceback
+    wrapper: bool
+
+
+def tracebacks(log: Log) -> Iterator[Traceback]:
+    """Every traceback in the log, processes merged in log order, read only as far as they are asked for.
+
+    A log cut inside a traceback starts with its frames: frame lines before any header start one.
+    """
+    header = log.text.find(TRACEBACK_START)
+    headless = _headless(log, header)
+    if header == -1 and headless is None:
+        return iter(())
+    starts = [headless[1] if headless and headless[0] is stream else None for stream in log.streams]
+    if len(log.streams) == 1:
+        return _stream_tracebacks(log.streams[0], starts[0])
+    return heapq.merge(*(_stream_tracebacks(stream, start) for stream, start in zip(log.streams, starts)))
+
+
+def root(found: Iterable[Traceback]) -> Root | None:
+    """The first traceback that is not a wrapper, its inner exception taken out; else the first wrapper.
+
+    Later tracebacks are consequences of the first: a log of a million tracebacks after the root
+    cause costs nothing more.
+    """
+    first = None
+    for traceback in found:
+        if not is_wrapper(traceback.exc_type, traceback.message):
+            return Root(unwrap(traceback), False)
+        first = first or traceback
+    return None if first is None else Root(first, True)
+
+
+def is_wrapper(exc_type: str | None, message: str) -> bool:
+    """Whether an exception only points at a root cause printed elsewhere (see the module docstring)."""
+    return bool(exc_type and exc_type.endswith("EngineDeadError")) or bool(_WRAPPER.search(message))
+
+
+def unwrap(traceback: Traceback) -> Traceback:
+    """The inner exception of a compiler's wrapper, else the traceback unchanged."""
+    if not traceback.exc_type.endswith(_COMPILER_WRAPPERS):
+        return traceback
+    inner = _INNER.match(traceback.message)
+    if inner is None:
+        return traceback._replace(wrapped_by=traceback.exc_type)
+    return traceback._replace(exc_type=inner.group(1), message=inner.group(2).strip(), wrapped_by=traceback.exc_type)
+
+
+def quoted_error(message: str) -> str | None:
+    """The worker's error quoted in ``Worker failed with error '...'``, or None."""
+    at = message.find(_QUOTED_ERROR)
+    if at == -1:
+        return None
+    end = message.find(_QUOTE_END, at)
+    return message[at + len(_QUOTED_ERROR) : end if end != -1 else None].strip()
+
+
+def bare_exceptions(log: Log) -> Iterator[tuple[str, str]]:
+    """``(type, message)`` of exception lines outside tracebacks too, in log order (a cut log keeps some).
+
+    Only lines that start with the exception, among the first ``MAX_CANDIDATES`` lines holding an
+    exception's ending (``Error:``...).
+    """
+    if not any(ending in log.text for ending in _ENDINGS):
+        return
+    for start, _, end in log.candidates(_EXCEPTION_ENDING):
+        found = _BARE_EXCEPTION.fullmatch(log.text, start, end)
+        if found is not None:
+            yield found.group(1), found.group(2).strip()
+
+
+def _headless(log: Log, header: int) -> tuple[Stream, int] | None:
+    """(stream, index in it) of a frame line that comes before the log's first traceback header, if any."""
+    at = log.text.find(_FRAME_TEXT, 0, None if header == -1 else header)
+    if at == -1:
+        return None
+    number = log.line_number(at)
+    for stream in log.streams:
+        index = bisect.bisect_left(stream.numbers, number)
+        if index < len(stream.numbers) and stream.numbers[index] == number:
+            return (stream, index) if _FRAME.match(stream.texts[index]) else None
+    return None
+
+
+def _stream_tracebacks(stream: Stream, headless: int | None) -> Iterator[Traceback]:
+    """Every traceback in one process's lines, in order, read as they are asked for; the first one
+    starts at ``headless`` (a frame line) when given."""
+    texts, numbers = stream.texts, stream.numbers
+    stripped = list(map(str.strip, texts))
+    end = len(texts)
+    frame_match, exception_match = _FRAME.match, _EXCEPTION_LINE.match
+    i = 0
+    for _ in range(MAX_TRACEBACKS):
+        if headless is not None:
+            start = i = headless
+            headless = None
+        else:
+            try:
+                start = stripped.index(TRACEBACK_START, i)  # the lines before are skipped in one call
+            except ValueError:
+                return
+            i = start + 1
+        frames = []
+        while i < end and (not stripped[i] or texts[i].startswith(_INDENT)):
+            frame = frame_match(texts[i])
+            if frame:
+                frames.append(frame.groups())
+            i += 1
+        exception = exception_match(stripped[i]) if i < end else None
+        if exception is None:
+            continue
+        exc_type, text = exception.groups("")
+        i += 1
+        # Most messages end on their line: the next is blank or another traceback's header.
+        if i < end and stripped[i] not in _ENDS or (_QUOTED_ERROR in text and _QUOTE_END not in text):
+            text, i = _message(texts, stripped, i, text)
+        if len(frames) > MAX_FRAMES:
+            frames = frames[-MAX_FRAMES:]
+        yield Traceback(numbers[start], exc_type, text.strip()[:MAX_LINE], frames)
+
+
+_INDENT = (" ", "\t")
+_ENDS = ("", TRACEBACK_START)
+
+
+def _message(texts: list[str], stripped: list[str], i: int, text: str) -> tuple[str, int]:
+    """The message that goes on from an exception line's ``text`` at line ``i`` (see the module
+    docstring), joined by spaces, and the line after it."""
+    end = len(texts)
+
+    def indented(k: int) -> bool:
+        return k < end and bool(stripped[k]) and texts[k].startswith(_INDENT)
+
+    message = [text]
+    if _QUOTED_ERROR in text and _QUOTE_END not in text:
+        last = min(end, i + MAX_QUOTED_LINES)
+        while i < last and _QUOTE_END not in stripped[i]:
+            message.append(stripped[i])
+            i += 1
+        if i < last:
+            message.append(stripped[i])
+            i += 1
+    elif text.endswith(":") and i < end and stripped[i] not in _ENDS:
+        message.append(stripped[i])
+        i += 1
+    # Kept to twice MAX_LINE, read further by patterns that search all of it: a message of a million
+    # indented lines would otherwise hold them (and the GIL) for a second in one regex call. Its
+    # lines past that are not read here: the search for the next header passes over them.
+    kept = sum(map(len, message))
+    while i < end and kept <= 2 * MAX_LINE and stripped[i] not in _ENDS and (indented(i) or indented(i + 1)):
+        message.append(stripped[i])
+        kept += len(stripped[i]) + 1
+        i += 1
+    return " ".join(message)[: 2 * MAX_LINE], i

@@ -1,0 +1,73 @@
+"""The crash-log corpus of tests/data/crashlogs and the scores of a grouping of it.
+
+Each log is labelled by its root cause in ``index.json``; a grouping (one signature per log) is
+scored as clusterings are: purity, and precision and recall over pairs of logs.
+"""
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from app.crashes.context import CellContext, cell_context
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "crashlogs"
+
+
+@dataclass(frozen=True)
+class Entry:
+    file: str
+    cause: str
+    source: str
+    extent: str  # "whole" or "cut"
+    exit_code: int | None
+    signal: int | None
+    cell: dict[str, Any] | None
+    note: str | None = None
+
+    @property
+    def log(self) -> str:
+        return (CORPUS / self.file).read_text()
+
+    def context(self) -> CellContext | None:
+        """What the report says ran, read as the service reads a crashed cell (``cell_context``)."""
+        if self.cell is None:
+            return None
+        cell = self.cell
+        return cell_context(log=self.log, method=cell["method"], backend=cell["backend"] or "", graph_mode=cell["graph_mode"] or "")
+
+
+def load() -> list[Entry]:
+    return [Entry(**entry) for entry in json.loads((CORPUS / "index.json").read_text())["logs"]]
+
+
+@dataclass(frozen=True)
+class Scores:
+    purity: float  # share of logs in the majority cause of their group
+    precision: float  # of the pairs grouped together, the share with one cause
+    recall: float  # of the pairs with one cause, the share grouped together
+    groups: int
+    most_causes: int  # the most causes one group holds (a catch-all group holds many)
+
+
+def score(causes: Sequence[str], groups: Sequence[str]) -> Scores:
+    """Scores of ``groups`` (a group per log) against ``causes`` (a label per log). O(n²) pairs, n ~ 50."""
+    members: dict[str, list[str]] = {}
+    for cause, group in zip(causes, groups, strict=True):
+        members.setdefault(group, []).append(cause)
+    purity = sum(Counter(labels).most_common(1)[0][1] for labels in members.values()) / len(causes)
+    together = same_cause = both = 0
+    for (cause_a, group_a), (cause_b, group_b) in combinations(zip(causes, groups, strict=True), 2):
+        together += group_a == group_b
+        same_cause += cause_a == cause_b
+        both += group_a == group_b and cause_a == cause_b
+    return Scores(
+        purity=purity,
+        precision=both / together if together else 1.0,
+        recall=both / same_cause if same_cause else 1.0,
+        groups=len(members),
+        most_causes=max(len(set(labels)) for labels in members.values()),
+    )
