@@ -4,14 +4,21 @@ Usage:
 
     python runners/cell.py SPEC.json RESULT.json
 
-SPEC.json is a ``CellSpec`` and RESULT.json a ``CellResult`` (``app/schemas/cell.py``, schema version 2).
-This file imports only the standard library and vLLM (torch only for version and GPU facts), because
-it runs inside whatever build is being measured; the worker validates the JSON it writes.
+SPEC.json is a ``CellSpec`` and RESULT.json a ``CellResult`` (``app/schemas/cell.py``, schema version 3).
+This file (and ``serving.py`` beside it, for mode "serve") imports only the standard library and vLLM
+(torch only for version and GPU facts), because it runs inside whatever build is being measured; the
+worker validates the JSON it writes.
 
-What is measured and how:
+What is measured and how (offline mode; serving.py says how the serving mode differs):
 - engine_start_s is the ``LLM(...)`` construction (model load, KV cache, compile and graph capture).
-- Warm-up runs ``warmup_prompts`` prompts first; vLLM's spec-decode counters are cumulative, so they
-  are read after warm-up and again after the measured run, and the difference is reported.
+- Warm-up runs ``warmup_prompts`` prompts first, so compilation and first-call costs stay out.
+- Then ``rounds`` measured rounds inside the same engine: each repeats the workload until
+  ``min_window_s`` has passed (a 1-s window cannot tell a 10% effect from noise, and another engine
+  start costs far more than another round). Each round reports its seconds, tokens and spec-decode
+  counters (vLLM's are cumulative: read before and after each round, the difference reported);
+  tokens_per_s is the median over rounds, the counters are summed with each round's kept.
+- ``wall_s`` is the process's time up to the result, so measured seconds over it is the cell's
+  efficiency; ``model_runner`` says which of vLLM's model runners (V1, V2) the engine chose.
 - Requests use ``ignore_eos=True``: every request produces exactly ``max_tokens`` tokens, so a
   speculative cell and its baseline do the same amount of work and tokens/s compare like for like
   (with random-weight test models EOS would otherwise end requests at arbitrary points).
@@ -41,8 +48,17 @@ import time
 import traceback
 from typing import Any
 
+# Serving mode lives beside this file (standard library and vLLM only, like this one): run as a script,
+# this folder is on sys.path; imported (tests), it is a module of the runners package.
+if __package__:
+    from runners import serving
+else:
+    import serving
+
+# When this process started: a cell's wall time counts its imports and engine start.
+CELL_STARTED = time.perf_counter()
 # app.schemas.cell.CELL_SCHEMA_VERSION; this script cannot import it (tests/runners/test_cell.py ties them).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # How long vLLM may take to stop its engine processes after the result is written.
 SHUTDOWN_GRACE_S = 20.0
 # app.enums.BuiltinDataset, by value (tied by tests/runners/test_cell.py).
@@ -302,7 +318,9 @@ def versions() -> dict[str, Any]:
 
 
 def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    """Start the engine, warm up, measure; return the result dict and the live ``LLM``."""
+    """Start the engine, warm up, measure the rounds; return the result dict and what must be shut down."""
+    if spec.get("mode") == "serve":
+        return serving.run(spec, engine_kwargs(spec, engine_arg_names()), started=CELL_STARTED, cell=sys.modules[__name__])
     from vllm import LLM
 
     workload = spec["workload"]
@@ -323,29 +341,86 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         run_prompts(llm, warmup, sampling_params(workload, len(warmup), offset=len(prompts)), chat)
     warmup_s = time.perf_counter() - started
 
-    before = read_spec_decode_counters(llm) if speculative else None
-    started = time.perf_counter()
-    outputs = run_prompts(llm, prompts, sampling_params(workload, len(prompts)), chat)
-    generation_s = time.perf_counter() - started
-    spec_decode = counters_delta(before, read_spec_decode_counters(llm)) if speculative else None
-
+    params = sampling_params(workload, len(prompts))
+    read = read_spec_decode_counters if speculative else None
+    rounds, outputs = measure_rounds(
+        lambda: run_prompts(llm, prompts, params, chat), read=read and (lambda: read(llm)),
+        count=workload.get("rounds", 1), min_window_s=workload.get("min_window_s", 0.0),
+    )
+    measured_s = sum(r["seconds"] for r in rounds)
+    spec_decode = sum_counters([r["spec_decode"] for r in rounds]) if speculative else None
     output_tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+    speeds = sorted(r["output_tokens"] / r["seconds"] for r in rounds if r["seconds"] > 0)
     result = {
         "schema_version": SCHEMA_VERSION,
         "engine_start_s": engine_start_s,
         "warmup_s": warmup_s,
-        "generation_s": generation_s,
+        "generation_s": measured_s,
+        # One pass of the workload: its requests, tokens and outputs (every pass repeats the same seeds).
         "num_requests": len(outputs),
         "prompt_tokens": sum(len(o.prompt_token_ids or []) for o in outputs),
         "output_tokens": output_tokens,
-        "tokens_per_s": output_tokens / generation_s if generation_s > 0 else 0.0,
-        "requests_per_s": len(outputs) / generation_s if generation_s > 0 else 0.0,
+        "tokens_per_s": speeds[len(speeds) // 2] if speeds else 0.0,
+        "requests_per_s": sum(r["num_requests"] for r in rounds) / measured_s if measured_s > 0 else 0.0,
         "spec_decode": spec_decode,
+        "rounds": rounds,
         "requests": [request_outcome(o) for o in outputs],
         "output_fingerprint": output_fingerprint(outputs),
         "versions": versions(),
+        "model_runner": model_runner(llm),
+        "wall_s": time.perf_counter() - CELL_STARTED,
     }
-    return result, llm
+    return result, lambda: shutdown_engine(llm, SHUTDOWN_GRACE_S)
+
+
+def measure_rounds(
+    run_once, *, read, count: int, min_window_s: float
+) -> tuple[list[dict[str, Any]], list]:
+    """``count`` rounds, each repeating ``run_once()`` until ``min_window_s`` has passed; the rounds and the
+    first pass's outputs.
+
+    ``read()`` gives the cumulative spec-decode counters (None without speculation): each round's are
+    the difference across it.
+    """
+    rounds, first = [], None
+    for _ in range(count):
+        before = read() if read else None
+        started = time.perf_counter()
+        tokens = requests = 0
+        while True:
+            outputs = run_once()
+            first = first if first is not None else outputs
+            tokens += sum(len(o.outputs[0].token_ids) for o in outputs)
+            requests += len(outputs)
+            elapsed = time.perf_counter() - started
+            if elapsed >= min_window_s:
+                break
+        rounds.append({
+            "seconds": elapsed,
+            "output_tokens": tokens,
+            "num_requests": requests,
+            "spec_decode": counters_delta(before, read()) if read else None,
+        })
+    return rounds, first
+
+
+def sum_counters(counters: list[dict[str, Any]]) -> dict[str, Any]:
+    """Spec-decode counters of several rounds added up."""
+    total: dict[str, Any] = {key: sum(c[key] for c in counters) for key in SPEC_DECODE_COUNTERS}
+    total["accepted_per_position"] = []
+    for c in counters:
+        total["accepted_per_position"] = add_elementwise(total["accepted_per_position"], c["accepted_per_position"])
+    return total
+
+
+def model_runner(llm) -> str | None:
+    """"V2" or "V1": which model runner this engine chose (None where the build does not say)."""
+    config = getattr(getattr(llm, "llm_engine", None), "vllm_config", None)
+    try:
+        uses_v2 = getattr(config, "use_v2_model_runner", None)
+    except Exception:  # noqa: BLE001 - a build's property may raise on a config it cannot judge
+        return None
+    return None if uses_v2 is None else ("V2" if uses_v2 else "V1")
 
 
 def write_json(path: str, data: dict[str, Any]) -> None:
@@ -424,7 +499,7 @@ def main(argv: list[str]) -> None:
     with open(argv[1], encoding="utf-8") as handle:
         spec = json.load(handle)
     try:
-        result, llm = run_cell(spec)
+        result, shutdown = run_cell(spec)
     except BaseException:
         # Print the root cause for the worker's crash signatures, then leave no engine process behind.
         traceback.print_exc()
@@ -434,7 +509,7 @@ def main(argv: list[str]) -> None:
     # The result is safe on disk: give vLLM a bounded chance to stop cleanly, then make sure its
     # processes are gone (orphans would hold the worker's log pipe open) and exit without Python's
     # own teardown, which would run vLLM's shutdown again and can hang.
-    shutdown_engine(llm, SHUTDOWN_GRACE_S)
+    shutdown()
     finish(exit_code=0)
 
 

@@ -13,6 +13,7 @@ the budget cuts short is left without ``exit.json``, so it is not mistaken for a
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -44,6 +45,7 @@ def run_folder(folder: Path, *, python: str, only_missing: bool = False, budget_
             log_path=cell_dir / "cell.log",
             timeout_s=timeout_s if left is None else min(timeout_s, left),
             cwd=cell_dir,
+            env=os.environ | spec.get("env", {}) | {"PYTHONUNBUFFERED": "1"},
         )
         if finished.timed_out and left is not None and left < timeout_s:
             print(json.dumps({"cell": cell_dir.name, "cut": "budget spent mid-cell; run it again"}), flush=True)

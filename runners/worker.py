@@ -157,9 +157,10 @@ class Worker:
             done += 1
         return done
 
-    def cell_env(self, gpus_needed: int) -> dict[str, str]:
-        """The cell's environment: this worker's first ``gpus_needed`` GPUs, numbered as nvidia-smi does."""
-        env = os.environ | {"PYTHONUNBUFFERED": "1"}
+    def cell_env(self, gpus_needed: int, vllm_env: dict[str, str] | None = None) -> dict[str, str]:
+        """The cell's environment: the sweep's vLLM variables for this cell, and this worker's first
+        ``gpus_needed`` GPUs, numbered as nvidia-smi does."""
+        env = os.environ | (vllm_env or {}) | {"PYTHONUNBUFFERED": "1"}
         if self.gpu_ids:
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
             env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpu_ids[: max(gpus_needed, 1)])
@@ -208,7 +209,7 @@ class Worker:
             log_path=log_path,
             timeout_s=spec.timeout_s,
             cwd=folder,
-            env=self.cell_env(gpus_needed),
+            env=self.cell_env(gpus_needed, spec.env),
             on_line=(lambda line: print(f"[cell] {line}", end="", flush=True)) if self.echo else None,
             should_stop=lambda: beat.must_stop.is_set() or self.stopping.is_set(),
         )

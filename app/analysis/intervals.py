@@ -19,8 +19,8 @@ def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float
         \\text{half} = \\frac{z}{1 + z^2 / n} \\sqrt{\\frac{\\hat p (1 - \\hat p)}{n} + \\frac{z^2}{4 n^2}}
 
     and the interval is ``(centre - half, centre + half)``, clipped to ``[0, 1]``. It always holds
-    :math:`\hat p` (exactly: at ``s = 0`` rounding left ``centre - half`` at 3e-17, so the bounds
-    are also held to :math:`\hat p`). Unlike the normal (Wald) interval it has non-zero width at
+    :math:`\\hat p` (exactly: at ``s = 0`` rounding left ``centre - half`` at 3e-17, so the bounds
+    are also held to :math:`\\hat p`). Unlike the normal (Wald) interval it has non-zero width at
     ``s = 0`` and ``s = n``.
 
     Parameters

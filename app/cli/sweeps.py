@@ -88,22 +88,70 @@ def import_results(
         engine.dispose()
 
 
-def expand(
-    sweep_file: Annotated[Path, typer.Argument(exists=True, dir_okay=False)],
-    folder: Annotated[Path, typer.Argument(file_okay=False, help="Where to write sweep.json and cells/NAME/spec.json")],
+def import_bench(
+    result_file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSON of `vllm bench serve --save-result` or `vllm bench throughput --output-json`")],
+    sweep_file: Annotated[Path, typer.Option("--sweep", exists=True, dir_okay=False, help="A sweep of exactly one cell: the build and config the file measured")],
+    output_len: Annotated[int | None, typer.Option(help="`vllm bench throughput` only: the output length it ran with")] = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
-    """Write a sweep's cells as files for runners/offline.py, for hosts that cannot reach the service."""
+    """Import a result of vLLM's own benchmark tools as a finished one-cell sweep (once), to compare with sweeps."""
+    import hashlib
+    import json
+    from datetime import UTC, datetime, timedelta
+
+    from pydantic import ValidationError
+
+    from app import db
+    from app.schemas.cell import CellOutcome
+    from app.sweeps import bench_files, matrix
+    from app.sweeps.imports import RanCell, import_sweep
+
+    spec = _read_sweep(sweep_file)
+    cells = matrix.expand(spec)
+    if len(cells) != 1 or spec.repeats != 1:
+        raise CliError(f"{sweep_file} describes {len(cells)} cells x {spec.repeats} repeats; the file measured one cell once")
+    raw = result_file.read_bytes()
+    try:
+        data = json.loads(raw)
+        result = bench_files.to_result(data, output_len=output_len, concurrency=cells[0].spec.concurrency)
+    except (ValueError, ValidationError) as exc:
+        raise CliError(f"{result_file}: {' '.join(str(exc).split())[:500]}") from None
+    finished = datetime.fromtimestamp(result_file.stat().st_mtime, tz=UTC)
+    ran = RanCell(cell_index=0, repeat=0, outcome=CellOutcome(result=result, exit_code=0), log="",
+                  started_at=finished - timedelta(seconds=result.generation_s), finished_at=finished)
+    digest = hashlib.sha256(raw + json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+    engine = db.make_engine(upgraded(database_url))
+    try:
+        with db.session_scope(db.make_sessionmaker(engine)) as session:
+            sweep, created = import_sweep(session=session, spec=spec, ran=[ran], digest=digest, source="vllm-bench")
+            what = "imported as" if created else "already imported as"
+            console.print(f"{what} sweep {sweep.id} '{sweep.name}' ({bench_files.kind_of(data)}: {result.tokens_per_s:.1f} output tok/s)")
+    finally:
+        engine.dispose()
+
+
+def _read_sweep(path: Path):  # noqa: ANN202
+    """A sweep file (YAML or JSON), validated; CliError with the reason otherwise."""
     import yaml
     from pydantic import ValidationError
 
     from app.schemas.sweep import SweepSpec
     from app.sweeps import parsing
-    from runners.folders import write_cells
 
     try:
-        spec = SweepSpec.model_validate(parsing.load(sweep_file.read_bytes(), parsing.YAML_TYPES[0]))
+        return SweepSpec.model_validate(parsing.load(path.read_bytes(), parsing.YAML_TYPES[0]))
     except (parsing.BodyError, ValidationError, yaml.YAMLError) as exc:
-        raise CliError(f"{sweep_file}: {' '.join(str(exc).split())[:800]}") from None
+        raise CliError(f"{path}: {' '.join(str(exc).split())[:800]}") from None
+
+
+def expand(
+    sweep_file: Annotated[Path, typer.Argument(exists=True, dir_okay=False)],
+    folder: Annotated[Path, typer.Argument(file_okay=False, help="Where to write sweep.json and cells/NAME/spec.json")],
+) -> None:
+    """Write a sweep's cells as files for runners/offline.py, for hosts that cannot reach the service."""
+    from runners.folders import write_cells
+
+    spec = _read_sweep(sweep_file)
     count = write_cells(spec, folder)
     console.print(f"{count} cells x {spec.repeats} repeats written under {folder}")
 
@@ -127,7 +175,8 @@ def _print_results(api: Api, sweep_id: int) -> None:
     sweep = api.get(f"/api/v1/sweeps/{sweep_id}")
     results = {r["job_id"]: r for r in api.get("/api/v1/results", sweep_id=sweep_id)}
     table = Table("job", "GPU kind", "backend", "graph mode → resolved", "method", "rep", "state",
-                  "acceptance [95% CI]", "accept len", "tok/s", title=f"sweep {sweep_id}: {sweep['name']} ({sweep['state']})")
+                  "acceptance [95% CI]", "accept len", "tok/s [interval] (rounds)",
+                  title=f"sweep {sweep_id}: {sweep['name']} ({sweep['state']})")
     for cell in sweep["cells"]:
         r = results.get(cell["job_id"])
         acc = length = tps = ""
@@ -135,6 +184,9 @@ def _print_results(api: Api, sweep_id: int) -> None:
         if r:
             mode = f"{cell['graph_mode']} → {r['resolved_graph_mode'] or '?'}"
             tps = f"{r['tokens_per_s']:.1f}"
+            if r["tokens_per_s_low"] is not None:
+                tps += f" [{r['tokens_per_s_low']:.1f}, {r['tokens_per_s_high']:.1f}]"
+            tps += f" ({r['rounds']})"
             if r["acceptance_rate"] is not None:
                 acc = f"{r['acceptance_rate']:.3f} [{r['acceptance_rate_low']:.3f}, {r['acceptance_rate_high']:.3f}]"
                 length = f"{r['mean_acceptance_length']:.2f}"
@@ -150,3 +202,4 @@ def register(cli: typer.Typer) -> None:
     cli.command()(status)
     cli.command()(expand)
     cli.command("import")(import_results)
+    cli.command("import-bench")(import_bench)

