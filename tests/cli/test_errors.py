@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.config import Settings
 from tests.conftest import TOKEN
 from tests.factories import sweep_body
-from tests.live import free_port, serve
+from tests.live import free_port
 
 DRAFTBENCH = Path(sys.executable).with_name("draftbench")
 
@@ -34,12 +33,6 @@ def sweep_file(tmp_path: Path, dataset: Path) -> Path:
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(sweep_body(dataset)))
     return path
-
-
-@pytest.fixture
-def server(sqlite_url: str):  # noqa: ANN201
-    with serve(Settings(database_url=sqlite_url, token=TOKEN)) as url:
-        yield url
 
 
 def test_submit_without_a_token_says_so(sweep_file: Path) -> None:
