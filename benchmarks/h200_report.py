@@ -1,7 +1,7 @@
 """The tables of docs/h200-report.md, from the databases benchmarks/h200_proof.py wrote on the H200.
 
-    .venv/bin/python benchmarks/h200_report.py tests/data/h200-proof-2026-11-30/proof.db \\
-        --capture tests/data/h200-proof-2026-11-30/capture-bug.db --before tests/data/h200-matrix
+    .venv/bin/python benchmarks/h200_report.py tests/data/h200-proof-2026-11-30/proof.sqlite \\
+        --capture tests/data/h200-proof-2026-11-30/capture-bug.sqlite --before tests/data/h200-matrix
 
 Prints: every cell's tokens/s (median of rounds, order-statistic interval, its relative half-width),
 acceptance and efficiency; the efficiency before rounds (the single-window H200 matrix) and after;
@@ -36,12 +36,12 @@ def main() -> None:
     parser.add_argument("--capture", type=Path, help="The database with the capture-bug build's cells")
     parser.add_argument("--before", type=Path, help="A runners/offline.py folder measured before rounds existed")
     args = parser.parse_args()
-    rows = sqlite3.connect(args.db).execute(CELLS).fetchall()
+    rows = _open(args.db).execute(CELLS).fetchall()
     cells(rows)
     efficiency(rows, args.before)
     calibration(rows)
     if args.capture:
-        capture(sqlite3.connect(args.capture).execute(CELLS).fetchall(), rows)
+        capture(_open(args.capture).execute(CELLS).fetchall(), rows)
     two_gpus(args.db)
 
 
@@ -98,12 +98,17 @@ def capture(patched: list[tuple], unpatched: list[tuple]) -> None:
         print(f"| {build} | {backend} | {mode} -> {ran} | {accept:.3f} | {by_round} | {raw['tokens_per_s']:.0f} |")
 
 
+def _open(path: Path) -> sqlite3.Connection:
+    """Read-only: a missing file is an error, not a new empty database."""
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
 def _efficiency(raw: dict) -> float:
     return sum(r["seconds"] for r in raw["rounds"]) / raw["wall_s"]
 
 
 def two_gpus(db: Path) -> None:
-    jobs = sqlite3.connect(db).execute(
+    jobs = _open(db).execute(
         "SELECT j.started_at, j.finished_at, w.name FROM jobs j JOIN workers w ON w.id = j.worker_id "
         "WHERE j.state = 'succeeded'"
     ).fetchall()

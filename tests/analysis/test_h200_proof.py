@@ -21,12 +21,13 @@ FROM results r JOIN jobs j ON j.id = r.job_id JOIN sweeps s ON s.id = j.sweep_id
 
 
 def _rows(name: str) -> list[sqlite3.Row]:
-    connection = sqlite3.connect(PROOF / name)
+    # Read-only: a missing file is an error, not a new empty database.
+    connection = sqlite3.connect(f"file:{PROOF / name}?mode=ro", uri=True)
     connection.row_factory = sqlite3.Row
     return connection.execute(ROWS).fetchall()
 
 
-@pytest.mark.parametrize("row", _rows("proof.db"), ids=lambda r: f"{r['name']}-{r['backend']}-{r['graph_mode']}")
+@pytest.mark.parametrize("row", _rows("proof.sqlite"), ids=lambda r: f"{r['name']}-{r['backend']}-{r['graph_mode']}")
 def test_stored_throughput_and_intervals_are_what_the_rounds_give(row: sqlite3.Row) -> None:
     result = CellResult.model_validate(json.loads(row["raw"]))
     found = median_interval([r.output_tokens / r.seconds for r in result.rounds])
@@ -40,7 +41,7 @@ def test_stored_throughput_and_intervals_are_what_the_rounds_give(row: sqlite3.R
 
 def test_calibration_holds_at_temperature_zero_and_misses_at_one() -> None:
     found = {}
-    for row in _rows("proof.db"):
+    for row in _rows("proof.sqlite"):
         if row["expected_per_position"] in (None, "null"):
             continue
         result = CellResult.model_validate(json.loads(row["raw"]))
@@ -54,7 +55,7 @@ def test_calibration_holds_at_temperature_zero_and_misses_at_one() -> None:
 
 
 def test_the_build_that_claims_full_graphs_accepts_less_than_its_eager_cell() -> None:
-    acceptance = {row["graph_mode"]: row["acceptance_rate"] for row in _rows("capture-bug.db")
+    acceptance = {row["graph_mode"]: row["acceptance_rate"] for row in _rows("capture-bug.sqlite")
                   if row["name"] == "h200-capture-bug"}
     assert acceptance["NONE"] == 1.0
     assert acceptance["FULL_DECODE_ONLY"] < 0.95 and acceptance["FULL_AND_PIECEWISE"] < 0.95
