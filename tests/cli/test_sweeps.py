@@ -5,7 +5,7 @@ import yaml
 
 from tests.cli.test_errors import run
 from tests.conftest import AUTH, TOKEN
-from tests.factories import sweep_body
+from tests.factories import cell_result, sweep_body
 
 
 def test_submit_prints_why_the_jobs_will_wait(server: str, tmp_path, dataset) -> None:  # noqa: ANN001
@@ -17,3 +17,18 @@ def test_submit_prints_why_the_jobs_will_wait(server: str, tmp_path, dataset) ->
     done = run("submit", str(path), "--no-wait", "--server", server, "--token", TOKEN)
     assert done.returncode == 0, done.stderr
     assert "warning: no live worker serves GPU kind cpu with build vllm-test: 2 job(s) wait" in done.stdout
+
+
+def test_status_shows_each_result_with_its_interval(server: str, dataset) -> None:  # noqa: ANN001
+    worker = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "vllm-test"}]}
+    registered = httpx.post(f"{server}/api/v1/workers", json=worker, headers=AUTH, timeout=30).json()
+    own = {"Authorization": f"Bearer {registered['credential']}"}
+    sweep = httpx.post(f"{server}/api/v1/sweeps", json=sweep_body(dataset, repeats=1), headers=AUTH, timeout=30).json()
+    job = httpx.post(f"{server}/api/v1/workers/{registered['id']}/claim", headers=own, timeout=30).json()
+    result = cell_result() | {"rounds": [{"seconds": 1.0, "output_tokens": n, "num_requests": 2} for n in (90, 100, 120)]}
+    httpx.post(f"{server}/api/v1/jobs/{job['job_id']}/complete", json={"outcome": {"result": result}}, headers=own, timeout=30)
+    done = run("status", str(sweep["id"]), "--server", server)
+    assert done.returncode == 0, done.stderr
+    # Rich reads square brackets as markup: the header and the cells must keep theirs.
+    assert "tok/s [interval] (rounds)" in done.stdout and "acceptance [95% CI]" in done.stdout
+    assert "100.0 [90.0, 120.0] (3)" in done.stdout
