@@ -8,7 +8,7 @@ from app.sweeps import parsing, service
 from tests.conftest import AUTH
 from tests.factories import register_worker, sweep_body
 
-# Nine levels of aliases, nine each: 10^9 items when followed (the "billion laughs").
+# Nine levels of aliases, nine each: 9^9 (387 million) strings when followed (the "billion laughs").
 BILLION_LAUGHS = "\n".join(
     ["a: &a [" + ",".join(["lol"] * 9) + "]"]
     + [f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]" for i in range(8)]
