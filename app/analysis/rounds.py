@@ -1,8 +1,8 @@
 """Throughput over a cell's measured rounds: the median and a distribution-free interval for it.
 
 Pure functions, standard library only. A round is one window of the workload inside one engine
-start; rounds of one cell share the engine, so their spread is the within-engine noise. Repeats
-(separate engine starts) add the between-start noise: see ``between_repeats``.
+start; rounds of one cell share the engine, so their spread is the within-engine noise, not the
+noise between engine starts (repeats).
 """
 
 import math
@@ -101,10 +101,3 @@ def efficiency(measured_s: float, wall_s: float) -> float | None:
         return None
     return min(1.0, measured_s / wall_s)
 
-
-def between_repeats(medians: Sequence[float]) -> float | None:
-    """Relative spread between engine starts: (max - min) / median of the repeats' medians; None for one."""
-    if len(medians) < 2:
-        return None
-    middle = statistics.median(medians)
-    return (max(medians) - min(medians)) / middle if middle else None

@@ -10,7 +10,7 @@ free-form mappings such as ``engine_args``; and a 422 that echoes NaN cannot its
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 # Lists and mappings inside a value nest at most this deep (a sweep's body as a whole: app.sweeps.parsing).
 MAX_DEPTH = 32
@@ -21,7 +21,7 @@ class Input(BaseModel):
 
     @field_validator("*", mode="after")
     @classmethod
-    def _storable(cls, value: Any, info: ValidationInfo) -> Any:  # noqa: ANN401
+    def _storable(cls, value: Any) -> Any:  # noqa: ANN401
         problem = unstorable(value)
         if problem:
             raise ValueError(problem)

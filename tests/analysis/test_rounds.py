@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.analysis.rounds import between_repeats, coverage, efficiency, median_interval
+from app.analysis.rounds import coverage, efficiency, median_interval
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,5 @@ def test_bad_input_is_refused() -> None:
         coverage(5, 4)
 
 
-def test_efficiency_and_spread_between_repeats() -> None:
+def test_efficiency() -> None:
     assert efficiency(25.0, 50.0) == 0.5 and efficiency(1.0, 0.0) is None
-    assert between_repeats([100.0, 110.0, 90.0]) == pytest.approx(0.2)
-    assert between_repeats([100.0]) is None
