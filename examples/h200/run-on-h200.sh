@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
-# On a lent H200 machine, from the repository's root, once vLLM's wheels are in /tmp/ship
-# (the developers' GPU recipe packs them) and the service's own wheels in .gpu/extras.tar: installs both (once per
-# machine), then runs or resumes benchmarks/h200_proof.py for at most BUDGET seconds, copying the
-# database and logs to $OUT. Call it again on the same warm machine to wait for the rest.
+# On a lent H200 machine, from the repository's root, once vLLM's wheels are in /tmp/ship (the
+# developers' GPU recipe packs them) and the service's and vLLM server's other wheels in
+# .gpu/extras.tar: installs both (once per machine), then
+#   PHASE=sweeps (default): runs or resumes benchmarks/h200_proof.py for at most BUDGET seconds;
+#   PHASE=peer: waits at most BUDGET seconds for the sweeps, stops the worker, and runs
+#     benchmarks/peer_check.py (vllm bench throughput on both GPUs at once, then vllm bench serve).
+# Everything it keeps goes to $OUT: the database, the service's and worker's logs, peer.tar.
+# Call it again on the same warm machine to wait for the rest.
 set -euo pipefail
-export PYTHONPATH=/tmp/site
+export PYTHONPATH=/tmp/site NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 if [ ! -d /tmp/site/vllm ]; then bash .gpu/install.sh; fi
 if [ ! -d /tmp/site/alembic ]; then
   mkdir -p /tmp/extras && tar xf .gpu/extras.tar -C /tmp/extras
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site /tmp/extras/wheels/*.whl
+  python3 -c "import vllm.entrypoints.openai.api_server" 2>&1 | tail -3 && echo "vLLM's server imports"
 fi
 # FRESH=1: stop what an earlier run started and begin again with an empty database (the models stay).
 if [ -n "${FRESH:-}" ] && [ -f /tmp/h200/service.pid ]; then kill $(cat /tmp/h200/service.pid /tmp/h200/worker.pid) 2>/dev/null || true; sleep 3; rm -f /tmp/h200/draftbench.db* /tmp/h200/*.pid; fi
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
+SWEEPS=${SWEEPS:-"peer shape-8b serving matrix-rest repeats"}
 python3 benchmarks/h200_proof.py --work /tmp/h200 --out "$OUT" --python "$(command -v python3)" --service-python python3 \
-  --patch examples/h200/flashinfer-claims-full-graphs.diff --budget-s "${BUDGET:-480}" \
-  examples/h200/calibration.yaml examples/h200/calibration-t1.yaml examples/h200/matrix.yaml \
-  examples/h200/capture-bug.yaml examples/h200/shape-8b.yaml examples/h200/serving.yaml examples/h200/repeats.yaml
-cp -r /tmp/h200/models "$OUT/models" 2>/dev/null || true
+  --budget-s "${BUDGET:-480}" $(for s in $SWEEPS; do echo examples/h200/$s.yaml; done)
+if [ "${PHASE:-sweeps}" = peer ]; then
+  kill $(cat /tmp/h200/worker.pid) 2>/dev/null || true
+  sleep 5
+  peer="python3 benchmarks/peer_check.py --models /tmp/h200/models"
+  # One GPU each, so the two tools never share one; the server check follows on GPU 0.
+  ($peer throughput examples/h200/peer.yaml --backend FLASH_ATTN --gpu 0 --out /tmp/peer/throughput-flash-attn --runs 6 || true
+   $peer serve examples/h200/serving.yaml --backend FLASH_ATTN --concurrency 1 --gpu 0 --out /tmp/peer/serve-flash-attn-c1 || true) &
+  $peer throughput examples/h200/peer.yaml --backend FLASHINFER --gpu 1 --out /tmp/peer/throughput-flashinfer --runs 6 || true
+  wait
+  tar cf "$OUT/peer.tar" -C /tmp peer
+fi
+tar cf "$OUT/models.tar" -C /tmp/h200 models 2>/dev/null || true
