@@ -170,3 +170,20 @@ def affected(*, session: Session, group: CrashSignature) -> tuple[list[Job], lis
     jobs = list(session.scalars(select(Job).join(Crash).where(in_group).order_by(Job.id)))
     builds = list(session.scalars(select(func.distinct(Job.build)).join(Crash).where(in_group)))
     return jobs, sorted(builds)
+
+
+def groups_in(*, session: Session, job_ids: list[int] | None, limit: int) -> list[CrashSignature]:
+    """Groups with a crash among ``job_ids`` (all groups when None), most recently seen first."""
+    stmt = select(CrashSignature).order_by(CrashSignature.last_seen.desc(), CrashSignature.id.desc())
+    if job_ids is not None:
+        stmt = stmt.where(CrashSignature.id.in_(select(Crash.signature_id).where(Crash.job_id.in_(job_ids))))
+    return list(session.scalars(stmt.limit(limit)))
+
+
+def members(*, session: Session, group_ids: list[int]) -> dict[int, list[Job]]:
+    """Each group's jobs, in one query."""
+    found: dict[int, list[Job]] = {g: [] for g in group_ids}
+    stmt = select(Crash.signature_id, Job).join(Job, Job.id == Crash.job_id).where(Crash.signature_id.in_(group_ids))
+    for group_id, job in session.execute(stmt.order_by(Job.id)):
+        found[group_id].append(job)
+    return found

@@ -1,0 +1,64 @@
+"""The query string every page reads its filters from, so a view is a shareable link.
+
+Values are checked against ``app.enums``: a wrong one is a 422 naming the field and the allowed
+values. An empty value (a form's "any") is no filter.
+"""
+
+from dataclasses import asdict, dataclass, replace
+from typing import Annotated, Literal
+from urllib.parse import urlencode
+
+from fastapi import Depends, Query
+from pydantic import BeforeValidator
+
+from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
+from app.results.cells import CellScope
+
+
+def _blank_is_none(value: object) -> object:
+    return None if value == "" else value
+
+
+Blank = BeforeValidator(_blank_is_none)
+
+
+@dataclass(frozen=True)
+class Filters:
+    sweep_id: int | None = None
+    build: str | None = None
+    gpu_kind: str | None = None
+    method: str | None = None
+    backend: str | None = None
+    graph_mode: str | None = None
+
+    def scope(self, *, default_build: str | None) -> CellScope:
+        """What to read: the filters, within the newest sweep's build when neither a sweep nor a build is named
+        (a page over every build would mix builds and read every result)."""
+        build = self.build if self.build or self.sweep_id else default_build
+        return CellScope(sweep_id=self.sweep_id, build=build, gpu_kind=self.gpu_kind, method=self.method,
+                         backend=self.backend, graph_mode=self.graph_mode)
+
+    def link(self, path: str, **changes: object) -> str:
+        """``path`` with these filters (and ``changes``) as its query string."""
+        values = {**asdict(self), **changes}
+        query = urlencode({k: v for k, v in values.items() if v not in (None, "")})
+        return f"{path}?{query}" if query else path
+
+    def with_(self, **changes: object) -> "Filters":
+        return replace(self, **changes)
+
+
+def read_filters(
+    sweep_id: Annotated[int | None, Blank, Query(ge=1, le=2**62, description="One sweep")] = None,
+    build: Annotated[str | None, Blank, Query(max_length=128, description="A build label")] = None,
+    gpu_kind: Annotated[GpuKind | None, Blank, Query()] = None,
+    method: Annotated[SpecMethod | None, Blank, Query()] = None,
+    backend: Annotated[AttentionBackend | None, Blank, Query(description="The backend requested")] = None,
+    graph_mode: Annotated[GraphMode | None, Blank, Query(description="The graph mode requested")] = None,
+) -> Filters:
+    return Filters(sweep_id, build, gpu_kind and gpu_kind.value, method and method.value,
+                   backend and backend.value, graph_mode and graph_mode.value)
+
+
+FiltersDep = Annotated[Filters, Depends(read_filters)]
+Format = Annotated[Literal["html", "csv"], Blank, Query(description="csv: the table behind the page's figure")]
