@@ -35,8 +35,8 @@ def cells(*, session: Session, scope: cell_service.CellScope) -> list[Cell]:
     return cell_service.load(session=session, scope=scope)
 
 
-def latest_build(*, session: Session) -> str | None:
-    return cell_service.latest_build(session=session)
+def recent_builds(*, session: Session) -> tuple[str, ...]:
+    return cell_service.recent_builds(session=session)
 
 
 def _triple(value: tuple | None) -> tuple:

@@ -31,12 +31,12 @@ class Filters:
     backend: str | None = None
     graph_mode: str | None = None
 
-    def scope(self, *, default_build: str | None) -> CellScope:
-        """What to read: the filters, within the newest sweep's build when neither a sweep nor a build is named
-        (a page over every build would mix builds and read every result)."""
-        build = self.build if self.build or self.sweep_id else default_build
-        return CellScope(sweep_id=self.sweep_id, build=build, gpu_kind=self.gpu_kind, method=self.method,
-                         backend=self.backend, graph_mode=self.graph_mode)
+    def scope(self, *, default_builds: tuple[str, ...] | None) -> CellScope:
+        """What to read: the filters, within ``default_builds`` (the recent sweeps' builds) when neither a sweep
+        nor a build is named."""
+        builds = None if self.build or self.sweep_id else default_builds
+        return CellScope(sweep_id=self.sweep_id, build=self.build, builds=builds, gpu_kind=self.gpu_kind,
+                         method=self.method, backend=self.backend, graph_mode=self.graph_mode)
 
     def link(self, path: str, **changes: object) -> str:
         """``path`` with these filters (and ``changes``) as its query string."""

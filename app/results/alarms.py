@@ -22,14 +22,14 @@ class Alarm:
     @property
     def sentence(self) -> str:
         what = "acceptance" if self.kind is AlarmKind.ACCEPTANCE else "lossless share"
-        mine, theirs = _proportion(self.kind, self.cell), _proportion(self.kind, self.sibling)
+        mine, theirs = proportion(self.kind, self.cell), proportion(self.kind, self.sibling)
         d = self.difference
         return (f"{self.cell.backend} {self.cell.graph_mode} ({self.cell.label}, {self.cell.build}): {what} "
                 f"{mine:.3f} against {theirs:.3f} eager on {self.sibling.backend}, "
                 f"{d.value * 100:+.1f} points [{d.low * 100:+.1f}, {d.high * 100:+.1f}]")
 
 
-def _proportion(kind: AlarmKind, cell: Cell) -> float:
+def proportion(kind: AlarmKind, cell: Cell) -> float:
     if kind is AlarmKind.ACCEPTANCE:
         return cell.accepted / cell.draft_tokens
     return cell.lossless_same / cell.lossless_total

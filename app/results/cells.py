@@ -38,6 +38,16 @@ class CellScope:
     backend: str | None = None
     graph_mode: str | None = None
 
+    def describe(self) -> str:
+        """Where the cells come from, in words: ``sweep 3``, ``build vllm-0.26.0``..."""
+        if self.sweep_id is not None:
+            return f"sweep {self.sweep_id}"
+        if self.build is not None:
+            return f"build {self.build}"
+        if self.builds is not None:
+            return f"builds {', '.join(self.builds)} (the newest sweeps')" if self.builds else "no build yet"
+        return "every build"
+
     def apply(self, stmt: Select) -> Select:
         for column, value in (
             (Job.sweep_id, self.sweep_id), (Job.build, self.build), (Job.gpu_kind, self.gpu_kind),
@@ -291,9 +301,14 @@ def _lossless(session: Session, scope: CellScope, sweep_ids: set[int], cells: di
         cell.lossless_total += len(mine)
 
 
-def latest_build(*, session: Session) -> str | None:
-    """The build of the newest sweep: what a page shows when no filter names one."""
-    return session.scalar(select(Sweep.build).order_by(Sweep.created_at.desc(), Sweep.id.desc()).limit(1))
+RECENT_SWEEPS = 10
+
+
+def recent_builds(*, session: Session, sweeps: int = RECENT_SWEEPS) -> tuple[str, ...]:
+    """The builds of the newest ``sweeps`` sweeps: what pages and the alarm read when no filter names a build or
+    a sweep (reading every build would mix them and read every result ever stored)."""
+    newest = select(Sweep.build).order_by(Sweep.created_at.desc(), Sweep.id.desc()).limit(sweeps).subquery()
+    return tuple(sorted(set(session.scalars(select(newest.c.build)))))
 
 
 def latest_cell(*, session: Session) -> dict[str, str | None] | None:

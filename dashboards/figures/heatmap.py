@@ -4,6 +4,7 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from dashboards.figures import to_svg
@@ -40,8 +41,7 @@ def _draw(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, metri
         grid[row, col] = np.nan if value is None else value
     fig = Figure(figsize=(1.9 * len(modes) + 2.6, 0.75 * len(backends) + 1.6))
     ax = fig.subplots()
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", aspect="auto")
-    image.cmap.set_bad("#dddddd")
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap=colormaps["viridis"].with_extremes(bad="#dddddd"), aspect="auto")
     for row, col, value, text, dead in cells:
         light = value is not None and not np.isnan(value) and image.norm(value) < 0.5
         ax.text(col, row, text, ha="center", va="center", fontsize=8,

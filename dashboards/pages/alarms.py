@@ -19,7 +19,7 @@ MinEffect = Annotated[float, Blank, Query(ge=0, le=1, description="Smallest diff
 @router.get("/alarms")
 def alarms_page(request: Request, session: SessionDep, filters: FiltersDep, min_effect: MinEffect = MIN_EFFECT,
                 format: Format = "html") -> Response:  # noqa: A002
-    scope = filters.scope(default_build=data.latest_build(session=session))
+    scope = filters.scope(default_builds=data.recent_builds(session=session))
     cells = data.cells(session=session, scope=scope)
     found = alarms.find(cells, min_effect=min_effect)
     if format == "csv":
@@ -34,4 +34,4 @@ def alarms_page(request: Request, session: SessionDep, filters: FiltersDep, min_
     judged = sum(1 for c in cells if c.method and c.graph_mode != "NONE" and c.draft_tokens)
     return render.page(request, "alarms.html", filters, alarms=found, judged=judged, min_effect=min_effect,
                        scope=scope, facts=data.run_facts(cells), cells=cells,
-                       csv_link=filters.with_(build=scope.build).link("/alarms", min_effect=min_effect, format="csv"))
+                       csv_link=filters.link("/alarms", min_effect=min_effect, format="csv"))

@@ -14,7 +14,7 @@ router = APIRouter()
 
 @router.get("/fallback")
 def fallback_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html") -> Response:  # noqa: A002
-    scope = filters.scope(default_build=data.latest_build(session=session))
+    scope = filters.scope(default_builds=data.recent_builds(session=session))
     cells = data.cells(session=session, scope=scope)
     costs = fallback.costs(cells)
     frame = data.cells_frame([c.cell for c in costs])
@@ -25,10 +25,11 @@ def fallback_page(request: Request, session: SessionDep, filters: FiltersDep, fo
         return render.csv(frame, "fallback")
     figures = []
     if not frame.empty:
-        for (gpu, method), group in frame.groupby(["gpu_kind", "method"], sort=True):
-            figures.append((f"{gpu} · {method}", speed_bars(group, f"{gpu} · {method}: tokens/s by backend / graph mode")))
+        for (build, gpu, method), group in frame.groupby(["build", "gpu_kind", "method"], sort=True):
+            title = f"{gpu} · {method} · {build}"
+            figures.append((title, speed_bars(group, f"{title}: tokens/s by backend / graph mode")))
     return render.page(
         request, "fallback.html", filters, costs=costs, top=fallback.most_expensive(costs), scope=scope,
         figures=figures, facts=data.run_facts(cells), fmt=fallback.format_ratio,
-        csv_link=filters.with_(build=scope.build).link("/fallback", format="csv"),
+        csv_link=filters.link("/fallback", format="csv"),
     )

@@ -19,7 +19,7 @@ def index(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLR
     rows = sweeps.summaries(session=session, limit=50, offset=0)
     now = utcnow()
     fleet = [workers.to_out(w, lease_seconds=settings.lease_seconds, now=now) for w in workers.list_all(session=session)]
-    build = data.latest_build(session=session)
-    found = alarms.find(data.cells(session=session, scope=CellScope(build=build))) if build else []
+    builds = data.recent_builds(session=session)
+    found = alarms.find(data.cells(session=session, scope=CellScope(builds=builds))) if builds else []
     return render.page(request, "index.html", None, sweeps=rows, live=[w for w in fleet if w.alive],
-                       dead=len(fleet) - sum(w.alive for w in fleet), alarms=found, build=build)
+                       dead=len(fleet) - sum(w.alive for w in fleet), alarms=found, builds=builds)

@@ -20,7 +20,7 @@ Metric = Annotated[Literal["acceptance", "acceptance_length", "tokens_per_s", "s
 @router.get("/matrix")
 def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metric: Metric = "acceptance",
                 format: Format = "html") -> Response:  # noqa: A002
-    scope = filters.scope(default_build=data.latest_build(session=session))
+    scope = filters.scope(default_builds=data.recent_builds(session=session))
     cells = data.cells(session=session, scope=scope)
     alarms.find(cells)
     frame = data.cells_frame(cells)
@@ -30,7 +30,7 @@ def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metr
     if not frame.empty:
         for (build, gpu, method), group in frame.groupby(["build", "gpu_kind", "method"], sort=True):
             panels.append((f"{gpu} · {method} · {build}", heatmap(group, metric, f"{gpu} · {method} · {build}")))
-    toggles = {m: filters.with_(build=scope.build).link("/matrix", metric=m) for m in METRICS}
+    toggles = {m: filters.link("/matrix", metric=m) for m in METRICS}
     return render.page(request, "matrix.html", filters, cells=cells, panels=panels, metric=metric, toggles=toggles,
                        metrics=METRICS, scope=scope, facts=data.run_facts(cells),
-                       csv_link=filters.with_(build=scope.build).link("/matrix", metric=metric, format="csv"))
+                       csv_link=filters.link("/matrix", metric=metric, format="csv"))
