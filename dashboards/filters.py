@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from urllib.parse import urlencode
 
 from fastapi import Depends, Query
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, Field
 
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
 from app.results.cells import CellScope
@@ -20,6 +20,9 @@ def _blank_is_none(value: object) -> object:
 
 
 Blank = BeforeValidator(_blank_is_none)
+# Bounds go on the inner type: a blank value becomes None before them, and None has no bounds to check.
+SweepId = Annotated[Annotated[int, Field(ge=1, le=2**62)] | None, Blank, Query(description="A sweep's id")]
+BuildLabel = Annotated[Annotated[str, Field(max_length=128)] | None, Blank, Query(description="A build label")]
 
 
 @dataclass(frozen=True)
@@ -49,8 +52,8 @@ class Filters:
 
 
 def read_filters(
-    sweep_id: Annotated[int | None, Blank, Query(ge=1, le=2**62, description="One sweep")] = None,
-    build: Annotated[str | None, Blank, Query(max_length=128, description="A build label")] = None,
+    sweep_id: SweepId = None,
+    build: BuildLabel = None,
     gpu_kind: Annotated[GpuKind | None, Blank, Query()] = None,
     method: Annotated[SpecMethod | None, Blank, Query()] = None,
     backend: Annotated[AttentionBackend | None, Blank, Query(description="The backend requested")] = None,

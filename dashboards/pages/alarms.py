@@ -3,6 +3,7 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
+from pydantic import Field
 from fastapi.responses import Response
 
 from app.analysis.alarms import MIN_EFFECT
@@ -13,12 +14,14 @@ from dashboards.filters import Blank, FiltersDep, Format
 
 router = APIRouter()
 
-MinEffect = Annotated[float, Blank, Query(ge=0, le=1, description="Smallest difference flagged, as a proportion")]
+MinEffect = Annotated[Annotated[float, Field(ge=0, le=1)] | None, Blank,
+                     Query(description="Smallest difference flagged, as a proportion (default 0.02)")]
 
 
 @router.get("/alarms")
-def alarms_page(request: Request, session: SessionDep, filters: FiltersDep, min_effect: MinEffect = MIN_EFFECT,
+def alarms_page(request: Request, session: SessionDep, filters: FiltersDep, min_effect: MinEffect = None,
                 format: Format = "html") -> Response:  # noqa: A002
+    min_effect = MIN_EFFECT if min_effect is None else min_effect
     scope = filters.scope(default_builds=data.recent_builds(session=session))
     cells = data.cells(session=session, scope=scope)
     found = alarms.find(cells, min_effect=min_effect)

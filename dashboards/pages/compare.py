@@ -1,25 +1,20 @@
 """``/compare``: two sweeps or two builds, every common cell with base, head, change and verdict, worst first."""
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from app.deps import SessionDep
 from app.results import compare_runs
 from app.results.cells import CellScope
 from dashboards import data, render
-from dashboards.filters import Blank, FiltersDep, Format
+from dashboards.filters import BuildLabel, FiltersDep, Format, SweepId
 
 router = APIRouter()
-
-SweepId = Annotated[int | None, Blank, Query(ge=1, le=2**62)]
-Build = Annotated[str | None, Blank, Query(max_length=128)]
 
 
 @router.get("/compare")
 def compare_page(request: Request, session: SessionDep, filters: FiltersDep, base: SweepId = None, head: SweepId = None,
-                 base_build: Build = None, head_build: Build = None, format: Format = "html") -> Response:  # noqa: A002
+                 base_build: BuildLabel = None, head_build: BuildLabel = None, format: Format = "html") -> Response:  # noqa: A002
     if not (base or base_build) and not (head or head_build):
         pair = compare_runs.default_pair(session=session)
         if pair:
