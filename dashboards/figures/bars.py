@@ -44,5 +44,5 @@ def _draw(bars: tuple[tuple[str, float, float | None, float | None, bool], ...],
     ax.set_title(title, fontsize=10)
     ax.legend(handles=[Patch(color=HONOURED, label="ran as requested"),
                        Patch(color=FALLBACK, label="downgraded or draft eager")],
-              loc="lower right", fontsize=7)
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
     return to_svg(fig)

@@ -15,6 +15,8 @@ METRICS = {
     "tokens_per_s": ("output tokens/s (median over repeats)", "{:,.0f}"),
     "speedup": ("speedup over the baseline cell", "{:.2f}x"),
 }
+# Fixed ends where the metric has natural ones, so one colour means one value on every panel.
+SCALES = {"acceptance": (0.0, 1.0)}
 GRAPH_MODES = ["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 
 
@@ -26,7 +28,7 @@ def heatmap(frame: pd.DataFrame, metric: str, title: str) -> str:
     cells = []
     for r in frame.itertuples():
         value = getattr(r, metric)
-        marks = "".join(m for m, on in (("v", r.downgraded), ("E", r.draft_eager), ("!", bool(r.alarm)),
+        marks = " ".join(m for m, on in (("v", r.downgraded), ("E", r.draft_eager), ("!", bool(r.alarm)),
                                         ("0/1", r.degenerate)) if on)
         text = METRICS[metric][1].format(value) if pd.notna(value) else (r.crash_kind or "no data")
         cells.append((backends.index(r.backend), modes.index(r.graph_mode), None if pd.isna(value) else float(value),
@@ -41,7 +43,9 @@ def _draw(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, metri
         grid[row, col] = np.nan if value is None else value
     fig = Figure(figsize=(1.9 * len(modes) + 2.6, 0.75 * len(backends) + 1.6))
     ax = fig.subplots()
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap=colormaps["viridis"].with_extremes(bad="#dddddd"), aspect="auto")
+    low, high = SCALES.get(metric, (None, None))
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap=colormaps["viridis"].with_extremes(bad="#dddddd"), aspect="auto",
+                      vmin=low, vmax=high)
     for row, col, value, text, dead in cells:
         light = value is not None and not np.isnan(value) and image.norm(value) < 0.5
         ax.text(col, row, text, ha="center", va="center", fontsize=8,

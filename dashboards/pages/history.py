@@ -43,11 +43,13 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
 
 
 def _flags(group: pd.DataFrame, column: str, minimum: float) -> list[bool]:
-    """Change points of one column of a series in run order; a run without a value is a point without an interval."""
-    points = [Point(_num(v) or 0.0, _num(low), _num(high)) if _num(v) is not None else Point(0.0, None, None)
-              for v, low, high in zip(group[column], group[f"{column}_low"], group[f"{column}_high"], strict=True)]
-    changed = set(change_points(points, minimum))
-    return [i in changed for i in range(len(points))]
+    """Change points of one column of a series in run order, over the runs that measured it (a build whose
+    cells all died is skipped, so the builds either side of it are compared)."""
+    measured = [(i, Point(float(v), _num(low), _num(high)))
+                for i, (v, low, high) in enumerate(zip(group[column], group[f"{column}_low"], group[f"{column}_high"], strict=True))
+                if _num(v) is not None]
+    changed = {measured[k][0] for k in change_points([p for _, p in measured], minimum)}
+    return [i in changed for i in range(len(group))]
 
 
 def _num(value: object) -> float | None:
