@@ -3,7 +3,7 @@
 import zlib
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session
 
 from app.crashes import overrides
@@ -180,10 +180,12 @@ def groups_in(*, session: Session, job_ids: list[int] | None, limit: int) -> lis
     return list(session.scalars(stmt.limit(limit)))
 
 
-def members(*, session: Session, group_ids: list[int]) -> dict[int, list[Job]]:
-    """Each group's jobs, in one query."""
-    found: dict[int, list[Job]] = {g: [] for g in group_ids}
-    stmt = select(Crash.signature_id, Job).join(Job, Job.id == Crash.job_id).where(Crash.signature_id.in_(group_ids))
-    for group_id, job in session.execute(stmt.order_by(Job.id)):
-        found[group_id].append(job)
+def members(*, session: Session, group_ids: list[int]) -> dict[int, list[Row]]:
+    """Each group's jobs (id, sweep_id, build, gpu_kind, backend, graph_mode, method), in one query: rows, not
+    ORM jobs, so a group of thousands of crashes loads none of their configs."""
+    found: dict[int, list[Row]] = {g: [] for g in group_ids}
+    stmt = (select(Crash.signature_id, Job.id, Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method)
+            .join(Job, Job.id == Crash.job_id).where(Crash.signature_id.in_(group_ids)))
+    for row in session.connection().execute(stmt.order_by(Job.id)):
+        found[row.signature_id].append(row)
     return found

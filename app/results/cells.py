@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from app.analysis.acceptance import lossless_share, per_position
@@ -158,7 +158,7 @@ class Cell:
 
 
 _COLUMNS = (
-    Job.id, Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.config,
+    Job.id, Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.config_hash,
     Job.state, Job.finished_at, Job.repeat,
     Result.id.label("result_id"), Result.tokens_per_s, Result.tokens_per_s_low, Result.tokens_per_s_high,
     Result.rounds, Result.num_drafts, Result.num_draft_tokens, Result.num_accepted_tokens, Result.accepted_per_position,
@@ -181,8 +181,11 @@ def load(*, session: Session, scope: CellScope) -> list[Cell]:
     )
     cells: dict[tuple, Cell] = {}
     with_baselines: set[int] = set()
-    for row in session.execute(stmt.order_by(Job.id)):
-        variant, base_variant, label = _variant(row.config)
+    # Core rows, not ORM ones: thousands of them, and nothing here needs an identity map.
+    rows = session.connection().execute(stmt.order_by(Job.id)).all()
+    _learn_variants(session, {row.config_hash for row in rows})
+    for row in rows:
+        variant, base_variant, label = _VARIANTS[row.config_hash]
         key = (row.build, row.gpu_kind, row.backend, row.graph_mode, variant)
         cell = cells.get(key)
         if cell is None:
@@ -234,25 +237,34 @@ def _add(cell: Cell, row) -> None:  # noqa: ANN001
         cell.gpu_names.add(row.gpu_name)
 
 
+# A job's config hash names its whole config, which never changes: its variant is read once per process,
+# so a page reads no config it has seen (their JSON is most of the cost of reading thousands of jobs).
 _VARIANTS: dict[str, tuple[str, str, str]] = {}
+
+
+def _learn_variants(session: Session, hashes: set[str]) -> None:
+    """Read the config of one job per hash not seen yet (in chunks: a bound list has limits)."""
+    unknown = sorted(hashes - _VARIANTS.keys())
+    for start in range(0, len(unknown), 500):
+        first = select(func.min(Job.id)).where(Job.config_hash.in_(unknown[start:start + 500])).group_by(Job.config_hash)
+        for config_hash, config in session.execute(select(Job.config_hash, Job.config).where(Job.id.in_(first))):
+            _VARIANTS[config_hash] = _variant(config)
 
 
 def _variant(config: dict) -> tuple[str, str, str]:
     """(variant, the variant of its baseline, a label): short hashes of the config without its matrix axes."""
     rest = {k: v for k, v in config.items() if k not in _AXES}
     text = json.dumps(rest, sort_keys=True, default=str)
-    if text not in _VARIANTS:
-        base = json.dumps({k: v for k, v in rest.items() if k != "speculative"}, sort_keys=True, default=str)
-        spec = rest.get("speculative") or {}
-        label = spec.get("method", "baseline")
-        if spec.get("num_speculative_tokens"):
-            label += f" k={spec['num_speculative_tokens']}"
-        if rest.get("mode") == "serve":
-            label += f" c={rest.get('concurrency')}"
-        for name, value in sorted((rest.get("env") or {}).items()):
-            label += f" {name}={value}"
-        _VARIANTS[text] = (_digest(text), _digest(base), label)
-    return _VARIANTS[text]
+    base = json.dumps({k: v for k, v in rest.items() if k != "speculative"}, sort_keys=True, default=str)
+    spec = rest.get("speculative") or {}
+    label = spec.get("method", "baseline")
+    if spec.get("num_speculative_tokens"):
+        label += f" k={spec['num_speculative_tokens']}"
+    if rest.get("mode") == "serve":
+        label += f" c={rest.get('concurrency')}"
+    for name, value in sorted((rest.get("env") or {}).items()):
+        label += f" {name}={value}"
+    return (_digest(text), _digest(base), label)
 
 
 def _tell_apart(cells) -> None:  # noqa: ANN001
@@ -281,12 +293,13 @@ def _speedups(cells: list[Cell]) -> None:
 def _lossless(session: Session, scope: CellScope, sweep_ids: set[int], cells: dict[tuple, Cell]) -> None:
     """Per repeat, the outputs equal to its baseline's (same sweep, GPU, backend, graph mode and repeat), summed."""
     stmt = (
-        select(Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.repeat, Job.method, Job.config,
+        select(Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.repeat, Job.method, Job.config_hash,
                Result.raw["requests"].label("requests"))
         .join(Result, Result.job_id == Job.id)
         .where(Job.sweep_id.in_(sorted(sweep_ids)))
     )
     rows = session.execute(scope.apply(stmt) if scope.method is None else stmt).all()
+    _learn_variants(session, {r.config_hash for r in rows})
     prints = {
         (r.sweep_id, r.gpu_kind, r.backend, r.graph_mode, r.repeat): [q["fingerprint"] for q in r.requests or []]
         for r in rows if r.method is None
@@ -294,7 +307,7 @@ def _lossless(session: Session, scope: CellScope, sweep_ids: set[int], cells: di
     for r in rows:
         theirs = prints.get((r.sweep_id, r.gpu_kind, r.backend, r.graph_mode, r.repeat))
         mine = [q["fingerprint"] for q in r.requests or []]
-        cell = cells.get((r.build, r.gpu_kind, r.backend, r.graph_mode, _variant(r.config)[0]))
+        cell = cells.get((r.build, r.gpu_kind, r.backend, r.graph_mode, _VARIANTS[r.config_hash][0]))
         if r.method is None or cell is None or not theirs or len(theirs) != len(mine):
             continue
         cell.lossless_same += round(lossless_share(mine, theirs) * len(mine))

@@ -6,7 +6,7 @@ from fastapi.responses import HTMLResponse
 from app.crashes import service as crashes
 from app.crashes.excerpt import excerpt
 from app.deps import SessionDep
-from app.models import CrashSignature, Job
+from app.models import CrashSignature
 from dashboards import data, render
 from dashboards.filters import FiltersDep
 
@@ -36,7 +36,7 @@ def _described(session: SessionDep, groups: list[CrashSignature], every_cell: bo
     jobs = crashes.members(session=session, group_ids=[g.id for g in groups])
     described = []
     for group in groups:
-        members: list[Job] = jobs[group.id]
+        members = jobs[group.id]
         last = members[-1] if members else None
         log = crashes.read_log(session=session, job_id=last.id) if last else None
         cells = sorted({(j.gpu_kind, j.backend, j.graph_mode, j.method or "baseline", j.build) for j in members})
