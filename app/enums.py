@@ -160,3 +160,21 @@ class TokenScope(StrEnum):
 
 def allowed(enum: type[StrEnum]) -> list[str]:
     return [member.value for member in enum]
+
+
+class Verdict(StrEnum):
+    """How a cell moved from a base run to a head run (the compare view and the CI comment), worst first."""
+
+    NEWLY_CRASHING = "newly_crashing"  # ran in the base, every head run died
+    WORSE = "worse"  # slower or accepting less, beyond the interval and the minimum effect
+    NOW_DOWNGRADED = "now_downgraded"  # vLLM ran another graph mode than requested, which it did not in the base
+    UNCHANGED = "unchanged"
+    BETTER = "better"
+    FIXED = "fixed"  # died in the base, runs in the head
+
+
+class AlarmKind(StrEnum):
+    """Why the graph-capture alarm flagged a cell against its eager sibling (app.analysis.alarms)."""
+
+    ACCEPTANCE = "acceptance"  # acceptance moved beyond its interval and the minimum effect
+    LOSSLESS = "lossless"  # fewer outputs match the baseline than the eager sibling's

@@ -115,7 +115,10 @@ class ApiToken(Base):
 class Sweep(Base):
     __tablename__ = "sweeps"
     # An Idempotency-Key belongs to the caller that sent it: another token's key is another sweep.
-    __table_args__ = (UniqueConstraint("idempotency_scope", "idempotency_key"),)
+    __table_args__ = (
+        UniqueConstraint("idempotency_scope", "idempotency_key"),
+        Index("ix_sweeps_created_at", "created_at"),  # the newest sweeps, whose builds pages show unasked
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
@@ -156,6 +159,9 @@ class Job(Base):
         # The claim's fairness terms: running jobs per sweep, and when the sweep was last served.
         Index("ix_jobs_sweep_state", "sweep_id", "state"),
         Index("ix_jobs_sweep_started", "sweep_id", "started_at"),
+        # The dashboards: a build's cells, and one cell's history across builds.
+        Index("ix_jobs_build", "build"),
+        Index("ix_jobs_cell", "method", "backend", "graph_mode"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -3,6 +3,8 @@
 import pandas as pd
 from sqlalchemy.orm import Session
 
+from app.results import cells as cell_service
+from app.results.cells import Cell
 from app.sweeps import service as sweeps
 
 CELL_KEYS = ["gpu_kind", "backend", "graph_mode", "method"]
@@ -27,3 +29,62 @@ def matrix_table(cells: pd.DataFrame) -> pd.DataFrame:
     )
     table["states"] = grouped["state"].agg(lambda s: ", ".join(f"{k} {v}" for k, v in s.value_counts().sort_index().items()))
     return table.reset_index()
+
+
+def cells(*, session: Session, scope: cell_service.CellScope) -> list[Cell]:
+    return cell_service.load(session=session, scope=scope)
+
+
+def recent_builds(*, session: Session) -> tuple[str, ...]:
+    return cell_service.recent_builds(session=session)
+
+
+def _triple(value: tuple | None) -> tuple:
+    return value if value is not None else (None, None, None)
+
+
+def cells_frame(found: list[Cell]) -> pd.DataFrame:
+    """One row per cell with every number and where it came from: the frame behind figures and CSVs."""
+    rows = []
+    for c in found:
+        acc, acc_low, acc_high = _triple(c.acceptance)
+        length, length_low, length_high = _triple(c.acceptance_length)
+        tps, tps_low, tps_high = _triple(c.tokens_per_s)
+        speedup = c.speedup
+        rows.append({
+            "build": c.build, "gpu_kind": c.gpu_kind, "method": c.label, "backend": c.backend,
+            "graph_mode": c.graph_mode, "resolved_graph_mode": ", ".join(sorted(c.resolved_graph_modes)),
+            "downgraded": c.downgraded, "draft_eager": c.draft_eager, "runs": sum(c.states.values()),
+            "ran": c.ran, "died": c.died, "repeats": c.speed.repeats if c.speed else 0,
+            "rounds": c.speed.rounds if c.speed else 0,
+            "acceptance": acc, "acceptance_low": acc_low, "acceptance_high": acc_high,
+            "accepted_tokens": c.accepted, "draft_tokens": c.draft_tokens, "degenerate": c.degenerate,
+            "acceptance_length": length, "acceptance_length_low": length_low, "acceptance_length_high": length_high,
+            "tokens_per_s": tps, "tokens_per_s_low": tps_low, "tokens_per_s_high": tps_high,
+            "speedup": speedup.value if speedup else None, "speedup_low": speedup.low if speedup else None,
+            "speedup_high": speedup.high if speedup else None, "lossless": c.lossless,
+            "crash_kind": ", ".join(sorted(c.crash_kinds)) or None, "crash_signature": c.crash_signature,
+            "alarm": ", ".join(sorted({str(a.kind) for a in c.alarms})) or None,
+            "sweeps": " ".join(str(s) for s in c.sweep_ids), "jobs": " ".join(str(j) for j in c.job_ids),
+            "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
+        })
+    return pd.DataFrame(rows)
+
+
+def run_facts(found: list[Cell]) -> dict[str, str]:
+    """What ran, for the top of every page: builds, vLLM versions, GPUs, when, from which sweeps."""
+    if not found:
+        return {}
+    times = [c.ran_at for c in found if c.ran_at is not None]
+    return {
+        "builds": ", ".join(sorted({c.build for c in found})),
+        "vLLM": ", ".join(sorted({v for c in found for v in c.vllm_versions})) or "unknown (nothing ran)",
+        "GPU": ", ".join(sorted({g for c in found for g in c.gpu_names} or {c.gpu_kind for c in found})),
+        "ran": f"{min(times):%Y-%m-%d %H:%M} to {max(times):%Y-%m-%d %H:%M} UTC" if times else "not yet",
+        "sweeps": _first(sorted({(i, n) for c in found for i, n in zip(c.sweep_ids, c.sweep_names, strict=True)})),
+    }
+
+
+def _first(sweeps: list[tuple[int, str]], shown: int = 8) -> str:
+    text = ", ".join(f"{i} ({n})" for i, n in sweeps[-shown:])
+    return f"{text} and {len(sweeps) - shown} earlier" if len(sweeps) > shown else text

@@ -67,8 +67,22 @@ def median_interval(values: Sequence[float], confidence: float = 0.95) -> Median
     ordered = sorted(values)
     n = len(ordered)
     median = statistics.median(ordered)
-    if n < 2:
+    rank = interval_rank(n, confidence)
+    if rank is None:
         return MedianInterval(median, None, None, None, n)
+    k, achieved = rank
+    return MedianInterval(median, ordered[k - 1], ordered[n - k], achieved, n)
+
+
+def interval_rank(n: int, confidence: float = 0.95) -> tuple[int, float] | None:
+    """``(k, C(k))`` for :func:`median_interval` over ``n`` values: the largest ``k`` with ``C(k) >= confidence``,
+    else the widest interval (``k = 1``) at what it achieves; None below 2 values or when that is under 0.5.
+
+    Also tells what level a stored interval of ``n`` rounds holds (results keep ``rounds``, not the level).
+    O(n).
+    """
+    if n < 2:
+        return None
     best: tuple[int, float] | None = None
     for k in range(1, n // 2 + 1):
         achieved = coverage(n, k)
@@ -80,10 +94,9 @@ def median_interval(values: Sequence[float], confidence: float = 0.95) -> Median
             break
         else:
             break
-    k, achieved = best  # type: ignore[misc]
-    if achieved < 0.5:
-        return MedianInterval(median, None, None, None, n)
-    return MedianInterval(median, ordered[k - 1], ordered[n - k], achieved, n)
+    if best is None or best[1] < 0.5:
+        return None
+    return best
 
 
 def coverage(n: int, k: int) -> float:

@@ -3,7 +3,7 @@
 import zlib
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session
 
 from app.crashes import overrides
@@ -170,3 +170,22 @@ def affected(*, session: Session, group: CrashSignature) -> tuple[list[Job], lis
     jobs = list(session.scalars(select(Job).join(Crash).where(in_group).order_by(Job.id)))
     builds = list(session.scalars(select(func.distinct(Job.build)).join(Crash).where(in_group)))
     return jobs, sorted(builds)
+
+
+def groups_in(*, session: Session, job_ids: list[int] | None, limit: int) -> list[CrashSignature]:
+    """Groups with a crash among ``job_ids`` (all groups when None), most recently seen first."""
+    stmt = select(CrashSignature).order_by(CrashSignature.last_seen.desc(), CrashSignature.id.desc())
+    if job_ids is not None:
+        stmt = stmt.where(CrashSignature.id.in_(select(Crash.signature_id).where(Crash.job_id.in_(job_ids))))
+    return list(session.scalars(stmt.limit(limit)))
+
+
+def members(*, session: Session, group_ids: list[int]) -> dict[int, list[Row]]:
+    """Each group's jobs (id, sweep_id, build, gpu_kind, backend, graph_mode, method), in one query: rows, not
+    ORM jobs, so a group of thousands of crashes loads none of their configs."""
+    found: dict[int, list[Row]] = {g: [] for g in group_ids}
+    stmt = (select(Crash.signature_id, Job.id, Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method)
+            .join(Job, Job.id == Crash.job_id).where(Crash.signature_id.in_(group_ids)))
+    for row in session.connection().execute(stmt.order_by(Job.id)):
+        found[row.signature_id].append(row)
+    return found

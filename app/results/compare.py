@@ -1,6 +1,7 @@
 """Speculative cells against their sweep's baseline: speedup and losslessness."""
 
 from app.analysis.acceptance import lossless_share, per_position, speedup
+from app.analysis.alarms import is_degenerate
 from app.models import Job, Result, Sweep
 from app.schemas.result import ResultOut
 
@@ -37,6 +38,7 @@ def to_out(rows: list[tuple[Result, Job, Sweep]], baselines: dict[tuple, Result]
                 speedup=speedup(result.tokens_per_s, base.tokens_per_s) if base and base.tokens_per_s > 0 else None,
                 lossless_share=_lossless(result, base) if base else None,
                 per_position=list(per_position(result.accepted_per_position, result.num_drafts)),
+                degenerate=is_degenerate(result.num_accepted_tokens, result.num_draft_tokens),
                 **{name: getattr(result, name) for name in _RESULT_FIELDS},
             )
         )

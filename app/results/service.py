@@ -12,7 +12,7 @@ from app.crashes import service as crashes
 from app.enums import JobState
 from app.jobs import queue
 from app.models import Job, Result, Sweep, utcnow
-from app.results import compare
+from app.results import alarms, cells, compare
 from app.schemas.cell import CellOutcome, CellResult, Resolved
 from app.schemas.result import ResultOut
 from app.vllmlog.ran import parse_log
@@ -155,4 +155,20 @@ def query_out(*, session: Session, where: ResultFilter, limit: int, offset: int)
     if sweep_ids:
         stmt = select(Result, Job).join(Result.job).where(Job.sweep_id.in_(sweep_ids), Job.method.is_(None))
         baselines = {compare.baseline_key(job): result for result, job in session.execute(stmt)}
-    return compare.to_out(rows, baselines)
+    out = compare.to_out(rows, baselines)
+    return _with_alarms(session, out)
+
+
+def _with_alarms(session: Session, out: list[ResultOut]) -> list[ResultOut]:
+    """Each result's cell alarm, from its builds' cells (``app.results.alarms``)."""
+    builds = tuple(sorted({r.build for r in out if r.method is not None}))
+    if not builds:
+        return out
+    found = cells.load(session=session, scope=cells.CellScope(builds=builds))
+    alarms.find(found)
+    by_job = {job_id: cell for cell in found for job_id in cell.job_ids}
+    for row in out:
+        cell = by_job.get(row.job_id)
+        if cell is not None:
+            row.alarm = sorted({a.kind for a in cell.alarms})
+    return out

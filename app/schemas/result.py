@@ -4,6 +4,8 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
+from app.enums import AlarmKind
+
 
 class ResultOut(BaseModel):
     """One measured job: what the cell requested (``backend``, ``graph_mode``) beside what ran
@@ -62,6 +64,11 @@ class ResultOut(BaseModel):
     # Against the sweep's baseline cell (same GPU, backend, graph mode and repeat), when it ran.
     speedup: float | None = None
     lossless_share: float | None = None
+    # The graph-capture alarm on this result's cell (its repeats pooled) against its eager sibling; empty
+    # when it did not fire or the cell has no eager sibling (GET /api/v1/alarms says by how much).
+    alarm: list[AlarmKind] = []
+    # Acceptance of exactly 0 or 1: a random-weight draft, or the target as its own draft.
+    degenerate: bool = False
     output_fingerprint: str
     vllm_version: str | None
     gpu_name: str | None

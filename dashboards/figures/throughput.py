@@ -1,17 +1,11 @@
-"""DataFrames to inline SVG charts with matplotlib (no display, no pyplot)."""
+"""A sweep's median tokens/s per cell as horizontal bars."""
 
-import io
 from functools import lru_cache
 
 import pandas as pd
 from matplotlib.figure import Figure
 
-
-def _svg(fig) -> str:  # noqa: ANN001
-    buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight")
-    svg = buffer.getvalue()
-    return svg[svg.index("<svg"):]
+from dashboards.figures import to_svg
 
 
 def throughput_by_cell(table: pd.DataFrame) -> str | None:
@@ -48,4 +42,4 @@ def _throughput_svg(cells: tuple[tuple[str, float, float | None, bool], ...]) ->
     ax.invert_yaxis()
     ax.set_xlabel("output tokens/s (median over repeats); red: graph mode downgraded")
     ax.set_title("Throughput per cell")
-    return _svg(fig)
+    return to_svg(fig)

@@ -1,0 +1,112 @@
+"""What an eager fallback costs: a cell's throughput over its repeats, and the ratio of two cells' with an interval.
+
+Pure functions, standard library only. A result keeps the median of its rounds and that median's
+order-statistic interval (``app.analysis.rounds``); these functions read nothing else, so a page
+over thousands of results never opens their per-round data.
+"""
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.analysis.intervals import Z_95
+from app.analysis.rounds import interval_rank
+
+
+@dataclass(frozen=True)
+class RepeatSpeed:
+    """One repeat (engine start) of a cell: the median tokens/s of its ``rounds`` and that median's interval."""
+
+    median: float
+    low: float | None
+    high: float | None
+    rounds: int
+
+
+@dataclass(frozen=True)
+class CellSpeed:
+    """A cell's tokens/s over its repeats: the median of the repeats' medians, and the standard error of its
+    logarithm (None when no repeat has an interval and there is only one repeat)."""
+
+    median: float
+    se_log: float | None
+    repeats: int
+    rounds: int
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """``value`` = a / b with a 95 % interval ``[low, high]`` (None when either side has no spread to go on)."""
+
+    value: float
+    low: float | None
+    high: float | None
+
+
+def repeat_se_log(repeat: RepeatSpeed) -> float | None:
+    """Standard error of ``ln median`` read off the repeat's order-statistic interval.
+
+    The interval of ``n`` rounds holds the median with probability ``C`` (``interval_rank``); taken as a
+    normal interval on the log scale, ``se = (ln high - ln low) / (2 z)`` with ``z = Phi^-1((1 + C) / 2)``.
+    Five rounds give the range at ``C = 0.9375``, so ``z = 1.863``. None without an interval, or with a
+    bound that is not positive.
+
+    Notes
+    -----
+    O(n). Altman, D. G. and Bland, J. M. (2011), "How to obtain the P value from a confidence
+    interval", BMJ 343:d2304 (reading a standard error back from an interval).
+    """
+    rank = interval_rank(repeat.rounds)
+    if rank is None or repeat.low is None or repeat.high is None or repeat.low <= 0 or repeat.high <= 0:
+        return None
+    z = statistics.NormalDist().inv_cdf((1 + rank[1]) / 2)
+    return (math.log(repeat.high) - math.log(repeat.low)) / (2 * z)
+
+
+def pool_repeats(repeats: Sequence[RepeatSpeed]) -> CellSpeed:
+    """A cell's speed from its ``k`` repeats.
+
+    The point is the median of the repeats' medians. The standard error of its logarithm is the larger
+    of (a) the within-engine spread, ``sqrt(sum_i se_i^2) / k`` over the repeats that have an interval
+    (``repeat_se_log``), and (b) the between-start spread, ``sd(ln m_i) / sqrt(k)`` (two or more
+    repeats): a repeat is a fresh engine start, and starts differ more than rounds of one start, so
+    (a) alone is too narrow; with few repeats (b) alone can be too.
+
+    Raises ValueError on no repeats or a median that is not positive. O(k).
+    """
+    if not repeats:
+        raise ValueError("no repeats")
+    if any(r.median <= 0 for r in repeats):
+        raise ValueError("a repeat's median tokens/s must be positive")
+    k = len(repeats)
+    within = [se for se in map(repeat_se_log, repeats) if se is not None]
+    candidates = []
+    if within:
+        candidates.append(math.sqrt(sum(se * se for se in within)) / len(within))
+    if k >= 2:
+        logs = [math.log(r.median) for r in repeats]
+        mean = sum(logs) / k
+        # The sample standard deviation by its formula: statistics.stdev's exact fractions cost a page 30 ms.
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (k - 1))
+        candidates.append(sd / math.sqrt(k))
+    return CellSpeed(
+        median=statistics.median(r.median for r in repeats),
+        se_log=max(candidates) if candidates else None,
+        repeats=k,
+        rounds=sum(r.rounds for r in repeats),
+    )
+
+
+def ratio(a: CellSpeed, b: CellSpeed, z: float = Z_95) -> Ratio:
+    """``a / b`` with the interval ``exp(ln(a / b) +- z sqrt(se_a^2 + se_b^2))`` (the two cells ran apart, so
+    their errors add on the log scale). The interval is None when either side has no ``se_log``.
+
+    ``0.65x [0.61, 0.69]``: the cell ran at 65 % of the reference, and 61-69 % is what its spread allows.
+    O(1).
+    """
+    value = a.median / b.median
+    if a.se_log is None or b.se_log is None:
+        return Ratio(value, None, None)
+    half = z * math.hypot(a.se_log, b.se_log)
+    return Ratio(value, value * math.exp(-half), value * math.exp(half))

@@ -1,0 +1,180 @@
+"""Dashboard pages over more than 100,000 stored results: p50 and p95 per view, on SQLite and PostgreSQL.
+
+The history is written straight into a fresh database (bulk inserts, not the API: seeding 100k results
+through the worker protocol would take hours): ``--builds`` builds, each with ``--sweeps`` sweeps of
+3 GPU kinds x 3 backends x 4 graph modes x 3 methods, ``--repeats`` repeats each, five rounds per result
+with an order-statistic interval, a capture bug in one build in eight (acceptance 0.91 against 1.00
+eager), 5 % crashed cells spread over a dozen signatures with logs. Then each view is requested
+``--requests`` times in one process (TestClient, no network), the first request of each left out: it
+holds the one-time work (compiled SQL and templates, the first drawing of a figure), not the steady state.
+
+    .venv/bin/python benchmarks/dashboard_load.py              # SQLite and PostgreSQL
+    .venv/bin/python benchmarks/dashboard_load.py --sqlite-only --builds 10
+"""
+
+import argparse
+import hashlib
+import os
+import random
+import statistics
+import sys
+import time
+import zlib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fastapi.testclient import TestClient  # noqa: E402
+from sqlalchemy import insert  # noqa: E402
+
+from app import db  # noqa: E402
+from app.config import Settings  # noqa: E402
+from app.main import create_app  # noqa: E402
+from app.models import Crash, CrashSignature, Job, JobLog, Result, Sweep, Worker  # noqa: E402
+from tests import scratchdb  # noqa: E402
+
+GPUS = ["H200", "H100", "B200"]
+BACKENDS = ["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"]
+MODES = ["NONE", "PIECEWISE", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
+METHODS = ["draft_model", "dflash", "eagle3"]
+VIEWS = {
+    "index": "/",
+    "fallback": "/fallback",
+    "matrix": "/matrix",
+    "matrix (one sweep)": "/matrix?sweep_id={sweep}&metric=tokens_per_s",
+    "alarms": "/alarms",
+    "compare (two builds)": "/compare?base_build={old}&head_build={new}",
+    "history (one cell)": "/history?gpu_kind=H200&method=dflash&backend=FLASHINFER&graph_mode=FULL_AND_PIECEWISE",
+    "crashes": "/crashes",
+    "api alarms": "/api/v1/alarms",
+}
+
+
+def seed(url: str, *, builds: int, sweeps: int, repeats: int) -> tuple[int, dict]:
+    """Write the history; return the number of results and the ids the views' links name."""
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    rng = random.Random(0)
+    start = datetime(2026, 6, 1, tzinfo=UTC)
+    results = job_id = 0
+    signatures = [f"{i:064x}" for i in range(12)]
+    with engine.begin() as conn:
+        conn.execute(insert(Worker), [{"name": "bench", "host": "h", "gpu_kinds": GPUS, "gpu_count": 8,
+                                       "builds": [], "last_heartbeat_at": datetime.now(UTC)}])
+        conn.execute(insert(CrashSignature), [
+            {"id": i + 1, "signature": s, "title": f"illegal memory access in kernel {i}", "kind": "cuda_illegal_memory_access",
+             "exception_type": "RuntimeError", "message": f"CUDA error: an illegal memory access was encountered ({i})",
+             "frames": ["vllm/v1/worker/gpu_model_runner.py:execute_model"], "first_seen": start, "last_seen": start, "count": 0}
+            for i, s in enumerate(signatures)])
+    sweep_id = 0
+    for b in range(builds):
+        build = f"vllm-0.{20 + b // 10}.{b % 10}"
+        buggy = b % 8 == 5
+        for s in range(sweeps):
+            sweep_id += 1
+            when = start + timedelta(hours=6 * (b * sweeps + s))
+            jobs, rows, crashes, logs = [], [], [], []
+            for gpu in GPUS:
+                for backend in BACKENDS:
+                    for mode in MODES:
+                        for method in METHODS:
+                            config = {"model": "/m/target", "speculative": {"method": method, "num_speculative_tokens": 3},
+                                      "workload": {"dataset": "draftbench", "num_prompts": 32}, "build": build,
+                                      "gpu_kind": gpu, "backend": backend, "graph_mode": mode, "env": {}, "mode": "offline"}
+                            for r in range(repeats):
+                                job_id += 1
+                                crashed = rng.random() < 0.05
+                                jobs.append({"id": job_id, "sweep_id": sweep_id, "cell_index": 0, "repeat": r, "build": build,
+                                             "gpu_kind": gpu, "backend": backend, "graph_mode": mode, "method": method,
+                                             "config": config, "config_hash": hashlib.sha256(repr(config).encode()).hexdigest(),
+                                             "state": "crashed" if crashed else "succeeded", "created_at": when,
+                                             "started_at": when, "finished_at": when + timedelta(minutes=r)})
+                                if crashed:
+                                    crashes.append({"job_id": job_id, "signature_id": rng.randrange(12) + 1,
+                                                    "kind": "cuda_illegal_memory_access", "message": "illegal memory access",
+                                                    "created_at": when})
+                                    text = "\n".join(f"INFO line {i}" for i in range(200)) + "\nRuntimeError: CUDA error: an illegal memory access was encountered\n"
+                                    logs.append({"job_id": job_id, "compressed": zlib.compress(text.encode()), "size": len(text)})
+                                    continue
+                                down = backend == "FLASHINFER" and mode.startswith("FULL")
+                                rate = 0.91 if buggy and backend == "FLASHINFER" and mode != "NONE" else 0.6 + 0.05 * METHODS.index(method)
+                                tokens = 30_000
+                                accepted = int(tokens * min(1.0, rate + rng.gauss(0, 0.005)))
+                                speed = (3000 + 1000 * MODES.index(mode)) * (0.6 if down else 1.0) * rng.uniform(0.9, 1.1)
+                                rows.append({"job_id": job_id, "engine_start_s": 40.0, "generation_s": 10.0, "num_requests": 32,
+                                             "output_tokens": 4096, "tokens_per_s": speed, "tokens_per_s_low": speed * 0.93,
+                                             "tokens_per_s_high": speed * 1.06, "requests_per_s": 3.0, "rounds": 5,
+                                             "num_drafts": tokens // 3, "num_draft_tokens": tokens, "num_accepted_tokens": accepted,
+                                             "accepted_per_position": _positions(accepted, tokens // 3),
+                                             "acceptance_rate": accepted / tokens, "mean_acceptance_length": 1 + 3 * accepted / tokens,
+                                             "output_fingerprint": "f" * 16, "resolved_backend": backend,
+                                             "resolved_graph_mode": "PIECEWISE" if down else mode, "graph_downgraded": down,
+                                             "draft_eager": down or mode == "NONE", "vllm_version": build[5:], "gpu_name": f"NVIDIA {gpu}",
+                                             "versions": {}, "raw": {}, "ran": {}, "created_at": when})
+            results += len(rows)
+            with engine.begin() as conn:
+                conn.execute(insert(Sweep), [{"id": sweep_id, "name": f"nightly-{s}", "build": build, "spec": {}, "tags": [],
+                                              "created_at": when}])
+                conn.execute(insert(Job), jobs)
+                conn.execute(insert(Result), rows)
+                if crashes:
+                    conn.execute(insert(Crash), crashes)
+                    conn.execute(insert(JobLog), logs)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE crash_signatures SET count = (SELECT count(*) FROM crashes WHERE crashes.signature_id = crash_signatures.id)")
+    engine.dispose()
+    names = {"sweep": sweep_id, "old": f"vllm-0.{20 + (builds - 2) // 10}.{(builds - 2) % 10}",
+             "new": f"vllm-0.{20 + (builds - 1) // 10}.{(builds - 1) % 10}"}
+    return results, names
+
+
+def _positions(accepted: int, drafts: int) -> list[int]:
+    """Accepted at each of 3 positions: each at most the drafts, falling, summing to ``accepted``."""
+    first = min(drafts, accepted)
+    second = min(drafts, accepted - first)
+    return [first, second, accepted - first - second]
+
+
+def measure(url: str, names: dict, requests: int) -> dict[str, tuple[float, float]]:
+    app = create_app(Settings(database_url=url, token="bench"))
+    timings = {}
+    with TestClient(app) as client:
+        for view, path in VIEWS.items():
+            path = path.format(**names)
+            seconds = []
+            for _ in range(requests + 1):
+                t0 = time.perf_counter()
+                response = client.get(path)
+                seconds.append(time.perf_counter() - t0)
+                assert response.status_code == 200, (path, response.text[:300])
+            ordered = sorted(seconds[1:])
+            timings[view] = (statistics.median(ordered) * 1000, ordered[max(0, int(0.95 * len(ordered)) - 1)] * 1000)
+    app.state.engine.dispose()
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--builds", type=int, default=50)
+    parser.add_argument("--sweeps", type=int, default=5, help="sweeps per build")
+    parser.add_argument("--repeats", type=int, default=4)
+    parser.add_argument("--requests", type=int, default=20, help="timed requests per view")
+    parser.add_argument("--sqlite-only", action="store_true")
+    parser.add_argument("--pg", default=os.environ.get("DRAFTBENCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"))
+    args = parser.parse_args()
+    backends = [("SQLite", scratchdb.sqlite())] + ([] if args.sqlite_only else [("PostgreSQL", scratchdb.postgres(args.pg))])
+    table = {}
+    for name, database in backends:
+        with database as url:
+            t0 = time.perf_counter()
+            count, names = seed(url, builds=args.builds, sweeps=args.sweeps, repeats=args.repeats)
+            print(f"{name}: {count:,} results in {time.perf_counter() - t0:.0f} s", flush=True)
+            table[name] = measure(url, names, args.requests)
+    print(f"\n{'view':<24}" + "".join(f"{n + ' p50':>16}{n + ' p95':>16}" for n in table))
+    for view in VIEWS:
+        print(f"{view:<24}" + "".join(f"{table[n][view][0]:>13.0f} ms{table[n][view][1]:>13.0f} ms" for n in table))
+
+
+if __name__ == "__main__":
+    main()

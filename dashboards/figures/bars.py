@@ -1,0 +1,48 @@
+"""Tokens/s of one GPU x method group as horizontal bars with their intervals, fallbacks in red."""
+
+from functools import lru_cache
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from dashboards.figures import to_svg
+
+FALLBACK, HONOURED = "#c44e52", "#4c72b0"
+
+
+def speed_bars(frame: pd.DataFrame, title: str) -> str | None:
+    """One bar per backend x graph mode requested (``frame``: ``cells_frame`` rows of one group); None when
+    nothing ran. Whiskers: the 95 % interval of the pooled median (none without one)."""
+    ran = frame.dropna(subset=["tokens_per_s"])
+    if ran.empty:
+        return None
+    bars = tuple(
+        (f"{r.backend} / {r.graph_mode}" + (f" -> {r.resolved_graph_mode}" if r.downgraded else ""),
+         float(r.tokens_per_s),
+         None if pd.isna(r.tokens_per_s_low) else float(r.tokens_per_s_low),
+         None if pd.isna(r.tokens_per_s_high) else float(r.tokens_per_s_high),
+         bool(r.downgraded or (r.draft_eager and r.graph_mode != "NONE")))
+        for r in ran.sort_values(["backend", "graph_mode"]).itertuples()
+    )
+    return _draw(bars, title)
+
+
+@lru_cache(maxsize=512)
+def _draw(bars: tuple[tuple[str, float, float | None, float | None, bool], ...], title: str) -> str:
+    labels, speeds, lows, highs, fallback = zip(*bars, strict=True)
+    fig = Figure(figsize=(8, 0.38 * len(bars) + 1.4))
+    ax = fig.subplots()
+    err = [[s - lo if lo is not None else 0 for s, lo in zip(speeds, lows, strict=True)],
+           [hi - s if hi is not None else 0 for s, hi in zip(speeds, highs, strict=True)]]
+    ax.barh(labels, speeds, xerr=err, capsize=3, color=[FALLBACK if f else HONOURED for f in fallback])
+    for y, (s, lo) in enumerate(zip(speeds, lows, strict=True)):
+        ax.annotate(f"{s:,.0f}" + ("" if lo is not None else " (no interval)"), (s, y), xytext=(4, -9),
+                    textcoords="offset points", fontsize=7, color="#333")
+    ax.invert_yaxis()
+    ax.set_xlabel("output tokens/s: median over repeats, whiskers 95 % interval")
+    ax.set_title(title, fontsize=10)
+    ax.legend(handles=[Patch(color=HONOURED, label="ran as requested"),
+                       Patch(color=FALLBACK, label="downgraded or draft eager")],
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    return to_svg(fig)

@@ -1,0 +1,62 @@
+"""Backend x graph mode heatmaps of one metric, one panel per GPU x method, with the cells' marks written in."""
+
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+from matplotlib import colormaps
+from matplotlib.figure import Figure
+
+from dashboards.figures import to_svg
+
+METRICS = {
+    "acceptance": ("acceptance rate (accepted / draft tokens)", "{:.3f}"),
+    "acceptance_length": ("mean acceptance length (tokens per step)", "{:.2f}"),
+    "tokens_per_s": ("output tokens/s (median over repeats)", "{:,.0f}"),
+    "speedup": ("speedup over the baseline cell", "{:.2f}x"),
+}
+# Fixed ends where the metric has natural ones, so one colour means one value on every panel.
+SCALES = {"acceptance": (0.0, 1.0)}
+GRAPH_MODES = ["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
+
+
+def heatmap(frame: pd.DataFrame, metric: str, title: str) -> str:
+    """``frame``: ``cells_frame`` rows of one GPU x method. Colour: ``metric``; text: value and marks
+    (``v`` downgraded, ``E`` draft eager, ``!`` alarm, ``0/1`` degenerate, crash kind for cells that only died)."""
+    modes = [m for m in GRAPH_MODES if m in set(frame["graph_mode"])]
+    backends = sorted(set(frame["backend"]))
+    cells = []
+    for r in frame.itertuples():
+        value = getattr(r, metric)
+        marks = " ".join(m for m, on in (("v", r.downgraded), ("E", r.draft_eager), ("!", bool(r.alarm)),
+                                        ("0/1", r.degenerate)) if on)
+        text = METRICS[metric][1].format(value) if pd.notna(value) else (r.crash_kind or "no data")
+        cells.append((backends.index(r.backend), modes.index(r.graph_mode), None if pd.isna(value) else float(value),
+                      f"{text}\n{marks}" if marks else text, bool(r.ran == 0 and r.died)))
+    return _draw(tuple(backends), tuple(modes), tuple(cells), metric, title)
+
+
+@lru_cache(maxsize=512)
+def _draw(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, metric: str, title: str) -> str:
+    grid = np.full((len(backends), len(modes)), np.nan)
+    for row, col, value, _, _ in cells:
+        grid[row, col] = np.nan if value is None else value
+    fig = Figure(figsize=(1.9 * len(modes) + 2.6, 0.75 * len(backends) + 1.6))
+    ax = fig.subplots()
+    low, high = SCALES.get(metric, (None, None))
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap=colormaps["viridis"].with_extremes(bad="#dddddd"), aspect="auto",
+                      vmin=low, vmax=high)
+    for row, col, value, text, dead in cells:
+        light = value is not None and not np.isnan(value) and image.norm(value) < 0.5
+        ax.text(col, row, text, ha="center", va="center", fontsize=8,
+                color="white" if light or dead else "black", fontweight="bold" if "!" in text else "normal",
+                bbox={"facecolor": "#424242", "edgecolor": "none"} if dead else None)
+    ax.set_xticks(range(len(modes)), [m.replace("_", "_\n", 1) if len(m) > 10 else m for m in modes], fontsize=8)
+    ax.set_yticks(range(len(backends)), backends, fontsize=8)
+    ax.set_xlabel("graph mode requested")
+    ax.set_title(title, fontsize=10)
+    bar = fig.colorbar(image, ax=ax, shrink=0.9)
+    bar.set_label(METRICS[metric][0], fontsize=8)
+    ax.text(0, -0.2, "v downgraded · E draft eager · ! alarm · 0/1 degenerate · grey: no result", transform=ax.transAxes,
+            fontsize=7, color="#444", va="top")
+    return to_svg(fig)

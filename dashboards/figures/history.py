@@ -1,0 +1,48 @@
+"""A cell's acceptance and tokens/s across runs, with intervals, change points ringed in red."""
+
+from functools import lru_cache
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from dashboards.figures import to_svg
+
+
+def history(series: list[tuple[str, pd.DataFrame]]) -> str | None:
+    """``series``: (label, frame) with columns ran_at, acceptance(_low/_high), tokens_per_s(_low/_high),
+    acceptance_change, speed_change (booleans). None when nothing ran."""
+    lines = []
+    for label, frame in series:
+        ran = frame.dropna(subset=["ran_at"])
+        if ran.empty:
+            continue
+        lines.append((label, tuple(
+            (r.ran_at.to_pydatetime(), *(None if pd.isna(v) else float(v) for v in
+             (r.acceptance, r.acceptance_low, r.acceptance_high, r.tokens_per_s, r.tokens_per_s_low, r.tokens_per_s_high)),
+             bool(r.acceptance_change), bool(r.speed_change))
+            for r in ran.itertuples())))
+    return _draw(tuple(lines)) if lines else None
+
+
+@lru_cache(maxsize=256)
+def _draw(lines: tuple) -> str:
+    fig = Figure(figsize=(9, 6.2))
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    for label, points in lines:
+        when = [p[0] for p in points]
+        for ax, offset, change_at in ((top, 1, 7), (bottom, 4, 8)):
+            values = [p[offset] for p in points]
+            err = [[v - p[offset + 1] if v is not None and p[offset + 1] is not None else 0 for v, p in zip(values, points, strict=True)],
+                   [p[offset + 2] - v if v is not None and p[offset + 2] is not None else 0 for v, p in zip(values, points, strict=True)]]
+            shown = [v if v is not None else float("nan") for v in values]
+            ax.errorbar(when, shown, yerr=err, marker="o", capsize=3, label=label if ax is top else None)
+            changed = [(w, v) for w, v, p in zip(when, shown, points, strict=True) if p[change_at]]
+            if changed:
+                ax.scatter(*zip(*changed, strict=True), s=160, facecolors="none", edgecolors="red", linewidths=2, zorder=5)
+    top.set_ylabel("acceptance rate")
+    bottom.set_ylabel("output tokens/s")
+    bottom.set_xlabel("when the run ran (UTC); red ring: change point")
+    top.set_title("History across runs (95 % intervals)", fontsize=10)
+    top.legend(fontsize=7, loc="best")
+    fig.autofmt_xdate()
+    return to_svg(fig)

@@ -1,0 +1,47 @@
+"""``/compare``: two sweeps or two builds, every common cell with base, head, change and verdict, worst first."""
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from app.deps import SessionDep
+from app.results import compare_runs
+from app.results.cells import CellScope
+from dashboards import data, render
+from dashboards.filters import BuildLabel, FiltersDep, Format, SweepId
+
+router = APIRouter()
+
+
+@router.get("/compare")
+def compare_page(request: Request, session: SessionDep, filters: FiltersDep, base: SweepId = None, head: SweepId = None,
+                 base_build: BuildLabel = None, head_build: BuildLabel = None, format: Format = "html") -> Response:  # noqa: A002
+    if not (base or base_build) and not (head or head_build):
+        pair = compare_runs.default_pair(session=session)
+        if pair:
+            base, head = pair
+    sides = []
+    for sweep_id, build in ((base, base_build), (head, head_build)):
+        named = sweep_id is not None or build is not None
+        scope = CellScope(sweep_id=sweep_id, build=build, gpu_kind=filters.gpu_kind, method=filters.method,
+                          backend=filters.backend, graph_mode=filters.graph_mode)
+        sides.append(data.cells(session=session, scope=scope) if named else [])
+    changes = compare_runs.compare(*sides)
+    if format == "csv":
+        frame = data.cells_frame([c.head for c in changes])
+        if not frame.empty:
+            frame.insert(0, "verdict", [c.verdict.value for c in changes])
+            base_frame = data.cells_frame([c.base for c in changes])
+            for column in ("build", "acceptance", "tokens_per_s", "downgraded", "died"):
+                frame[f"base_{column}"] = base_frame[column]
+            frame["speed_ratio"] = [c.speed.value if c.speed else None for c in changes]
+            frame["speed_ratio_low"] = [c.speed.low if c.speed else None for c in changes]
+            frame["speed_ratio_high"] = [c.speed.high if c.speed else None for c in changes]
+            frame["acceptance_delta"] = [c.acceptance.value if c.acceptance else None for c in changes]
+        return render.csv(frame, "compare")
+    args = {"base": base, "head": head, "base_build": base_build, "head_build": head_build}
+    counts = {}
+    for change in changes:
+        counts[change.verdict.value] = counts.get(change.verdict.value, 0) + 1
+    return render.page(request, "compare.html", filters, changes=changes, sides=sides, args=args, counts=counts,
+                       facts=data.run_facts(sides[0] + sides[1]),
+                       csv_link=filters.link("/compare", **args, format="csv"))

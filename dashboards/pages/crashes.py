@@ -1,0 +1,49 @@
+"""``/crashes``: crash groups with count, first and last seen, builds and cells hit, message, frames and a log excerpt."""
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import HTMLResponse
+
+from app.crashes import service as crashes
+from app.crashes.excerpt import excerpt
+from app.deps import SessionDep
+from app.models import CrashSignature
+from dashboards import data, render
+from dashboards.filters import FiltersDep
+
+router = APIRouter()
+
+SHOWN = 50
+
+
+@router.get("/crashes", response_class=HTMLResponse)
+def crashes_page(request: Request, session: SessionDep, filters: FiltersDep) -> HTMLResponse:
+    scoped = any((filters.sweep_id, filters.build, filters.gpu_kind, filters.method, filters.backend, filters.graph_mode))
+    cells = data.cells(session=session, scope=filters.scope(default_builds=None)) if scoped else []
+    job_ids = [j for c in cells for j in c.job_ids] if scoped else None
+    groups = crashes.groups_in(session=session, job_ids=job_ids, limit=SHOWN)
+    return render.page(request, "crashes.html", filters, groups=_described(session, groups), scoped=scoped,
+                       facts=data.run_facts(cells))
+
+
+@router.get("/crashes/{signature}", response_class=HTMLResponse)
+def crash_page(request: Request, session: SessionDep, signature: str = Path(max_length=64)) -> HTMLResponse:
+    group = crashes.get_group(session=session, signature=signature)
+    return render.page(request, "crashes.html", None, groups=_described(session, [group], every_cell=True), scoped=True,
+                       single=True)
+
+
+def _described(session: SessionDep, groups: list[CrashSignature], every_cell: bool = False) -> list[dict]:
+    jobs = crashes.members(session=session, group_ids=[g.id for g in groups])
+    described = []
+    for group in groups:
+        members = jobs[group.id]
+        last = members[-1] if members else None
+        log = crashes.read_log(session=session, job_id=last.id) if last else None
+        cells = sorted({(j.gpu_kind, j.backend, j.graph_mode, j.method or "baseline", j.build) for j in members})
+        described.append({
+            "group": group, "jobs": members if every_cell else members[-20:], "cells": cells,
+            "builds": sorted({j.build for j in members}),
+            "excerpt": excerpt(log, group.exception_type or group.message[:40]) if log else None,
+            "log_job": last.id if last else None,
+        })
+    return described

@@ -1,0 +1,60 @@
+"""``/history``: a cell (or a filter's cells) across builds: acceptance and tokens/s with intervals, change points marked."""
+
+import pandas as pd
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from app.analysis.changepoints import Point, change_points
+from app.analysis.compare_cells import MIN_SPEED_CHANGE
+from app.deps import SessionDep
+from app.results.cells import CellScope, latest_cell
+from dashboards import data, render
+from dashboards.figures.history import history
+from dashboards.filters import FiltersDep, Format
+
+router = APIRouter()
+
+MIN_ACCEPTANCE_CHANGE = 0.02
+SHOWN = 8  # lines on the figure; the table lists every series
+
+
+@router.get("/history")
+def history_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html") -> Response:  # noqa: A002
+    if not any((filters.method, filters.backend, filters.graph_mode, filters.sweep_id, filters.build)):
+        filters = filters.with_(**(latest_cell(session=session) or {}))
+    scope = CellScope(sweep_id=filters.sweep_id, build=filters.build, gpu_kind=filters.gpu_kind, method=filters.method,
+                      backend=filters.backend, graph_mode=filters.graph_mode)
+    cells = data.cells(session=session, scope=scope)
+    frame = data.cells_frame(cells)
+    series = []
+    if not frame.empty:
+        frame["sweep"] = [c.sweep_ids[-1] for c in cells]
+        frame = frame.sort_values("ran_at", na_position="first")
+        for (gpu, method, backend, mode), group in frame.groupby(["gpu_kind", "method", "backend", "graph_mode"], sort=True):
+            group = group.copy()
+            group["acceptance_change"] = _flags(group, "acceptance", MIN_ACCEPTANCE_CHANGE)
+            group["speed_change"] = _flags(group, "tokens_per_s", MIN_SPEED_CHANGE)
+            series.append((f"{gpu} {method} {backend} {mode}", group))
+    if format == "csv":
+        return render.csv(frame if not series else _concat(series), "history")
+    figure = history(series[:SHOWN])
+    return render.page(request, "history.html", filters, series=series, figure=figure, shown=SHOWN,
+                       facts=data.run_facts(cells), csv_link=filters.link("/history", format="csv"))
+
+
+def _flags(group: pd.DataFrame, column: str, minimum: float) -> list[bool]:
+    """Change points of one column of a series in run order, over the runs that measured it (a build whose
+    cells all died is skipped, so the builds either side of it are compared)."""
+    measured = [(i, Point(float(v), _num(low), _num(high)))
+                for i, (v, low, high) in enumerate(zip(group[column], group[f"{column}_low"], group[f"{column}_high"], strict=True))
+                if _num(v) is not None]
+    changed = {measured[k][0] for k in change_points([p for _, p in measured], minimum)}
+    return [i in changed for i in range(len(group))]
+
+
+def _num(value: object) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)  # type: ignore[arg-type]
+
+
+def _concat(series: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
+    return pd.concat([group for _, group in series], ignore_index=True)

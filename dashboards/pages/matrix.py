@@ -1,0 +1,36 @@
+"""``/matrix``: backend x graph mode heatmaps per GPU x method for a sweep or any filter, coloured by a metric."""
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from app.deps import SessionDep
+from app.results import alarms
+from dashboards import data, render
+from dashboards.figures.heatmap import METRICS, heatmap
+from dashboards.filters import Blank, FiltersDep, Format
+
+router = APIRouter()
+
+Metric = Annotated[Literal["acceptance", "acceptance_length", "tokens_per_s", "speedup"], Blank,
+                   Query(description="What colours the heatmaps")]
+
+
+@router.get("/matrix")
+def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metric: Metric = "acceptance",
+                format: Format = "html") -> Response:  # noqa: A002
+    scope = filters.scope(default_builds=data.recent_builds(session=session))
+    cells = data.cells(session=session, scope=scope)
+    alarms.find(cells)
+    frame = data.cells_frame(cells)
+    if format == "csv":
+        return render.csv(frame, "matrix")
+    panels = []
+    if not frame.empty:
+        for (build, gpu, method), group in frame.groupby(["build", "gpu_kind", "method"], sort=True):
+            panels.append((f"{gpu} · {method} · {build}", heatmap(group, metric, f"{gpu} · {method} · {build}")))
+    toggles = {m: filters.link("/matrix", metric=m) for m in METRICS}
+    return render.page(request, "matrix.html", filters, cells=cells, panels=panels, metric=metric, toggles=toggles,
+                       metrics=METRICS, scope=scope, facts=data.run_facts(cells),
+                       csv_link=filters.link("/matrix", metric=metric, format="csv"))

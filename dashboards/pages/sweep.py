@@ -1,0 +1,29 @@
+"""``/sweeps/{id}``: one sweep's matrix table and throughput chart."""
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from app.deps import SessionDep, SettingsDep
+from app.sweeps import service as sweeps
+from dashboards import data, render
+from dashboards.cache import FinishedSweeps, is_over
+from dashboards.figures.throughput import throughput_by_cell
+from dashboards.filters import Filters
+
+router = APIRouter()
+
+
+@router.get("/sweeps/{sweep_id}", response_class=HTMLResponse)
+def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
+    summary = sweeps.summary(session=session, sweep=sweeps.get(session=session, sweep_id=sweep_id))
+    # Read fresh on every view: a worker registering or dying changes them.
+    warnings = sweeps.warnings(session=session, sweep_id=summary.id, lease_seconds=settings.lease_seconds)
+    finished: FinishedSweeps = request.app.state.finished_sweeps
+    matrix = finished.get(summary.id)
+    if matrix is None:
+        table = data.matrix_table(data.sweep_cells(session=session, sweep_id=summary.id))
+        matrix = {"rows": table.to_dict("records"), "chart": throughput_by_cell(table)}
+        if is_over(summary.counts):
+            finished.put(summary.id, matrix)
+    views = Filters(sweep_id=summary.id)
+    return render.page(request, "sweep.html", None, sweep=summary, warnings=warnings, views=views, **matrix)

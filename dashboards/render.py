@@ -1,0 +1,52 @@
+"""What every page shares: its templates, the filter form's choices, and the CSV of a page's table."""
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from fastapi import Request
+from fastapi.responses import HTMLResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod, allowed
+from dashboards.filters import Filters
+
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+
+CHOICES = {
+    "gpu_kind": allowed(GpuKind),
+    "method": allowed(SpecMethod),
+    "backend": allowed(AttentionBackend),
+    "graph_mode": allowed(GraphMode),
+}
+
+
+def page(request: Request, template: str, filters: Filters | None, **context: Any) -> HTMLResponse:  # noqa: ANN401
+    return templates.TemplateResponse(
+        request, template, {"filters": filters, "choices": CHOICES, "path": request.url.path, **context}
+    )
+
+
+def csv(frame: pd.DataFrame, name: str) -> Response:
+    """The table behind a page's figure, as a spreadsheet opens it (``format=csv``)."""
+    return Response(
+        frame.to_csv(index=False), media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="draftbench-{name}.csv"'},
+    )
+
+
+def number(value: float | None, digits: int = 3) -> str:
+    return "" if value is None or value != value else f"{value:.{digits}f}"
+
+
+def interval(value: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
+    """``0.910 [0.906, 0.914]``; the point alone when there is no interval."""
+    if value is None or value != value:
+        return ""
+    if low is None or high is None or low != low or high != high:
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+templates.env.filters["num"] = number
+templates.env.globals["interval"] = interval

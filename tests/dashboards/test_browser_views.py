@@ -1,0 +1,114 @@
+"""Every analysis page in headless Chromium, over the real H200 data and a CPU sweep reported through the worker
+protocol (with a real crash log): filters, links between views, and screenshots saved under var/screenshots/."""
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.config import Settings
+from tests.conftest import TOKEN
+from tests.dashboards.h200 import copy_of, imported_matrix
+from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body, upload_log
+from tests.live import serve
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "var" / "screenshots"
+CRASH_LOG = ROOT / "tests" / "data" / "crashlogs" / "own-cpu-synthetic-1.log"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory, dataset: Path = None) -> Iterator[str]:  # noqa: RUF013
+    """The capture-bug database with the H200 matrix imported into it, and a CPU sweep with a crash."""
+    url = copy_of("capture-bug", tmp_path_factory.mktemp("site"))
+    imported_matrix(url)
+    with serve(Settings(database_url=url, token=TOKEN)) as base, httpx.Client(base_url=base, timeout=30) as http:
+        worker = register_worker(http)
+        body = sweep_body(ROOT / "runners" / "prompts" / "draftbench.jsonl", name="cpu-sweep", repeats=1)
+        assert submit(http, body).status_code == 201
+        good, bad = claim(http, worker), claim(http, worker)
+        ran = {"resolved_backend": "CPU_ATTN", "resolved_graph_mode": "NONE"}
+        assert complete(http, good["job_id"], worker, {"result": cell_result(), "resolved": ran, "exit_code": 0}).status_code == 200
+        assert upload_log(http, bad["job_id"], worker, CRASH_LOG.read_text()).status_code == 204
+        assert complete(http, bad["job_id"], worker, {"exit_code": 1, "duration_s": 3}).status_code == 200
+        yield base
+
+
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    shutil.rmtree(SHOTS, ignore_errors=True)
+    SHOTS.mkdir(parents=True)
+    return SHOTS
+
+
+@pytest.fixture
+def page(chromium):  # noqa: ANN001, ANN201
+    tab = chromium.new_page(viewport={"width": 1400, "height": 1000}, java_script_enabled=False)
+    yield tab
+    tab.close()
+
+
+def _shot(page, shots: Path, name: str) -> None:  # noqa: ANN001
+    path = shots / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000
+
+
+def test_index_shows_alarms_workers_and_sweeps(site: str, page, shots: Path) -> None:  # noqa: ANN001
+    page.goto(f"{site}/")
+    assert page.locator("#alarms li").count() == 2
+    assert page.locator("#workers tr").count() == 2  # the header and the live CPU worker
+    assert page.locator("#sweeps").get_by_role("link", name="h200-backends-x-graph-modes").count() == 1
+    _shot(page, shots, "index")
+    page.locator("#alarms li").first.get_by_role("link", name="matrix").click()
+    assert page.locator("#cells tr.alarm").count() == 2
+
+
+def test_fallback_headline_figures_and_filter(site: str, page, shots: Path) -> None:  # noqa: ANN001
+    page.goto(f"{site}/fallback?build=vllm-0.26.0-cu130")
+    assert "0.30x" in page.locator("#headline").inner_text()
+    assert page.locator("figure.chart svg").count() == 2
+    _shot(page, shots, "fallback")
+    page.select_option("select[name=method]", "dflash")
+    page.locator("#filters button").click()
+    assert "method=dflash" in page.url and page.locator("figure.chart svg").count() == 1
+    assert page.locator("#costs tr").count() == 1 + 9
+
+
+def test_matrix_heatmaps_toggle_and_crash_links(site: str, page, shots: Path) -> None:  # noqa: ANN001
+    page.goto(f"{site}/matrix?build=vllm-0.26.0-cu130")
+    assert page.locator("figure.chart svg").count() == 2
+    _shot(page, shots, "matrix-acceptance")
+    page.get_by_role("link", name="output tokens/s (median over repeats)").click()
+    assert "metric=tokens_per_s" in page.url
+    _shot(page, shots, "matrix-tokens")
+    page.goto(f"{site}/matrix?build=vllm-test")
+    crash = page.locator("#cells a.badge.crash")
+    assert crash.count() == 1
+    crash.click()
+    assert "/crashes/" in page.url and page.locator("section.crash-group").count() == 1
+    assert page.locator("pre.excerpt").count() == 1
+    _shot(page, shots, "crash-group")
+
+
+def test_alarms_page_and_its_history_link(site: str, page, shots: Path) -> None:  # noqa: ANN001
+    page.goto(f"{site}/alarms?build=vllm-0.26.0-fi-full")
+    assert page.locator("#alarm-table tr.alarm").count() == 2
+    _shot(page, shots, "alarms")
+    page.locator("#alarm-table tr.alarm").first.get_by_role("link", name="history").click()
+    assert "/history?" in page.url and page.locator("#history-chart svg").count() == 1
+    _shot(page, shots, "history")
+
+
+def test_compare_and_crashes(site: str, page, shots: Path) -> None:  # noqa: ANN001
+    page.goto(f"{site}/compare?base_build=vllm-0.26.0-fi-full&head_build=vllm-0.26.0-fi-full")
+    assert page.locator("#changes tr").count() == 1 + 3
+    _shot(page, shots, "compare")
+    page.goto(f"{site}/crashes")
+    assert page.locator("section.crash-group").count() == 1
+    _shot(page, shots, "crashes")
+    page.goto(f"{site}/fallback?build=nothing-here")
+    assert page.locator("#empty").count() == 1
+    _shot(page, shots, "empty")

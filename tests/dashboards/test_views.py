@@ -1,0 +1,142 @@
+"""The analysis pages over the real H200 data, rendered by the server: what each shows, its filters, its CSV."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import Settings
+from app.main import create_app
+from tests.conftest import TOKEN
+from tests.dashboards.h200 import copy_of, imported_matrix
+from tests.dashboards.test_pages import tables
+
+PAGES = ["/", "/fallback", "/matrix", "/alarms", "/compare", "/history", "/crashes"]
+
+
+def _client(url: str) -> Iterator[TestClient]:
+    app = create_app(Settings(database_url=url, token=TOKEN))
+    with TestClient(app) as client:
+        yield client
+    app.state.engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def h200(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """The H200 matrix, imported from its raw folder."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('h200') / 'h200.db'}"
+    imported_matrix(url)
+    yield from _client(url)
+
+
+@pytest.fixture(scope="module")
+def capture_bug(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    yield from _client(copy_of("capture-bug", tmp_path_factory.mktemp("capture")))
+
+
+def test_fallback_names_the_most_expensive_fallback_first(h200: TestClient) -> None:
+    html = h200.get("/fallback").text
+    headline = html[html.index('id="headline"'):].split("</p>")[0]
+    # FLASHINFER downgraded FULL_DECODE_ONLY to PIECEWISE and left the DFlash draft eager: 1772 / 6006 tokens/s.
+    assert "FLASHINFER, dflash k=3 draft eager, target PIECEWISE (asked FULL_DECODE_ONLY): 0.30x" in headline
+    assert "of FLASH_ATTN with FULL_DECODE_ONLY" in headline and "no interval" in headline
+    header, first, *_ = tables(html)["costs"]
+    assert first[0] == "fallback" and first[1][2:4] == ["FLASHINFER", "FULL_DECODE_ONLY"]
+    assert html.count('class="chart"') == 2  # DFlash and draft_model on the H200
+
+
+def test_fallback_of_the_proof_has_intervals_from_the_rounds(tmp_path: Path) -> None:
+    for client in _client(copy_of("proof", tmp_path)):
+        html = client.get("/fallback?build=vllm-0.26.0&method=dflash").text
+        assert "0.41x [0.36, 0.47] of FLASH_ATTN with FULL_AND_PIECEWISE" in html
+
+
+def test_the_capture_bug_is_flagged_on_the_alarms_page_the_matrix_and_the_api(capture_bug: TestClient) -> None:
+    html = capture_bug.get("/alarms").text
+    rows = tables(html)["alarm-table"][1:]
+    assert sorted(cells[4].split(" (")[0] for _, cells in rows) == ["FULL_AND_PIECEWISE", "FULL_DECODE_ONLY"]
+    assert all(cells[5].startswith("0.910") and cells[6].startswith("1.000") for _, cells in rows)
+    matrix = capture_bug.get("/matrix?build=vllm-0.26.0-fi-full").text
+    assert matrix.count("alarm: acceptance") == 2 and "degenerate 1.000" in matrix
+    api = capture_bug.get("/api/v1/alarms").json()
+    assert [(a["graph_mode"], round(a["value"], 3), a["eager_value"]) for a in api] == [
+        ("FULL_DECODE_ONLY", 0.91, 1.0), ("FULL_AND_PIECEWISE", 0.91, 1.0)]
+    assert api[0]["difference_low"] < api[0]["difference"] < api[0]["difference_high"] < -0.02
+    results = capture_bug.get("/api/v1/results?build=vllm-0.26.0-fi-full").json()
+    assert {r["graph_mode"]: (r["alarm"], r["degenerate"]) for r in results} == {
+        "NONE": ([], True), "FULL_DECODE_ONLY": (["acceptance"], False), "FULL_AND_PIECEWISE": (["acceptance"], False)}
+
+
+def test_a_higher_minimum_effect_silences_the_alarm(capture_bug: TestClient) -> None:
+    assert capture_bug.get("/api/v1/alarms?min_effect=0.2").json() == []
+    assert "No alarm" in capture_bug.get("/alarms?min_effect=0.2").text
+
+
+def test_matrix_marks_degenerate_drafts_and_toggles_its_metric(h200: TestClient) -> None:
+    html = h200.get("/matrix?method=dflash").text
+    assert html.count("degenerate 0.000") == 9 and "colorbar" not in html  # the legend is drawn, not named
+    assert "<strong>acceptance rate" in html
+    toggled = h200.get("/matrix?method=dflash&metric=tokens_per_s").text
+    assert "<strong>output tokens/s" in toggled and toggled.count('class="chart"') == 1
+
+
+def test_filters_change_what_is_shown(h200: TestClient) -> None:
+    every = tables(h200.get("/matrix").text)["cells"][1:]
+    flashinfer = tables(h200.get("/matrix?backend=FLASHINFER").text)["cells"][1:]
+    assert len(every) == 18 and len(flashinfer) == 6
+    assert {cells[2] for _, cells in flashinfer} == {"FLASHINFER"}
+
+
+def test_every_page_has_a_csv(h200: TestClient) -> None:
+    for page in ["/fallback", "/matrix", "/alarms", "/history"]:
+        response = h200.get(f"{page}?format=csv")
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv"), page
+    header = h200.get("/matrix?format=csv").text.splitlines()[0].split(",")
+    assert {"acceptance_low", "tokens_per_s_high", "repeats", "rounds", "vllm_version", "jobs"} <= set(header)
+
+
+def test_compare_a_sweep_with_itself_is_unchanged_everywhere(h200: TestClient) -> None:
+    rows = tables(h200.get("/compare?base=1&head=1").text)["changes"][1:]
+    assert len(rows) == 18 and {cells[0] for _, cells in rows} == {"unchanged"}
+
+
+def test_history_of_one_cell_links_each_point_to_its_run(h200: TestClient) -> None:
+    html = h200.get("/history?gpu_kind=H200&method=dflash&backend=FLASHINFER&graph_mode=FULL_DECODE_ONLY").text
+    [_, (_, cells)] = tables(html)["points"]
+    assert cells[1] == "vllm-0.26.0-cu130" and "1,772" not in cells[5] and cells[5].startswith("1772")
+    assert 'href="/sweeps/1"' in html and 'id="history-chart"' in html
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_shows_its_empty_state_on_an_empty_database(client: TestClient, page: str) -> None:
+    response = client.get(page)
+    assert response.status_code == 200
+    assert 'id="empty"' in response.text or "No sweep yet" in response.text
+
+
+@pytest.mark.parametrize(("page", "field"), [("/matrix?graph_mode=FULL_GRAPH", "graph_mode"),
+                                             ("/fallback?backend=FA3", "backend"), ("/matrix?metric=colour", "metric"),
+                                             ("/alarms?min_effect=2", "min_effect"), ("/history?graphmode=NONE", "graphmode"),
+                                             ("/compare?base=x", "base")])
+def test_bad_query_parameters_are_a_422_naming_the_field(client: TestClient, page: str, field: str) -> None:
+    response = client.get(page)
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["query", field]
+
+
+def test_the_pages_show_run_facts(h200: TestClient) -> None:
+    for page in ["/fallback", "/matrix", "/alarms", "/history"]:
+        facts = tables_free_text(h200.get(page).text)
+        assert "vLLM" in facts and "0.26.0" in facts and "H200" in facts and "2026-11-30" in facts, page
+
+
+def tables_free_text(html: str) -> str:
+    return html[html.index('id="facts"'):].split("</dl>")[0]
+
+
+def test_a_submitted_form_with_every_field_blank_is_no_filter(h200: TestClient) -> None:
+    # A GET form sends every field; the blank ones once failed their bounds check on None (a 500).
+    blank = "sweep_id=&build=&gpu_kind=&method=&backend=&graph_mode="
+    for page in ["/matrix", "/fallback", "/alarms?min_effect=", "/history", "/crashes", "/compare?base=&head="]:
+        response = h200.get(f"{page}{'&' if '?' in page else '?'}{blank}")
+        assert response.status_code == 200, (page, response.text[:300])
