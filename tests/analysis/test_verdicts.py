@@ -145,3 +145,12 @@ def test_identical_samples_never_flag(tokens: list[float], accepted: int, histor
                       accepted_per_position=(accepted // 2, accepted // 3, accepted - accepted // 2 - accepted // 3))
     verdict = cell_verdict(side, side, history=history)
     assert (verdict.change, verdict.reasons) == (Change.UNCHANGED, ())
+
+
+def test_a_ratio_the_rounds_cannot_tell_from_one_is_not_a_change() -> None:
+    # Two engine starts of one build on the CPU engine (3 rounds each): 1.13x, but the interval
+    # [1284 / 1389, 1513 / 1236] = [0.92, 1.22] holds 1.
+    found = throughput_change([1389.0, 1236.0, 1285.0], [1284.0, 1513.0, 1458.0], threshold=DEFAULT)
+    assert found.ratio.ratio == pytest.approx(1458 / 1285)
+    assert (found.ratio.low, found.ratio.high) == pytest.approx((1284 / 1389, 1513 / 1236))
+    assert found.change is Change.UNCHANGED
