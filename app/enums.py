@@ -158,6 +158,15 @@ class TokenScope(StrEnum):
     ADMIN = "admin"  # tokens, builds, cancel any sweep
 
 
+class BuildKind(StrEnum):
+    """How a build was made: by hand (an interpreter given to the worker) or by ``draftbench build create``."""
+
+    INSTALLED = "installed"
+    PATCH = "patch"  # the base's vLLM with a pull request's Python diff, sharing the base's files
+    WHEEL = "wheel"  # a wheel's vLLM over the base's dependencies
+    PIP = "pip"  # a pip requirement's vLLM over the base's dependencies
+
+
 def allowed(enum: type[StrEnum]) -> list[str]:
     return [member.value for member in enum]
 

@@ -76,6 +76,14 @@ class Build(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     label: Mapped[str] = mapped_column(String(128), unique=True)
     vllm_version: Mapped[str | None] = mapped_column(String(64))
+    # How it was made (app.builds.facts.BuildKind); None for an interpreter installed by hand.
+    kind: Mapped[str | None] = mapped_column(String(16))
+    # The build it was made from (a label or an interpreter), the pull request's patch, wheel or pip
+    # requirement, and the commit it stands for: what a result of this build ran.
+    base: Mapped[str | None] = mapped_column(String(255))
+    patch_sha256: Mapped[str | None] = mapped_column(String(64))
+    source: Mapped[str | None] = mapped_column(String(1024))
+    commit: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_seen_at: Mapped[datetime] = mapped_column(default=utcnow)
 

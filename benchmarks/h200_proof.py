@@ -7,7 +7,7 @@ It makes the config-only models (``runners/tiny_model.py``; examples/h200/README
 ``draftbench serve`` on SQLite and ``draftbench worker --gpus all`` (one worker per GPU) with the build
 ``vllm-0.26.0`` (this Python) and, with ``--patch``, a second build ``vllm-0.26.0-fi-full``: a copy of
 the installed vLLM (hard links, one file changed by the patch) that the worker runs through a small
-wrapper interpreter. It submits every sweep at once (their priorities order them), then, until all
+wrapper interpreter (``draftbench build create``'s patched build). It submits every sweep at once (their priorities order them), then, until all
 are finished or ``--budget-s`` is spent, copies the database and the cells' logs to ``--out`` after
 each poll, and prints a table of what finished. Run again with the same ``--work`` (the service and
 worker keep running in the background while the machine is held) to wait for the rest.
@@ -25,6 +25,10 @@ import time
 from pathlib import Path
 
 import httpx
+
+from app.builds import patched
+from app.builds.diffs import DiffError
+from app.builds.facts import WRAPPER, BuildError
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "h200-proof"
@@ -63,7 +67,7 @@ def main() -> None:
         if args.patch:
             try:
                 builds.append(f"--build={PATCHED}={patched_build(args.work, args.patch, args.python)}")
-            except (OSError, subprocess.CalledProcessError) as exc:
+            except (BuildError, DiffError) as exc:
                 print(f"no patched build: {exc}", flush=True)
         gpus = ["--gpus", args.gpus] if args.gpus else []
         worker = start(args.work, "worker", [args.service_python, "-m", "app.cli", "worker", "--server", server, *builds,
@@ -103,25 +107,11 @@ def make_models(work: Path, python: str) -> dict[str, str]:
 
 
 def patched_build(work: Path, patch: Path, python: str) -> str:
-    """A copy of the installed vLLM with ``patch`` applied, and an interpreter that imports it first."""
-    where = "import os, vllm; print(os.path.dirname(vllm.__file__))"
-    installed = Path(subprocess.run([python, "-c", where], check=True, capture_output=True, text=True).stdout.split()[-1])
-    site = work / "patched-site"
-    if not (site / "vllm").exists():
-        site.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["cp", "-al", str(installed), str(site / "vllm")], check=True)
-        # Hard links share the files: the patched one must be a copy of its own before it changes.
-        for line in patch.read_text().splitlines():
-            if line.startswith("+++ b/"):
-                target = site / line[len("+++ b/"):].split("\t")[0]
-                data = target.read_bytes()
-                target.unlink()
-                target.write_bytes(data)
-        subprocess.run(["patch", "-p1", "-d", str(site), "-i", str(patch.resolve())], check=True)
-    wrapper = work / "python-fi-full"
-    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{site}:$PYTHONPATH" exec "{python}" "$@"\n')
-    wrapper.chmod(0o755)
-    return str(wrapper)
+    """The build ``PATCHED``: the installed vLLM with ``patch`` applied (``app.builds.patched``), made once per --work."""
+    root = work / "builds"
+    if not (root / PATCHED / WRAPPER).exists():
+        patched.create(label=PATCHED, base=python, patch=patch, root=root)
+    return str(root / PATCHED / WRAPPER)
 
 
 def running(pid_file: Path) -> bool:

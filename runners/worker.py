@@ -15,9 +15,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.builds.facts import read_facts
 from app.enums import GpuKind
 from app.schemas.cell import CellOutcome, CellSpec
-from app.schemas.worker import BuildInfo, ClaimedJob, RegisterRequest
+from app.schemas.worker import BuildFactsIn, BuildInfo, ClaimedJob, RegisterRequest
 from runners import execute, gpus
 from runners.client import JobLost, ServiceClient
 from runners.outcome import outcome_of
@@ -43,6 +44,13 @@ class Build:
         if not sep or not label or not python:
             raise ValueError(f"--build takes LABEL=/path/to/python, got {text!r}")
         return cls(label=label, python=Path(python))
+
+    def info(self) -> BuildInfo:
+        """What the worker registers: the label, the version vLLM reports, and how the build was made
+        when ``draftbench build create`` made it (its build.json beside the interpreter)."""
+        facts = read_facts(self.python)
+        made = facts.model_dump(include=set(BuildFactsIn.model_fields)) if facts else {}
+        return BuildInfo(label=self.label, vllm_version=self.vllm_version(), **made)
 
     def vllm_version(self, timeout_s: float = 300.0) -> str:
         """Import vLLM in the build's own interpreter and return its version; SetupError when it cannot.
@@ -129,7 +137,7 @@ class Worker:
             host=platform.node() or socket.gethostname(),
             gpu_kinds=self.gpu_kinds,
             gpu_count=self.gpu_count,
-            builds=[BuildInfo(label=b.label, vllm_version=b.vllm_version()) for b in self.builds.values()],
+            builds=[b.info() for b in self.builds.values()],
         )
         registered = self.client.register(request)
         self.id = registered.id

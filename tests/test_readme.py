@@ -6,6 +6,7 @@ from pathlib import Path
 
 from app.enums import (
     AttentionBackend,
+    BuildKind,
     BuiltinDataset,
     CrashKind,
     GpuKind,
@@ -30,6 +31,7 @@ TABLE: dict[str, type[StrEnum]] = {
     "sweep states": SweepState,
     "crash kinds": CrashKind,
     "token scopes": TokenScope,
+    "build kinds": BuildKind,
 }
 
 

@@ -5,12 +5,22 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.enums import GpuKind, JobState
+from app.enums import BuildKind, GpuKind, JobState
 from app.schemas.base import Input
 from app.schemas.cell import CellOutcome
 
 
-class BuildInfo(Input):
+class BuildFactsIn(Input):
+    """How a build was made (``draftbench build create`` writes them to its build.json); all optional."""
+
+    kind: BuildKind | None = None
+    base: str | None = Field(default=None, max_length=255)
+    patch_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    source: str | None = Field(default=None, max_length=1024)
+    commit: str | None = Field(default=None, max_length=64)
+
+
+class BuildInfo(BuildFactsIn):
     label: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._+-]+$")
     vllm_version: str | None = Field(default=None, max_length=64)
 
@@ -36,6 +46,11 @@ class BuildOut(BaseModel):
 
     label: str
     vllm_version: str | None
+    kind: str | None = None
+    base: str | None = None
+    patch_sha256: str | None = None
+    source: str | None = None
+    commit: str | None = None
     created_at: datetime
     last_seen_at: datetime
 

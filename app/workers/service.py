@@ -15,25 +15,33 @@ from app.schemas.worker import RegisterRequest, WorkerOut
 from app.workers import liveness
 
 
+# What ``draftbench build create`` records about a build, as BuildInfo and the Build row name them.
+BUILD_FACTS = ("kind", "base", "patch_sha256", "source", "commit")
+
+
 def register(*, session: Session, request: RegisterRequest, token_id: int | None) -> tuple[Worker, str]:
     """A worker process announces itself; returns it and its own credential (shown once).
 
-    Its builds become valid targets for sweeps. A build label keeps the vLLM version first recorded
-    for it: a worker reporting another version gets ConflictError (409), so no worker can rewrite
-    what a build is.
+    Its builds become valid targets for sweeps, with how each was made (``BUILD_FACTS``). A build
+    label keeps the vLLM version and facts first recorded for it: a worker reporting another value
+    gets ConflictError (409), so no worker can rewrite what a build is; facts missing on either side
+    are filled in.
     """
     now = utcnow()
     for info in request.builds:
         build = session.scalar(select(Build).where(Build.label == info.label))
         if build is None:
-            session.add(Build(label=info.label, vllm_version=info.vllm_version, created_at=now, last_seen_at=now))
+            facts = {name: getattr(info, name) for name in ("vllm_version", *BUILD_FACTS)}
+            session.add(Build(label=info.label, created_at=now, last_seen_at=now, **facts))
             continue
-        if build.vllm_version and info.vllm_version and build.vllm_version != info.vllm_version:
-            raise ConflictError(
-                f"build {info.label!r} is recorded with vLLM {build.vllm_version}, this worker's has "
-                f"{info.vllm_version}: register it under another label"
-            )
-        build.vllm_version = build.vllm_version or info.vllm_version
+        for name in ("vllm_version", *BUILD_FACTS):
+            recorded, reported = getattr(build, name), getattr(info, name)
+            if recorded and reported and recorded != reported:
+                raise ConflictError(
+                    f"build {info.label!r} is recorded with {name} {recorded}, this worker's has "
+                    f"{reported}: register it under another label"
+                )
+            setattr(build, name, recorded or reported)
         build.last_seen_at = now
     worker = Worker(
         name=request.name,

@@ -4,7 +4,7 @@ import pandas as pd
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from app.analysis.changepoints import Point, change_points
+from app.analysis.changepoints import Point, steps
 from app.analysis.compare_cells import MIN_SPEED_CHANGE
 from app.deps import SessionDep
 from app.results.cells import CellScope, latest_cell
@@ -48,7 +48,7 @@ def _flags(group: pd.DataFrame, column: str, minimum: float) -> list[bool]:
     measured = [(i, Point(float(v), _num(low), _num(high)))
                 for i, (v, low, high) in enumerate(zip(group[column], group[f"{column}_low"], group[f"{column}_high"], strict=True))
                 if _num(v) is not None]
-    changed = {measured[k][0] for k in change_points([p for _, p in measured], minimum)}
+    changed = {measured[k][0] for k in steps([p for _, p in measured], minimum)}
     return [i in changed for i in range(len(group))]
 
 

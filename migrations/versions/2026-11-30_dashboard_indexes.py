@@ -1,13 +1,13 @@
 """Indexes the dashboards read by: jobs by build, and by method x backend x graph mode (a cell's history).
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 """
 
 from alembic import op
 
-revision: str = "0008"
-down_revision: str | None = "0007"
+revision: str = "0009"
+down_revision: str | None = "0008"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,225 @@
+"""One cell, base build against head build: better, worse or unchanged, and why.
+
+Pure functions, standard library only. Tokens/s is judged by Mann-Whitney U over every round of every
+repeat when there are enough of them (asv's rule), otherwise by the ratio of medians against a threshold
+learned from the cell's own history (Conbench's lookback z-score); acceptance by two-proportion tests
+with a minimum effect (``app.analysis.proportions``).
+"""
+
+import enum
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from app.analysis.proportions import ALPHA, MIN_EFFECT, ProportionChange, per_position_changes, two_proportions
+from app.analysis.ranks import mann_whitney, smallest_p_value
+from app.analysis.rounds import median_interval
+
+# asv's level for "these two samples differ" (``asv compare``'s default).
+ASV_ALPHA = 0.002
+# The relative change of tokens/s that counts when a cell has too little history to learn its own.
+DEFAULT_THRESHOLD = 0.05
+# Conbench's default: a value more than 5 standard deviations from the history's mean is a change.
+Z_THRESHOLD = 5.0
+# Fewer history points than this (after trimming) say too little about the noise: the default applies.
+MIN_HISTORY = 5
+# How far back the history goes (Conbench's DISTRIBUTION_COMMITS is 100).
+LOOKBACK = 100
+# History values further than this many scaled MADs from its median are outliers, left out of the spread.
+TRIM_MADS = 5.0
+_MAD_TO_SD = 1.4826  # MAD x 1.4826 estimates the standard deviation of a normal sample
+
+
+class Change(enum.StrEnum):
+    BETTER = "better"
+    WORSE = "worse"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """``ratio = median(head) / median(base)`` and an interval holding the ratio of the population medians
+    with probability at least ``confidence`` (None: a side has fewer than 2 values)."""
+
+    ratio: float
+    low: float | None
+    high: float | None
+    confidence: float | None
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """The relative change of tokens/s that counts, and where it came from (``history`` or ``default``)."""
+
+    relative: float
+    source: str
+    points: int
+
+
+@dataclass(frozen=True)
+class ThroughputChange:
+    """The tokens/s verdict: ``p_value`` is None when there were too few values for the test at ``ASV_ALPHA``."""
+
+    change: Change
+    ratio: RatioInterval
+    threshold: Threshold
+    p_value: float | None
+
+
+@dataclass(frozen=True)
+class CellSample:
+    """What one build measured in one cell: tokens/s of every round of every repeat, and summed counters."""
+
+    tokens_per_s: Sequence[float]
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted_tokens: int = 0
+    accepted_per_position: Sequence[int] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    change: Change
+    reasons: tuple[str, ...]
+    throughput: ThroughputChange
+    acceptance: ProportionChange | None = None
+    per_position: tuple[ProportionChange, ...] = field(default=())
+
+
+def ratio_of_medians(base: Sequence[float], head: Sequence[float], confidence: float = 0.95) -> RatioInterval:
+    """``median(head) / median(base)`` with an order-statistic interval.
+
+    With each side's distribution-free median interval ``[l, u]`` at level ``c`` (``median_interval``),
+    the ratio's interval is ``[l_h / u_b, u_h / l_b]``: when both intervals hold their medians it holds
+    the ratio, so by Bonferroni its confidence is at least ``c_h + c_b - 1`` (5 rounds a side:
+    0.9375 + 0.9375 - 1 = 0.875). It always holds the estimate.
+
+    Raises
+    ------
+    ValueError
+        If a side is empty or a base value is not positive.
+    """
+    if not base or not head:
+        raise ValueError(f"both samples need values: base has {len(base)}, head has {len(head)}")
+    if min(base) <= 0:
+        raise ValueError(f"base tokens/s must be positive, got {min(base)}")
+    b, h = median_interval(base, confidence), median_interval(head, confidence)
+    ratio = h.median / b.median
+    if b.low is None or h.low is None:
+        return RatioInterval(ratio, None, None, None)
+    return RatioInterval(ratio, h.low / b.high, h.high / b.low, h.confidence + b.confidence - 1.0)
+
+
+def history_threshold(
+    history: Sequence[float], *, z: float = Z_THRESHOLD, lookback: int = LOOKBACK, default: float = DEFAULT_THRESHOLD
+) -> Threshold:
+    """The relative change of tokens/s this cell's history says is beyond noise: ``z * sd / mean``.
+
+    Takes the last ``lookback`` values of the cell's history (its medians on earlier builds of the same
+    GPU kind, oldest first), leaves out those further than ``TRIM_MADS`` scaled MADs
+    (``1.4826 * median(|x - median(x)|)``) from the median, then ``sd`` and ``mean`` are the sample
+    standard deviation and the mean of the rest. It is Conbench's lookback z-score turned around: a
+    head median ``z`` standard deviations from the history's level is a change, i.e. a relative
+    change of ``z * sd / mean``. With fewer than ``MIN_HISTORY`` values left, ``default`` (5 %).
+
+    It does not look at the builds' order or at steps in the history (``app.analysis.changepoints``
+    does); a history straddling a step has a wider spread, hence a larger threshold.
+
+    Raises
+    ------
+    ValueError
+        If a history value is not positive.
+    """
+    recent = list(history)[-lookback:]
+    if any(v <= 0 for v in recent):
+        raise ValueError(f"history tokens/s must be positive, got {min(recent)}")
+    if len(recent) >= MIN_HISTORY:
+        centre = statistics.median(recent)
+        scale = _MAD_TO_SD * statistics.median(abs(v - centre) for v in recent)
+        kept = [v for v in recent if abs(v - centre) <= TRIM_MADS * scale] if scale > 0 else recent
+        if len(kept) >= MIN_HISTORY:
+            return Threshold(z * statistics.stdev(kept) / statistics.fmean(kept), "history", len(kept))
+    return Threshold(default, "default", 0)
+
+
+def throughput_change(
+    base: Sequence[float], head: Sequence[float], *, threshold: Threshold, alpha: float = ASV_ALPHA
+) -> ThroughputChange:
+    """Better or worse when the ratio of medians leaves ``[1 - t, 1 + t]`` and the samples back it.
+
+    Backing: with enough values for Mann-Whitney to reach ``p < alpha`` at all
+    (``smallest_p_value(m, n) < alpha``, 7 values a side at asv's 0.002), ``p < alpha``, as
+    ``asv compare`` needs both a factor and a difference. With fewer, the ratio's order-statistic
+    interval (:func:`ratio_of_medians`) must exclude 1; with one value a side (no interval) the ratio
+    decides alone. The interval rule is what keeps A/A pairs quiet on the CPU engine: two engine
+    starts of one build differed by 13 % there (3 rounds each, interval [0.92, 1.22]).
+    Identical samples give a ratio of 1: never a change.
+    """
+    ratio = ratio_of_medians(base, head)
+    t = threshold.relative
+    moved = Change.WORSE if ratio.ratio < 1.0 - t else Change.BETTER if ratio.ratio > 1.0 + t else Change.UNCHANGED
+    if smallest_p_value(len(head), len(base)) >= alpha:
+        if ratio.low is not None and ratio.low <= 1.0 <= ratio.high:
+            moved = Change.UNCHANGED
+        return ThroughputChange(moved, ratio, threshold, None)
+    p_value = mann_whitney(base, head).p_value
+    return ThroughputChange(moved if p_value < alpha else Change.UNCHANGED, ratio, threshold, p_value)
+
+
+def cell_verdict(
+    base: CellSample,
+    head: CellSample,
+    *,
+    history: Sequence[float] = (),
+    alpha: float = ALPHA,
+    min_effect: float = MIN_EFFECT,
+) -> Verdict:
+    """Worse if tokens/s, acceptance or any position's acceptance got worse; else better if any got better.
+
+    Tokens/s by :func:`throughput_change` against :func:`history_threshold` of ``history``; acceptance
+    (``accepted_tokens / draft_tokens``) by ``two_proportions`` and each position
+    (``accepted_per_position[i] / drafts``) by ``per_position_changes``, at ``alpha`` and ``min_effect``,
+    when both sides drafted. One reason per flagged measure, the worse ones first. A change in both directions
+    (faster but accepting less) is worse: a regression is never hidden by a gain elsewhere.
+    """
+    throughput = throughput_change(base.tokens_per_s, head.tokens_per_s, threshold=history_threshold(history))
+    reasons: list[tuple[Change, str]] = []
+    if throughput.change is not Change.UNCHANGED:
+        reasons.append((throughput.change, _throughput_reason(throughput)))
+    acceptance, positions = None, ()
+    if base.draft_tokens and head.draft_tokens:
+        acceptance = two_proportions(
+            base.accepted_tokens, base.draft_tokens, head.accepted_tokens, head.draft_tokens,
+            alpha=alpha, min_effect=min_effect,
+        )
+        positions = per_position_changes(
+            base.accepted_per_position, base.drafts, head.accepted_per_position, head.drafts,
+            alpha=alpha, min_effect=min_effect,
+        )
+        for name, found in [("acceptance", acceptance), *((f"position {i + 1} acceptance", p) for i, p in enumerate(positions))]:
+            if found.flagged:
+                reasons.append((_direction(found.difference), _proportion_reason(name, found)))
+    changes = {change for change, _ in reasons}
+    change = Change.WORSE if Change.WORSE in changes else Change.BETTER if changes else Change.UNCHANGED
+    ordered = sorted(reasons, key=lambda r: r[0] is not Change.WORSE)
+    return Verdict(change, tuple(text for _, text in ordered), throughput, acceptance, positions)
+
+
+def _direction(difference: float) -> Change:
+    return Change.BETTER if difference > 0 else Change.WORSE
+
+
+def _throughput_reason(found: ThroughputChange) -> str:
+    ratio = found.ratio
+    interval = f" [{ratio.low:.2f}, {ratio.high:.2f}]" if ratio.low is not None else ""
+    test = f"Mann-Whitney p = {found.p_value:.2g}" if found.p_value is not None else "too few rounds for a test"
+    where = f"{found.threshold.source} threshold {found.threshold.relative:.1%}"
+    return f"tokens/s {ratio.ratio:.2f}x{interval} ({test}; {where})"
+
+
+def _proportion_reason(name: str, found: ProportionChange) -> str:
+    points = 100.0 * found.difference
+    return (
+        f"{name} {found.base_rate:.1%} -> {found.head_rate:.1%}: {points:+.1f} points "
+        f"[{100 * found.low:+.1f}, {100 * found.high:+.1f}] (p = {found.p_value:.2g})"
+    )

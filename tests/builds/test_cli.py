@@ -1,0 +1,38 @@
+"""``draftbench build create`` as a user runs it: the worker's --build argument, or one line saying what is wrong."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.builds.conftest import PROPOSER, diff
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _draftbench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, cwd=REPO)
+
+
+def test_create_prints_the_workers_build_argument(tmp_path: Path, base_python: Path) -> None:
+    patch = tmp_path / "pr.diff"
+    patch.write_text(diff("vllm/v1/proposer.py", PROPOSER, "def propose(tokens):\n    return []\n"))
+    done = _draftbench("build", "create", "pr-1", "--from", str(base_python), "--patch", str(patch),
+                       "--root", str(tmp_path / "builds"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"--build=pr-1={tmp_path / 'builds' / 'pr-1' / 'python'}"
+
+
+def test_create_refuses_a_compiled_change_in_one_line(tmp_path: Path, base_python: Path) -> None:
+    patch = tmp_path / "pr.diff"
+    patch.write_text(diff("csrc/attention.cu", "a\n", "b\n"))
+    done = _draftbench("build", "create", "pr-1", "--from", str(base_python), "--patch", str(patch),
+                       "--root", str(tmp_path / "builds"))
+    assert done.returncode == 1
+    assert done.stderr.startswith("draftbench: the patch changes compiled sources (csrc/attention.cu)")
+
+
+def test_create_wants_one_source_and_a_clean_label(tmp_path: Path, base_python: Path) -> None:
+    done = _draftbench("build", "create", "pr-1", "--from", str(base_python), "--pip", "vllm", "--wheel", "x.whl")
+    assert done.stderr.strip() == "draftbench: give exactly one of --patch, --wheel or --pip (got --wheel, --pip)"
+    done = _draftbench("build", "create", "pr 1", "--from", str(base_python), "--pip", "vllm")
+    assert done.stderr.strip() == "draftbench: label 'pr 1': use letters, digits and . _ + - only"
