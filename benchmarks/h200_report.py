@@ -1,12 +1,15 @@
 """The tables of docs/h200-report.md, from the databases benchmarks/h200_proof.py wrote on the H200.
 
     .venv/bin/python benchmarks/h200_report.py tests/data/h200-proof-2026-11-30/proof.sqlite \\
-        --capture tests/data/h200-proof-2026-11-30/capture-bug.sqlite --before tests/data/h200-matrix
+        --capture tests/data/h200-proof-2026-11-30/capture-bug.sqlite --before tests/data/h200-matrix \\
+        --more tests/data/h200-proof-2026-11-30/batch2.sqlite --peer tests/data/h200-proof-2026-11-30/peer
 
 Prints: every cell's tokens/s (median of rounds, order-statistic interval, its relative half-width),
 acceptance and efficiency; the efficiency before rounds (the single-window H200 matrix) and after;
 the calibration cells position by position against the rates asked for; the capture-bug build
-beside the unpatched one; and the sweep's wall time on two GPUs against its jobs' summed time.
+beside the unpatched one; the sweep's wall time on two GPUs against its jobs' summed time; with
+``--more``, further batches' cells (their own two-GPU figure each); with ``--peer``, the peer check
+(benchmarks/peer_check.py's files) beside the cells it checks; and the serving cells' latencies.
 Reads only the databases and folders it is given.
 """
 
@@ -35,14 +38,20 @@ def main() -> None:
     parser.add_argument("db", type=Path)
     parser.add_argument("--capture", type=Path, help="The database with the capture-bug build's cells")
     parser.add_argument("--before", type=Path, help="A runners/offline.py folder measured before rounds existed")
+    parser.add_argument("--more", type=Path, action="append", default=[], help="Another batch's database")
+    parser.add_argument("--peer", type=Path, help="benchmarks/peer_check.py's output folders, one per check")
     args = parser.parse_args()
-    rows = _open(args.db).execute(CELLS).fetchall()
+    rows = [row for db in (args.db, *args.more) for row in _open(db).execute(CELLS).fetchall()]
     cells(rows)
     efficiency(rows, args.before)
     calibration(rows)
     if args.capture:
         capture(_open(args.capture).execute(CELLS).fetchall(), rows)
-    two_gpus(args.db)
+    serving([row for db in (args.db, *args.more) for row in _open(db).execute(SERVING).fetchall()])
+    if args.peer:
+        peer(args.peer, rows, [row for db in (args.db, *args.more) for row in _open(db).execute(SERVING).fetchall()])
+    for db in (args.db, *args.more):
+        two_gpus(db)
 
 
 def cells(rows: list[tuple]) -> None:
@@ -98,6 +107,59 @@ def capture(patched: list[tuple], unpatched: list[tuple]) -> None:
         print(f"| {build} | {backend} | {mode} -> {ran} | {accept:.3f} | {by_round} | {raw['tokens_per_s']:.0f} |")
 
 
+SERVING = """
+SELECT j.backend, j.concurrency, r.resolved_graph_mode, r.serving, r.num_requests, r.num_drafts, r.num_draft_tokens,
+       r.num_accepted_tokens, r.raw
+FROM results r JOIN jobs j ON j.id = r.job_id WHERE j.mode = 'serve' ORDER BY j.backend, j.concurrency
+"""
+
+
+def serving(rows: list[tuple]) -> None:
+    print("\n## Serving (vLLM's OpenAI server; milliseconds p50 / p90 / p99 over every measured request)\n")
+    print("| backend | ran | clients | requests | output tok/s [interval] | TTFT | TPOT | ITL | acceptance |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for backend, clients, ran, facts, _n, _d, draft_tokens, accepted, raw in rows:
+        facts, raw = json.loads(facts), json.loads(raw)
+        found = median_interval([r["output_tokens"] / r["seconds"] for r in raw["rounds"]])
+        spans = {m: " / ".join(f"{facts[f'{m}_ms'][p]:.1f}" for p in ("p50", "p90", "p99")) for m in ("ttft", "tpot", "itl")}
+        print(f"| {backend} | {ran} | {clients} | {facts['completed']} | {found.median:.0f} [{found.low:.0f}, {found.high:.0f}] "
+              f"| {spans['ttft']} | {spans['tpot']} | {spans['itl']} | {accepted / draft_tokens:.3f} |")
+
+
+def peer(folder: Path, rows: list[tuple], serve_rows: list[tuple]) -> None:
+    """Each ``throughput-*`` folder's runs (the first discarded) beside the cell of the same backend in the
+    ``h200-peer-throughput`` sweep; each ``serve-*`` folder's counters beside the serving cell's, per request."""
+    print("\n## Peer check: `vllm bench throughput` (5 runs after 1 discarded, each a new process) beside the cell\n")
+    print("| backend | cell: median of 5 rounds [interval] | its half-width | peer: median (min-max) of 5 runs | "
+          "peer's half-range | peer median inside the cell's interval |")
+    print("|---|---|---|---|---|---|")
+    for check in sorted(folder.glob("throughput-*")):
+        spec = json.loads((check / "cell.json").read_text())
+        runs = [json.loads(p.read_text()) for p in sorted(check.glob("throughput-*.json"))]
+        speeds = [r["num_requests"] * r["draftbench"]["output_len"] / r["elapsed_time"] for r in runs if not r["draftbench"]["discarded"]]
+        mid = statistics.median(speeds)
+        raw = next(json.loads(row[7]) for row in rows if row[0] == "h200-peer-throughput" and row[2] == spec["backend"])
+        found = median_interval([r["output_tokens"] / r["seconds"] for r in raw["rounds"]])
+        print(f"| {spec['backend']} | {found.median:.0f} [{found.low:.0f}, {found.high:.0f}] {found.confidence:.1%} | "
+              f"{(found.high - found.low) / 2 / found.median:.0%} | {mid:.0f} ({min(speeds):.0f}-{max(speeds):.0f}) | "
+              f"{(max(speeds) - min(speeds)) / 2 / mid:.0%} | {'yes' if found.low <= mid <= found.high else 'no'} |")
+    print("\n## Peer check: `vllm bench serve` against the same server config (spec-decode counters per request)\n")
+    print("| backend | clients | source | requests | drafts / request | draft tokens / request | accepted / request |")
+    print("|---|---|---|---|---|---|---|")
+    for check in sorted(folder.glob("serve-*")):
+        spec = json.loads((check / "cell.json").read_text())
+        saved = json.loads((check / "serve.json").read_text())
+        scraped = json.loads((check / "serve-metrics.json").read_text())["delta"]
+        n = saved["completed"]
+        tool = (saved["spec_decode_num_drafts"], saved["spec_decode_draft_tokens"], saved["spec_decode_accepted_tokens"])
+        mine = (scraped["num_drafts"], scraped["num_draft_tokens"], scraped["num_accepted_tokens"])
+        cell = next(r for r in serve_rows if r[0] == spec["backend"] and r[1] == spec["concurrency"])
+        for source, requests, counts in (("vllm bench serve (its file)", n, tool), ("the server's /metrics, read around it", n, mine),
+                                         ("draftbench serving cell", json.loads(cell[3])["completed"], cell[5:8])):
+            print(f"| {spec['backend']} | {spec['concurrency']} | {source} | {requests} | "
+                  + " | ".join(f"{c / requests:.2f}" for c in counts) + " |")
+
+
 def _open(path: Path) -> sqlite3.Connection:
     """Read-only: a missing file is an error, not a new empty database."""
     return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -115,7 +177,7 @@ def two_gpus(db: Path) -> None:
     spans = [(datetime.fromisoformat(a), datetime.fromisoformat(b), worker) for a, b, worker in jobs]
     wall = (max(b for _, b, _ in spans) - min(a for a, _, _ in spans)).total_seconds()
     busy = sum((b - a).total_seconds() for a, b, _ in spans)
-    print(f"\n## Two GPUs\n\n{len(spans)} jobs on {len({w for *_, w in spans})} workers: wall {wall:.0f} s; the jobs' "
+    print(f"\n## Two GPUs ({db.name})\n\n{len(spans)} jobs on {len({w for *_, w in spans})} workers: wall {wall:.0f} s; the jobs' "
           f"summed time {busy:.0f} s (what one GPU would take back to back), half of it {busy / 2:.0f} s: "
           f"wall / half = {wall / (busy / 2):.2f}")
 

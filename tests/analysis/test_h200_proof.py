@@ -27,7 +27,8 @@ def _rows(name: str) -> list[sqlite3.Row]:
     return connection.execute(ROWS).fetchall()
 
 
-@pytest.mark.parametrize("row", _rows("proof.sqlite"), ids=lambda r: f"{r['name']}-{r['backend']}-{r['graph_mode']}")
+@pytest.mark.parametrize("row", _rows("proof.sqlite") + _rows("batch2.sqlite"),
+                         ids=lambda r: f"{r['name']}-{r['backend']}-{r['graph_mode']}")
 def test_stored_throughput_and_intervals_are_what_the_rounds_give(row: sqlite3.Row) -> None:
     result = CellResult.model_validate(json.loads(row["raw"]))
     found = median_interval([r.output_tokens / r.seconds for r in result.rounds])
@@ -59,3 +60,19 @@ def test_the_build_that_claims_full_graphs_accepts_less_than_its_eager_cell() ->
                   if row["name"] == "h200-capture-bug"}
     assert acceptance["NONE"] == 1.0
     assert acceptance["FULL_DECODE_ONLY"] < 0.95 and acceptance["FULL_AND_PIECEWISE"] < 0.95
+
+
+def test_vllm_bench_serve_counts_what_the_serving_cell_counts_per_request() -> None:
+    """The peer check's server answered vllm bench serve's 32 requests; the serving cell of the same config
+    (batch2.sqlite) measured 96: per request, drafts, draft tokens and accepted tokens agree exactly."""
+    check = PROOF / "peer" / "serve-flash-attn-c1"
+    saved = json.loads((check / "serve.json").read_text())
+    scraped = json.loads((check / "serve-metrics.json").read_text())["delta"]
+    tool = (saved["spec_decode_num_drafts"], saved["spec_decode_draft_tokens"], saved["spec_decode_accepted_tokens"])
+    assert tool == (scraped["num_drafts"], scraped["num_draft_tokens"], scraped["num_accepted_tokens"])
+    connection = sqlite3.connect(f"file:{PROOF / 'batch2.sqlite'}?mode=ro", uri=True)
+    requests, *counts = connection.execute(
+        "SELECT json_extract(r.serving, '$.completed'), r.num_drafts, r.num_draft_tokens, r.num_accepted_tokens "
+        "FROM results r JOIN jobs j ON j.id = r.job_id WHERE j.mode = 'serve' AND j.backend = 'FLASH_ATTN' AND j.concurrency = 1"
+    ).fetchone()
+    assert [c / requests for c in counts] == [t / saved["completed"] for t in tool]
