@@ -1,5 +1,6 @@
-"""Every analysis page in headless Chromium, over the real H200 data and a CPU sweep reported through the worker
-protocol (with a real crash log): filters, links between views, and screenshots saved under var/screenshots/."""
+"""Every analysis page in headless Chromium, over the real H200 data and a CPU sweep of real vLLM cells reported
+through the worker protocol (with a real crash's log): filters, links between views, and screenshots saved under
+var/screenshots/."""
 
 import shutil
 from collections.abc import Iterator
@@ -11,28 +12,37 @@ import pytest
 from app.config import Settings
 from tests.conftest import TOKEN
 from tests.dashboards.h200 import copy_of, imported_matrix
-from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body, upload_log
+from tests.factories import claim, complete, register_worker, submit, sweep_body, upload_log
 from tests.live import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "var" / "screenshots"
-CRASH_LOG = ROOT / "tests" / "data" / "crashlogs" / "own-cpu-synthetic-1.log"
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory, dataset: Path = None) -> Iterator[str]:  # noqa: RUF013
-    """The capture-bug database with the H200 matrix imported into it, and a CPU sweep with a crash."""
+def site(tmp_path_factory: pytest.TempPathFactory, ngram_cell, self_draft_cell, synthetic_crash_log: str) -> Iterator[str]:  # noqa: ANN001
+    """The capture-bug database with the H200 matrix imported into it, and a CPU sweep whose cells ran on real
+    vLLM (the session's ngram and draft_model cells, and a real crash's log) reported through the worker protocol."""
     url = copy_of("capture-bug", tmp_path_factory.mktemp("site"))
     imported_matrix(url)
+    ran_cells = {"ngram": ngram_cell, "draft_model": self_draft_cell}
     with serve(Settings(database_url=url, token=TOKEN)) as base, httpx.Client(base_url=base, timeout=30) as http:
         worker = register_worker(http)
-        body = sweep_body(ROOT / "runners" / "prompts" / "draftbench.jsonl", name="cpu-sweep", repeats=1)
+        body = sweep_body(ROOT / "runners" / "prompts" / "draftbench.jsonl", name="cpu-sweep", repeats=1,
+                          model=ngram_cell.spec["model"])
         assert submit(http, body).status_code == 201
-        good, bad = claim(http, worker), claim(http, worker)
-        ran = {"resolved_backend": "CPU_ATTN", "resolved_graph_mode": "NONE"}
-        assert complete(http, good["job_id"], worker, {"result": cell_result(), "resolved": ran, "exit_code": 0}).status_code == 200
-        assert upload_log(http, bad["job_id"], worker, CRASH_LOG.read_text()).status_code == 204
-        assert complete(http, bad["job_id"], worker, {"exit_code": 1, "duration_s": 3}).status_code == 200
+        for job in (claim(http, worker), claim(http, worker)):
+            cell = ran_cells[job["cell"]["speculative"]["method"]]
+            assert upload_log(http, job["job_id"], worker, cell.log).status_code == 204
+            outcome = {"result": cell.result, "resolved": {"resolved_backend": "CPU_ATTN", "resolved_graph_mode": "NONE"},
+                       "exit_code": cell.returncode}
+            assert complete(http, job["job_id"], worker, outcome).status_code == 200
+        body = sweep_body(ROOT / "runners" / "prompts" / "draftbench.jsonl", name="cpu-crash", repeats=1,
+                          model=ngram_cell.spec["model"], speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
+        assert submit(http, body).status_code == 201
+        crashed = claim(http, worker)
+        assert upload_log(http, crashed["job_id"], worker, synthetic_crash_log).status_code == 204
+        assert complete(http, crashed["job_id"], worker, {"exit_code": 1, "duration_s": 3}).status_code == 200
         yield base
 
 
