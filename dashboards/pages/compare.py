@@ -25,7 +25,8 @@ def compare_page(request: Request, session: SessionDep, filters: FiltersDep, bas
         scope = CellScope(sweep_id=sweep_id, build=build, gpu_kind=filters.gpu_kind, method=filters.method,
                           backend=filters.backend, graph_mode=filters.graph_mode)
         sides.append(data.cells(session=session, scope=scope) if named else [])
-    changes = compare_runs.compare(*sides)
+    history = compare_runs.histories(session=session, head=sides[1], exclude={c.build for c in sides[0] + sides[1]})
+    changes = compare_runs.compare(*sides, history=history)
     if format == "csv":
         frame = data.cells_frame([c.head for c in changes])
         if not frame.empty:
@@ -36,7 +37,8 @@ def compare_page(request: Request, session: SessionDep, filters: FiltersDep, bas
             frame["speed_ratio"] = [c.speed.value if c.speed else None for c in changes]
             frame["speed_ratio_low"] = [c.speed.low if c.speed else None for c in changes]
             frame["speed_ratio_high"] = [c.speed.high if c.speed else None for c in changes]
-            frame["acceptance_delta"] = [c.acceptance.value if c.acceptance else None for c in changes]
+            frame["acceptance_delta"] = [c.acceptance.difference if c.acceptance else None for c in changes]
+            frame["reasons"] = ["; ".join(c.reasons) for c in changes]
         return render.csv(frame, "compare")
     args = {"base": base, "head": head, "base_build": base_build, "head_build": head_build}
     counts = {}
