@@ -18,7 +18,7 @@ from app.analysis.proportions import ProportionChange
 from app.enums import JobState, Verdict
 from app.models import Job, Result, Sweep
 from app.results import cells as cells_service
-from app.results.cells import Cell
+from app.results.cells import Cell, CellScope
 
 MatchKey = tuple[str, str, str, str]
 
@@ -78,6 +78,14 @@ def _sample(cell: Cell) -> verdicts.CellSample:
         tokens_per_s=[r.median for r in cell.repeats], drafts=cell.drafts, draft_tokens=cell.draft_tokens,
         accepted_tokens=cell.accepted, accepted_per_position=tuple(cell.accepted_per_position),
     )
+
+
+def between(*, session: Session, base: CellScope | None, head: CellScope | None) -> tuple[list[Cell], list[Cell], list[Change]]:
+    """Load both sides (None: a side not named, no cells) and compare them, each head cell against its own
+    history on the other builds. Returns (base cells, head cells, changes)."""
+    sides = [cells_service.load(session=session, scope=scope) if scope else [] for scope in (base, head)]
+    history = histories(session=session, head=sides[1], exclude={c.build for c in sides[0] + sides[1]})
+    return sides[0], sides[1], compare(*sides, history=history)
 
 
 def histories(*, session: Session, head: list[Cell], exclude: set[str]) -> dict[MatchKey, list[float]]:

@@ -19,14 +19,13 @@ def compare_page(request: Request, session: SessionDep, filters: FiltersDep, bas
         pair = compare_runs.default_pair(session=session)
         if pair:
             base, head = pair
-    sides = []
-    for sweep_id, build in ((base, base_build), (head, head_build)):
-        named = sweep_id is not None or build is not None
-        scope = CellScope(sweep_id=sweep_id, build=build, gpu_kind=filters.gpu_kind, method=filters.method,
-                          backend=filters.backend, graph_mode=filters.graph_mode)
-        sides.append(data.cells(session=session, scope=scope) if named else [])
-    history = compare_runs.histories(session=session, head=sides[1], exclude={c.build for c in sides[0] + sides[1]})
-    changes = compare_runs.compare(*sides, history=history)
+    scopes = [
+        CellScope(sweep_id=sweep_id, build=build, gpu_kind=filters.gpu_kind, method=filters.method,
+                  backend=filters.backend, graph_mode=filters.graph_mode)
+        if sweep_id is not None or build is not None else None
+        for sweep_id, build in ((base, base_build), (head, head_build))
+    ]
+    *sides, changes = compare_runs.between(session=session, base=scopes[0], head=scopes[1])
     if format == "csv":
         frame = data.cells_frame([c.head for c in changes])
         if not frame.empty:
