@@ -24,11 +24,13 @@ ASV_ALPHA = 0.002
 # The relative change of tokens/s that counts when Mann-Whitney backs it but the cell has too little history to
 # learn its own threshold: 7 engine starts a side already carry the between-start noise in the test.
 DEFAULT_THRESHOLD = 0.05
-# Without the test and without history, a ratio says little: A/A pairs of single engine starts of one
-# build on the shared CPU host spread up to 1.6x (benchmarks/verdict_aa.py). A ratio beyond this
-# many times that spread (on the log scale) is still called; a smaller one beyond DEFAULT_THRESHOLD
-# is UNDECIDED, "not enough repeats to call".
-AA_SPREAD = 1.6
+# Without the test and without history, a ratio says little. Six engine starts of one build on the shared
+# 2-core CPU host (tests/data/aa-cpu, 3 rounds each) ran at 737 to 1594 tok/s: single-start A/A ratios
+# up to 2.16x, and 10 of their 15 pairs were flagged at a 5 % threshold. A ratio is still called when it
+# lies beyond AA_SPREAD ** WITHOUT_HISTORY_FACTOR (4.84x either way: the widest A/A ratio seen, rounded
+# up, squared, as six starts under-sample the tail); a smaller one beyond DEFAULT_THRESHOLD is
+# UNDECIDED, "not enough repeats to call", never worse.
+AA_SPREAD = 2.2
 WITHOUT_HISTORY_FACTOR = 2.0
 # Conbench's default: a value more than 5 standard deviations from the history's mean is a change.
 Z_THRESHOLD = 5.0
@@ -96,6 +98,14 @@ class Verdict:
     throughput: ThroughputChange
     acceptance: ProportionChange | None = None
     per_position: tuple[ProportionChange, ...] = field(default=())
+
+    @property
+    def acceptance_change(self) -> Change | None:
+        """Worse if the acceptance or any position's dropped (flagged), else better if any rose; None without drafts."""
+        if self.acceptance is None:
+            return None
+        moved = [p.difference for p in (self.acceptance, *self.per_position) if p.flagged]
+        return Change.WORSE if any(d < 0 for d in moved) else Change.BETTER if moved else Change.UNCHANGED
 
 
 def ratio_of_medians(base: Sequence[float], head: Sequence[float], confidence: float = 0.95) -> RatioInterval:
@@ -168,7 +178,7 @@ def throughput_change(
        engine starts of earlier builds, so its spread holds the between-start noise): the ratio's
        order-statistic interval over the repeats excludes 1 (one repeat a side: the ratio alone).
     3. Neither: the ratio must also lie beyond ``AA_SPREAD ** WITHOUT_HISTORY_FACTOR`` either way
-       (``< 1 / 2.56`` or ``> 2.56``), more than two of the widest A/A spreads of single starts;
+       (``< 1 / 4.84`` or ``> 4.84``), twice the widest A/A spread of single starts on the log scale;
        a ratio past ``1 +- t`` but inside that is ``UNDECIDED``: not enough repeats to call.
 
     Identical samples give a ratio of 1: never a change. O(m n) for the test.

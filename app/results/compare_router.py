@@ -60,6 +60,8 @@ def _change(change: compare_runs.Change) -> CellChange:
         graph_mode=head.graph_mode, reasons=list(change.reasons), base=_side(change.base), head=_side(head),
         speed_ratio=Interval(value=speed.value, low=speed.low, high=speed.high) if speed else None,
         acceptance_difference=Interval(value=moved.difference, low=moved.low, high=moved.high) if moved else None,
+        tokens_per_s_change=change.numbers.throughput.change if change.numbers else None,
+        acceptance_change=change.numbers.acceptance_change if change.numbers else None,
     )
 
 

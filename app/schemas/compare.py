@@ -2,6 +2,7 @@
 
 from pydantic import BaseModel
 
+from app.analysis.verdicts import Change
 from app.enums import AlarmKind, Verdict
 
 
@@ -44,6 +45,8 @@ class CellChange(BaseModel):
     graph_mode: str
     speed_ratio: Interval | None
     acceptance_difference: Interval | None
+    tokens_per_s_change: Change | None  # the statistics' call on tokens/s alone (None: a side did not run)
+    acceptance_change: Change | None  # on acceptance and its positions (None: a side did not draft)
     reasons: list[str]
     base: CellSide
     head: CellSide

@@ -1,9 +1,13 @@
 """A cell's verdict, base build against head build: each rule on a hand-computed case, then properties."""
 
+import itertools
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.analysis.samples import pooled
 from app.analysis.verdicts import (
     CellSample,
     Change,
@@ -13,7 +17,9 @@ from app.analysis.verdicts import (
     ratio_of_medians,
     throughput_change,
 )
+from app.schemas.cell import CellResult
 
+AA_RUNS = Path(__file__).resolve().parents[1] / "data" / "aa-cpu"
 DEFAULT = Threshold(0.05, "default", 0)
 LEARNED = Threshold(0.05, "history", 6)
 # Tokens/s of five engine starts (each a repeat's median over its rounds).
@@ -80,9 +86,19 @@ def test_an_engine_start_1_6x_faster_than_another_is_not_called_worse() -> None:
 
 
 def test_a_drop_beyond_twice_the_aa_spread_is_called_without_history() -> None:
-    # 0.17x (a patch adding 20 ms per drafting step) lies beyond 1 / 1.6^2 = 0.39.
+    # 0.17x (a patch adding 20 ms per drafting step) lies beyond 1 / 2.2^2 = 0.207.
     assert throughput_change([1000.0], [170.0], threshold=DEFAULT).change is Change.WORSE
-    assert throughput_change([1000.0], [2600.0], threshold=DEFAULT).change is Change.BETTER
+    assert throughput_change([1000.0], [5000.0], threshold=DEFAULT).change is Change.BETTER
+    assert throughput_change([1000.0], [250.0], threshold=DEFAULT).change is Change.UNDECIDED
+
+
+def test_stored_aa_runs_on_the_cpu_engine_flag_no_pair() -> None:
+    # Six engine starts of one build (tests/data/aa-cpu): 737 to 1594 tok/s. Before engine starts were the
+    # unit, 10 of the 15 pairs were flagged worse or better at the 5 % default.
+    runs = [pooled([CellResult.model_validate_json(p.read_text())]) for p in sorted(AA_RUNS.glob("run-*.json"))]
+    verdicts = [cell_verdict(a, b) for a, b in itertools.combinations(runs, 2)]
+    assert len(verdicts) == 15
+    assert [v.change for v in verdicts if v.change in (Change.WORSE, Change.BETTER)] == []
 
 
 def test_eight_repeats_a_side_need_mann_whitney_too() -> None:
