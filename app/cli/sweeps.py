@@ -42,7 +42,7 @@ def submit(
             console.print(f"[yellow]warning:[/] {warning}")
         if not wait:
             return
-        _follow(api, sweep["id"], sweep["total"], poll)
+        follow(api, sweep["id"], sweep["total"], poll)
         _print_results(api, sweep["id"])
 
 
@@ -157,7 +157,8 @@ def expand(
     console.print(f"{count} cells x {spec.repeats} repeats written under {folder}")
 
 
-def _follow(api: Api, sweep_id: int, total: int, poll: float) -> None:
+def follow(api: Api, sweep_id: int, total: int, poll: float) -> None:
+    """A progress bar until the sweep is finished or cancelled."""
     columns = (TextColumn("[bold]sweep {task.fields[sweep]}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[counts]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=not sys.stdout.isatty()) as progress:
