@@ -23,6 +23,7 @@ _HEADLINE = [  # what the first line counts, in this order
     (Verdict.NEWLY_CRASHING, "new crash", "new crashes"),
     (Verdict.NOW_DOWNGRADED, "cell now downgraded", "cells now downgraded"),
     (Verdict.NOW_EAGER_DRAFT, "cell now with an eager draft", "cells now with an eager draft"),
+    ("alarms", "graph-capture alarm", "graph-capture alarms"),
     (Verdict.FIXED, "fixed crash", "fixed crashes"),
     (Verdict.BETTER, "improvement", "improvements"),
     (Verdict.UNDECIDED, "cell too noisy to call", "cells too noisy to call"),
@@ -61,11 +62,8 @@ def render(comparison: Comparison, context: Context, *, limit: int = LIMIT) -> s
 
 
 def _headline(comparison: Comparison, context: Context) -> str:
-    counts = comparison.counts
-    said = [f"{n} {one if n == 1 else many}" for verdict, one, many in _HEADLINE if (n := counts.get(verdict, 0))]
-    if comparison.alarms:
-        n = len(comparison.alarms)
-        said.insert(min(4, len(said)), f"{n} graph-capture alarm{'s' if n > 1 else ''}")
+    counts: dict[str, int] = {**comparison.counts, "alarms": len(comparison.alarms)}
+    said = [f"{n} {one if n == 1 else many}" for what, one, many in _HEADLINE if (n := counts.get(what, 0))]
     bad = any(counts.get(v) for v in (Verdict.WORSE, Verdict.NEWLY_CRASHING, Verdict.NOW_DOWNGRADED, Verdict.NOW_EAGER_DRAFT))
     if not bad and not comparison.alarms:
         said.insert(0, "no regression")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
 from app.ci import comment, gate
 from app.ci.github import API_URL, GitHub, GitHubError
@@ -31,6 +32,8 @@ EXIT_NOT_POSTED = 4
 _WHO = ("name", "build", "pull_request", "branch", "commit", "tags", "submitted_by", "reason", "priority")
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _FINISHED = "finished"
+# Progress goes to stderr: stdout is the comment's Markdown alone.
+_progress = Console(stderr=True)
 
 
 def ci(
@@ -65,7 +68,7 @@ def ci(
         else:
             print(f"base: finished sweep {base_id} of build {base_build} at {base[:12]} has the same matrix", file=sys.stderr)
         for sweep_id in (base_id, head_sweep["id"]):
-            follow(api, sweep_id, api.get(f"/api/v1/sweeps/{sweep_id}")["total"], poll)
+            follow(api, sweep_id, api.get(f"/api/v1/sweeps/{sweep_id}")["total"], poll, out=_progress)
         comparison = Comparison.model_validate(api.get("/api/v1/compare", base_sweep=base_id, head_sweep=head_sweep["id"]))
         markdown = comment.render(comparison, comment.Context(head_commit=head, base_commit=base, server=api.server))
     print(markdown)

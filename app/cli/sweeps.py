@@ -157,11 +157,11 @@ def expand(
     console.print(f"{count} cells x {spec.repeats} repeats written under {folder}")
 
 
-def follow(api: Api, sweep_id: int, total: int, poll: float) -> None:
-    """A progress bar until the sweep is finished or cancelled."""
+def follow(api: Api, sweep_id: int, total: int, poll: float, *, out: Console = console) -> None:
+    """A progress bar on ``out`` until the sweep is finished or cancelled."""
     columns = (TextColumn("[bold]sweep {task.fields[sweep]}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[counts]}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=not sys.stdout.isatty()) as progress:
+    with Progress(*columns, console=out, transient=not out.is_terminal) as progress:
         task = progress.add_task("run", total=total, sweep=sweep_id, counts="")
         while True:
             sweep = api.get(f"/api/v1/sweeps/{sweep_id}")
