@@ -203,7 +203,7 @@ def _details(rows: list[str], shown: int, total: int) -> str:
     cut = "" if shown == len(rows) else (
         f"\n\n_{shown} of {total} cells shown, to fit GitHub's 65,536-character limit: the compare page has all._")
     table = "\n".join([_COLUMNS, "|" + "---|" * 10, *rows[:shown]])
-    return f"<details><summary>All {total} compared cells</summary>\n\n{table}{cut}\n\n</details>\n"
+    return f"\n<details><summary>All {total} compared cells</summary>\n\n{table}{cut}\n\n</details>\n"
 
 
 def _row(c: CellChange) -> str:
