@@ -9,6 +9,7 @@ from fastapi import Depends, FastAPI
 
 from app import db, docs, handlers
 from app.admission import AdmissionMiddleware
+from app.alerts.router import router as alerts_router
 from app.auth.ratelimit import RateLimiter
 from app.auth.router import router as tokens_router
 from app.config import Settings, get_settings
@@ -27,8 +28,8 @@ from app.workers.router import router as workers_router
 from dashboards.cache import FinishedSweeps
 from dashboards.views import router as dashboards_router
 
-API_ROUTERS = (sweeps_router, jobs_router, results_router, alarms_router, compare_router, crashes_router, workers_router,
-               metrics_router, tokens_router)
+API_ROUTERS = (sweeps_router, jobs_router, results_router, alarms_router, compare_router, alerts_router, crashes_router,
+               workers_router, metrics_router, tokens_router)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
