@@ -21,6 +21,8 @@ from app.analysis.rounds import median_interval
 
 # asv's level for "these two samples differ" (``asv compare``'s default).
 ASV_ALPHA = 0.002
+# The fewest repeats a side for which Mann-Whitney can reach ASV_ALPHA (2 / C(14, 7) = 0.00058).
+REPEATS_FOR_TEST = next(n for n in range(1, 50) if smallest_p_value(n, n) < ASV_ALPHA)
 # The relative change of tokens/s that counts when Mann-Whitney backs it but the cell has too little history to
 # learn its own threshold: 7 engine starts a side already carry the between-start noise in the test.
 DEFAULT_THRESHOLD = 0.05
@@ -247,15 +249,12 @@ def _throughput_reason(found: ThroughputChange) -> str:
     ratio = found.ratio
     interval = f" [{ratio.low:.2f}, {ratio.high:.2f}]" if ratio.low is not None else ""
     if found.change is Change.UNDECIDED:
-        return (f"tokens/s {ratio.ratio:.2f}x{interval}: not enough repeats to call (fewer than {_REPEATS_FOR_TEST} "
+        return (f"tokens/s {ratio.ratio:.2f}x{interval}: not enough repeats to call (fewer than {REPEATS_FOR_TEST} "
                 f"engine starts a side for Mann-Whitney, no history)")
     test = f"Mann-Whitney p = {found.p_value:.2g}" if found.p_value is not None else "too few repeats for a test"
     where = f"{found.threshold.source} threshold {found.threshold.relative:.1%}"
     return f"tokens/s {ratio.ratio:.2f}x{interval} ({test}; {where})"
 
-
-# The fewest repeats a side for which Mann-Whitney can reach ASV_ALPHA (2 / C(14, 7) = 0.00058).
-_REPEATS_FOR_TEST = next(n for n in range(1, 50) if smallest_p_value(n, n) < ASV_ALPHA)
 
 
 def _proportion_reason(name: str, found: ProportionChange) -> str:

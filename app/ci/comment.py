@@ -9,7 +9,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from app.analysis.verdicts import Change
+from app.analysis.verdicts import DEFAULT_THRESHOLD, MIN_HISTORY, REPEATS_FOR_TEST, Change
 from app.enums import Verdict
 from app.schemas.compare import CellChange, CellSide, Comparison, Interval
 
@@ -93,8 +93,9 @@ def _changed(comparison: Comparison, context: Context) -> list[str]:
     lines += _section("Improvements", _moves(better, changes, Change.BETTER))
     undecided = [c for c in changes if c.verdict is Verdict.UNDECIDED]
     if undecided:
-        lines += [f"{len(undecided)} cell{'s' if len(undecided) > 1 else ''} moved by more than 5 % with too few engine "
-                  "starts to call (7 repeats a side, or 5 builds of history): see the table.", ""]
+        lines += [f"{len(undecided)} cell{'s' if len(undecided) > 1 else ''} moved by more than {DEFAULT_THRESHOLD:.0%} with "
+                  f"too few engine starts to call ({REPEATS_FOR_TEST} repeats a side, or {MIN_HISTORY} builds of history): "
+                  "see the table.", ""]
     return lines
 
 

@@ -101,6 +101,14 @@ def test_nothing_moved_says_no_regression() -> None:
     assert "####" not in body
 
 
+def test_cells_too_noisy_to_call_are_counted_not_called() -> None:
+    noisy = _cell("FLASHINFER", "FULL", Verdict.UNDECIDED, speed=(0.8, 0.5, 1.3))
+    body = render(_comparison(_plane(FLASHINFER_FULL=noisy)), CONTEXT)
+    assert body.startswith("**draftbench: no regression, 1 cell too noisy to call** (")
+    assert ("1 cell moved by more than 5% with too few engine starts to call (7 repeats a side, or 5 builds of "
+            "history): see the table.") in body and "#### Regressions" not in body
+
+
 def test_the_collapsed_table_is_cut_first_to_fit_githubs_limit() -> None:
     many = [_cell(BACKENDS[i % 2], MODES[i % 3], label=f"ngram k={i}") for i in range(3000)]
     many[0] = _cell("FLASHINFER", "FULL", Verdict.WORSE, speed=(0.7, 0.65, 0.75), label="ngram k=0")
