@@ -4,11 +4,10 @@ The verdict rule is ``app.analysis.verdicts`` (the numbers) under ``app.analysis
 This is the table behind the ``/compare`` page, ``GET /api/v1/compare`` and the CI comment.
 """
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.analysis import verdicts
@@ -91,31 +90,39 @@ def between(*, session: Session, base: CellScope | None, head: CellScope | None)
 def histories(*, session: Session, head: list[Cell], exclude: set[str]) -> dict[MatchKey, list[float]]:
     """Each head cell's tokens/s on other builds (not in ``exclude``: the two compared), oldest build first.
 
-    A build's point is the median of its repeats there; builds are ordered by their first finished job.
-    Reads the succeeded jobs of the head cells' GPU kinds, backends and graph modes: one query.
+    A build's point is the mean of its repeats' medians there (Conbench's per-commit mean), averaged in SQL:
+    one grouped query over the succeeded jobs of the head cells' GPU kinds, backends and graph modes, so a
+    page reads one row per build and config, not one per job. Builds are ordered by their first finished job.
     """
     if not head:
         return {}
     wanted = {match_key(c) for c in head}
+    first_finished = func.min(Job.finished_at)
     stmt = (
-        select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash, Job.finished_at, Result.tokens_per_s)
+        select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash, first_finished.label("first"),
+               func.avg(Result.tokens_per_s).label("mean"), func.count().label("n"))
         .join(Result, Result.job_id == Job.id)
         .where(Job.state == JobState.SUCCEEDED, Job.build.not_in(sorted(exclude)), Result.tokens_per_s > 0,
                Job.gpu_kind.in_(sorted({k[0] for k in wanted})), Job.backend.in_(sorted({k[1] for k in wanted})),
                Job.graph_mode.in_(sorted({k[2] for k in wanted})))
+        .group_by(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash)
     )
     rows = session.connection().execute(stmt).all()
     variants = cells_service.variants(session=session, hashes={r.config_hash for r in rows})
-    points: dict[MatchKey, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    first: dict[str, object] = {}
+    # (cell, build) -> [sum of tokens/s, repeats, first finished]: configs that differ only in a matrix axis
+    # the cell ignores (timeout_s) fold into one point.
+    points: dict[MatchKey, dict[str, list]] = defaultdict(dict)
     for r in rows:
         key = (r.gpu_kind, r.backend, r.graph_mode, variants[r.config_hash])
-        if key in wanted:
-            points[key][r.build].append(r.tokens_per_s)
-            if r.finished_at is not None and (r.build not in first or r.finished_at < first[r.build]):
-                first[r.build] = r.finished_at
+        if key not in wanted:
+            continue
+        point = points[key].setdefault(r.build, [0.0, 0, r.first])
+        point[0] += r.mean * r.n
+        point[1] += r.n
+        if r.first is not None and (point[2] is None or r.first < point[2]):
+            point[2] = r.first
     return {
-        key: [statistics.median(by_build[b]) for b in sorted(by_build, key=lambda b: (first.get(b) is None, first.get(b), b))]
+        key: [total / n for total, n, _ in sorted(by_build.values(), key=lambda p: (p[2] is None, p[2] or 0))]
         for key, by_build in points.items()
     }
 

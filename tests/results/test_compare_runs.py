@@ -22,7 +22,7 @@ def test_a_cell_with_a_quiet_history_is_called_on_one_repeat_a_side(client: Test
     with client.app.state.sessionmaker() as session:
         *_, [change] = compare_runs.between(session=session, base=CellScope(sweep_id=base), head=CellScope(sweep_id=head))
         history = compare_runs.histories(session=session, head=[change.head], exclude={"b5", "b6"})
-    assert list(history.values()) == [[100.0, 101.0, 99.0, 100.0, 101.0]]  # oldest build first, median of repeats
+    assert list(history.values()) == [[100.0, 101.0, 99.0, 100.0, 101.0]]  # oldest build first, mean of repeats
     assert change.verdict.value == "worse" and change.numbers.throughput.threshold.source == "history"
     assert change.reasons[0].startswith("tokens/s 0.80x (too few repeats for a test; history threshold 4.2%)")
 
