@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from app.ci import comment, gate
@@ -69,14 +70,22 @@ def ci(
             print(f"base: finished sweep {base_id} of build {base_build} at {base[:12]} has the same matrix", file=sys.stderr)
         for sweep_id in (base_id, head_sweep["id"]):
             follow(api, sweep_id, api.get(f"/api/v1/sweeps/{sweep_id}")["total"], poll, out=_progress)
-        comparison = Comparison.model_validate(api.get("/api/v1/compare", base_sweep=base_id, head_sweep=head_sweep["id"]))
+        answer = api.get("/api/v1/compare", base_sweep=base_id, head_sweep=head_sweep["id"])
+        try:
+            comparison = Comparison.model_validate(answer)
+        except ValidationError as exc:
+            raise CliError(f"the service at {api.server} answered a comparison this client cannot read "
+                           f"(is it another version?): {' '.join(str(exc).split())[:300]}") from None
         markdown = comment.render(comparison, comment.Context(head_commit=head, base_commit=base, server=api.server))
     print(markdown)
-    comment_file.write_text(markdown)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        with open(summary, "a") as out:
-            out.write(markdown + "\n")
+    try:
+        comment_file.write_text(markdown)
+        if summary:
+            with open(summary, "a") as out:
+                out.write(markdown + "\n")
+    except OSError as exc:
+        raise CliError(f"cannot save the comment (it is printed above): {exc}") from None
     problems, code = [], 0
     failing = gate.failures(comparison, rule)
     if failing:
@@ -121,7 +130,8 @@ def _submit(api: Api, spec: dict[str, Any], *, key: str) -> dict[str, Any]:
 
 
 def _finished_base(api: Api, head_spec: dict[str, Any], *, build: str, commit: str) -> int | None:
-    """The newest finished sweep of ``build`` at ``commit`` whose matrix (the spec but for who and why) is the head's."""
+    """The newest finished sweep of ``build`` at ``commit`` whose matrix (the spec but for who and why) is the head's,
+    among the 500 newest sweeps."""
     wanted = {k: v for k, v in head_spec.items() if k not in _WHO}
     for summary in api.get("/api/v1/sweeps", limit=500):
         if (summary["build"], summary["commit"], summary["state"]) != (build, commit, _FINISHED):
