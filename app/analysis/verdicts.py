@@ -29,11 +29,12 @@ DEFAULT_THRESHOLD = 0.05
 # Without the test and without history, a ratio says little. Six engine starts of one build on the shared
 # 2-core CPU host (tests/data/aa-cpu, 3 rounds each) ran at 737 to 1594 tok/s: single-start A/A ratios
 # up to 2.16x, and 10 of their 15 pairs were flagged at a 5 % threshold. A ratio is still called when it
-# lies beyond AA_SPREAD ** WITHOUT_HISTORY_FACTOR (4.84x either way: the widest A/A ratio seen, rounded
-# up, squared, as six starts under-sample the tail); a smaller one beyond DEFAULT_THRESHOLD is
-# UNDECIDED, "not enough repeats to call", never worse.
+# lies beyond AA_SPREAD ** WITHOUT_HISTORY_FACTOR (3.26x either way: the widest A/A ratio seen, rounded
+# up, and half as far again on the log scale, as six starts under-sample the tail); a smaller one
+# beyond DEFAULT_THRESHOLD is UNDECIDED, "not enough repeats to call", never worse. The patch that
+# slows each drafting step by 20 ms measured 0.17x and 0.20x from one start a side: called.
 AA_SPREAD = 2.2
-WITHOUT_HISTORY_FACTOR = 2.0
+WITHOUT_HISTORY_FACTOR = 1.5
 # Conbench's default: a value more than 5 standard deviations from the history's mean is a change.
 Z_THRESHOLD = 5.0
 # Fewer history points than this (after trimming) say too little about the noise: the default applies.
@@ -180,7 +181,8 @@ def throughput_change(
        engine starts of earlier builds, so its spread holds the between-start noise): the ratio's
        order-statistic interval over the repeats excludes 1 (one repeat a side: the ratio alone).
     3. Neither: the ratio must also lie beyond ``AA_SPREAD ** WITHOUT_HISTORY_FACTOR`` either way
-       (``< 1 / 4.84`` or ``> 4.84``), twice the widest A/A spread of single starts on the log scale;
+       (``< 1 / 3.26`` or ``> 3.26``), half as far again as the widest A/A spread of single starts on
+       the log scale;
        a ratio past ``1 +- t`` but inside that is ``UNDECIDED``: not enough repeats to call.
 
     Identical samples give a ratio of 1: never a change. O(m n) for the test.

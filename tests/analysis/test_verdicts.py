@@ -85,11 +85,11 @@ def test_an_engine_start_1_6x_faster_than_another_is_not_called_worse() -> None:
     assert throughput_change([1000.0], [1600.0], threshold=DEFAULT).change is Change.UNDECIDED
 
 
-def test_a_drop_beyond_twice_the_aa_spread_is_called_without_history() -> None:
-    # 0.17x (a patch adding 20 ms per drafting step) lies beyond 1 / 2.2^2 = 0.207.
-    assert throughput_change([1000.0], [170.0], threshold=DEFAULT).change is Change.WORSE
-    assert throughput_change([1000.0], [5000.0], threshold=DEFAULT).change is Change.BETTER
-    assert throughput_change([1000.0], [250.0], threshold=DEFAULT).change is Change.UNDECIDED
+def test_a_drop_well_beyond_the_aa_spread_is_called_without_history() -> None:
+    # 0.20x (a patch adding 20 ms per drafting step) lies beyond 1 / 2.2^1.5 = 0.306.
+    assert throughput_change([1000.0], [200.0], threshold=DEFAULT).change is Change.WORSE
+    assert throughput_change([1000.0], [3300.0], threshold=DEFAULT).change is Change.BETTER
+    assert throughput_change([1000.0], [320.0], threshold=DEFAULT).change is Change.UNDECIDED
 
 
 def test_stored_aa_runs_on_the_cpu_engine_flag_no_pair() -> None:
