@@ -177,6 +177,8 @@ class Verdict(StrEnum):
     NEWLY_CRASHING = "newly_crashing"  # ran in the base, every head run died
     WORSE = "worse"  # slower or accepting less, beyond the interval and the minimum effect
     NOW_DOWNGRADED = "now_downgraded"  # vLLM ran another graph mode than requested, which it did not in the base
+    NOW_EAGER_DRAFT = "now_eager_draft"  # the draft ran without CUDA graphs, which it did not in the base
+    UNDECIDED = "undecided"  # tokens/s moved, but too few repeats and no history to call it
     UNCHANGED = "unchanged"
     BETTER = "better"
     FIXED = "fixed"  # died in the base, runs in the head

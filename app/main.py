@@ -9,6 +9,7 @@ from fastapi import Depends, FastAPI
 
 from app import db, docs, handlers
 from app.admission import AdmissionMiddleware
+from app.alerts.router import router as alerts_router
 from app.auth.ratelimit import RateLimiter
 from app.auth.router import router as tokens_router
 from app.config import Settings, get_settings
@@ -20,13 +21,15 @@ from app.limits import BodyLimitMiddleware
 from app.metrics.router import router as metrics_router
 from app.metrics.service import Metrics
 from app.results.alarms_router import router as alarms_router
+from app.results.compare_router import router as compare_router
 from app.results.router import router as results_router
 from app.sweeps.router import router as sweeps_router
 from app.workers.router import router as workers_router
 from dashboards.cache import FinishedSweeps
 from dashboards.views import router as dashboards_router
 
-API_ROUTERS = (sweeps_router, jobs_router, results_router, alarms_router, crashes_router, workers_router, metrics_router, tokens_router)
+API_ROUTERS = (sweeps_router, jobs_router, results_router, alarms_router, compare_router, alerts_router, crashes_router,
+               workers_router, metrics_router, tokens_router)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -331,3 +331,19 @@ class CrashOverride(Base):
     reason: Mapped[str] = mapped_column(Text)
     created_by: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AlertAck(Base):
+    """An open regression (``app.alerts``) acknowledged by hand, with why and by whom.
+
+    Alerts are computed from the results, not stored; ``alert_id`` names one (its metric, cell and first
+    bad build), so an acknowledgement holds until the regression is fixed or moves to another build.
+    """
+
+    __tablename__ = "alert_acks"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    alert_id: Mapped[str] = mapped_column(String(32), unique=True)
+    reason: Mapped[str] = mapped_column(Text)
+    created_by: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

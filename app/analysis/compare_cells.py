@@ -1,51 +1,44 @@
-"""One cell's verdict between a base run and a head run: the rule behind the compare view and the CI comment.
+"""One cell's verdict between a base run and a head run: the compare table's kinds over ``app.analysis.verdicts``.
 
-Pure: reads ``app.enums`` only. (The pull-request work brings its own tests in ``app.analysis.verdicts``;
-this is the signature the compare view needs, to be reconciled with it.)
+Pure: reads ``app.enums`` and ``app.analysis.verdicts``. What ran decides first (crashes, then what vLLM
+ran instead of what was asked); the numbers are ``verdicts.cell_verdict``'s, the one rule for them.
 """
 
 from dataclasses import dataclass
 
-from app.analysis.alarms import MIN_EFFECT, Difference, shifted
-from app.analysis.fallback import Ratio
+from app.analysis import verdicts
 from app.enums import Verdict
 
-# Five per cent of tokens/s: less is within what engine starts of one build differ by on the H200.
-MIN_SPEED_CHANGE = 0.05
-
-# Worst first: the order of the compare table.
+# Worst first: the order of the compare table and of the CI comment.
 SEVERITY = {verdict: rank for rank, verdict in enumerate(Verdict)}
+
+_BY_CHANGE = {
+    verdicts.Change.WORSE: Verdict.WORSE,
+    verdicts.Change.UNDECIDED: Verdict.UNDECIDED,
+    verdicts.Change.UNCHANGED: Verdict.UNCHANGED,
+    verdicts.Change.BETTER: Verdict.BETTER,
+}
 
 
 @dataclass(frozen=True)
 class Side:
-    """A cell in one run: whether any repeat ran (else every one died) and whether vLLM downgraded its graph mode."""
+    """A cell in one run: whether any repeat ran (else every one died), whether vLLM downgraded its graph mode,
+    and whether the draft ran eagerly beside a graphed target."""
 
     ran: bool
     downgraded: bool
+    draft_eager: bool = False
 
 
-def verdict(
-    base: Side,
-    head: Side,
-    *,
-    speed: Ratio | None,
-    acceptance: Difference | None,
-    min_speed_change: float = MIN_SPEED_CHANGE,
-    min_effect: float = MIN_EFFECT,
-) -> Verdict:
+def verdict(base: Side, head: Side, numbers: verdicts.Verdict | None) -> Verdict:
     """The first that holds, in this order:
 
-    1. ``newly_crashing``: the base ran, the head did not; ``fixed``: the other way round;
-    2. ``now_downgraded``: the head was downgraded and the base was not;
-    3. ``worse``: head / base tokens/s (``speed``) has its whole interval below ``1 - min_speed_change``,
-       or acceptance head - base (``acceptance``) dropped by the alarm's rule (``alarms.shifted``);
-    4. ``better``: the mirror image (above ``1 + min_speed_change``, or acceptance rose);
-    5. ``unchanged``, which includes a speed ratio without an interval (one round, one repeat): a
-       single number cannot tell a change from noise.
-
-    A worse metric beats a better one (a faster cell that accepts less is worse). Both sides
-    crashed is ``unchanged`` (the crash view tells whether the cause moved). O(1).
+    1. ``newly_crashing``: the base ran, the head did not; ``fixed``: the other way round; both died:
+       ``unchanged`` (the crash view tells whether the cause moved);
+    2. ``now_downgraded``: the head was downgraded and the base was not; ``now_eager_draft``: the head's
+       draft ran eagerly and the base's did not (both are fallbacks a number may hide);
+    3. the change of ``numbers`` (``verdicts.cell_verdict``): ``worse``, ``undecided``, ``better`` or
+       ``unchanged``; ``unchanged`` without numbers. O(1).
     """
     if base.ran and not head.ran:
         return Verdict.NEWLY_CRASHING
@@ -55,11 +48,6 @@ def verdict(
         return Verdict.UNCHANGED
     if head.downgraded and not base.downgraded:
         return Verdict.NOW_DOWNGRADED
-    slower = speed is not None and speed.high is not None and speed.high < 1 - min_speed_change
-    faster = speed is not None and speed.low is not None and speed.low > 1 + min_speed_change
-    moved = acceptance is not None and shifted(acceptance, min_effect)
-    if slower or (moved and acceptance.value < 0):  # type: ignore[union-attr]
-        return Verdict.WORSE
-    if faster or (moved and acceptance.value > 0):  # type: ignore[union-attr]
-        return Verdict.BETTER
-    return Verdict.UNCHANGED
+    if head.draft_eager and not base.draft_eager:
+        return Verdict.NOW_EAGER_DRAFT
+    return _BY_CHANGE[numbers.change] if numbers is not None else Verdict.UNCHANGED

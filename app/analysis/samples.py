@@ -1,4 +1,4 @@
-"""What the verdicts read from a cell's results: every round's tokens/s and the summed spec-decode counters."""
+"""What the verdicts read from a cell's results: each repeat's tokens/s and the summed spec-decode counters."""
 
 from collections.abc import Sequence
 
@@ -9,9 +9,10 @@ from app.schemas.cell import CellResult
 def pooled(results: Sequence[CellResult]) -> CellSample:
     """The repeats of one cell on one build as one sample.
 
-    Tokens/s of each round is ``output_tokens / seconds`` (a result without rounds counts as one round
-    at its ``tokens_per_s``); the counters are summed, and ``accepted_per_position`` position by
-    position over the repeats that report it. Raises ValueError without results.
+    Tokens/s is one value per repeat, its ``tokens_per_s`` (the median of its rounds): the engine start is
+    the unit, since rounds of one start share its luck (``app.analysis.verdicts``). The counters are summed,
+    and ``accepted_per_position`` position by position over the repeats that report it. Raises ValueError
+    without results.
     """
     if not results:
         raise ValueError("no results to pool")
@@ -19,8 +20,7 @@ def pooled(results: Sequence[CellResult]) -> CellSample:
     drafts = draft_tokens = accepted = 0
     per_position: list[int] = []
     for result in results:
-        rounds = [r.output_tokens / r.seconds for r in result.rounds if r.seconds > 0]
-        tokens_per_s += rounds or [result.tokens_per_s]
+        tokens_per_s.append(result.tokens_per_s)
         counters = result.spec_decode
         if counters is None:
             continue

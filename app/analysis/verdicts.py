@@ -1,12 +1,16 @@
 """One cell, base build against head build: better, worse or unchanged, and why.
 
-Pure functions, standard library only. Tokens/s is judged by Mann-Whitney U over every round of every
-repeat when there are enough of them (asv's rule), otherwise by the ratio of medians against a threshold
-learned from the cell's own history (Conbench's lookback z-score); acceptance by two-proportion tests
-with a minimum effect (``app.analysis.proportions``).
+Pure functions, standard library only. The unit of tokens/s is the engine start (a repeat, summarised
+by the median of its rounds): rounds inside one engine start share its luck, and on a shared host one
+start can run 1.6x faster than another, which its rounds never show. Tokens/s is judged by Mann-Whitney U
+over the repeats' medians when there are enough of them for p < 0.002 (asv's rule), otherwise by the
+ratio of medians against a threshold learned from the cell's own history (Conbench's lookback z-score),
+and with neither it is not called. Acceptance is judged by two-proportion tests with a minimum effect
+(``app.analysis.proportions``).
 """
 
 import enum
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,8 +21,20 @@ from app.analysis.rounds import median_interval
 
 # asv's level for "these two samples differ" (``asv compare``'s default).
 ASV_ALPHA = 0.002
-# The relative change of tokens/s that counts when a cell has too little history to learn its own.
+# The fewest repeats a side for which Mann-Whitney can reach ASV_ALPHA (2 / C(14, 7) = 0.00058).
+REPEATS_FOR_TEST = next(n for n in range(1, 50) if smallest_p_value(n, n) < ASV_ALPHA)
+# The relative change of tokens/s that counts when Mann-Whitney backs it but the cell has too little history to
+# learn its own threshold: 7 engine starts a side already carry the between-start noise in the test.
 DEFAULT_THRESHOLD = 0.05
+# Without the test and without history, a ratio says little. Six engine starts of one build on the shared
+# 2-core CPU host (tests/data/aa-cpu, 3 rounds each) ran at 737 to 1594 tok/s: single-start A/A ratios
+# up to 2.16x, and 10 of their 15 pairs were flagged at a 5 % threshold. A ratio is still called when it
+# lies beyond AA_SPREAD ** WITHOUT_HISTORY_FACTOR (3.26x either way: the widest A/A ratio seen, rounded
+# up, and half as far again on the log scale, as six starts under-sample the tail); a smaller one
+# beyond DEFAULT_THRESHOLD is UNDECIDED, "not enough repeats to call", never worse. The patch that
+# slows each drafting step by 20 ms measured 0.17x and 0.20x from one start a side: called.
+AA_SPREAD = 2.2
+WITHOUT_HISTORY_FACTOR = 1.5
 # Conbench's default: a value more than 5 standard deviations from the history's mean is a change.
 Z_THRESHOLD = 5.0
 # Fewer history points than this (after trimming) say too little about the noise: the default applies.
@@ -34,6 +50,7 @@ class Change(enum.StrEnum):
     BETTER = "better"
     WORSE = "worse"
     UNCHANGED = "unchanged"
+    UNDECIDED = "undecided"  # moved beyond DEFAULT_THRESHOLD, with too few repeats and no history to call it
 
 
 @dataclass(frozen=True)
@@ -68,7 +85,7 @@ class ThroughputChange:
 
 @dataclass(frozen=True)
 class CellSample:
-    """What one build measured in one cell: tokens/s of every round of every repeat, and summed counters."""
+    """What one build measured in one cell: tokens/s of each repeat (the median of its rounds), summed counters."""
 
     tokens_per_s: Sequence[float]
     drafts: int = 0
@@ -84,6 +101,14 @@ class Verdict:
     throughput: ThroughputChange
     acceptance: ProportionChange | None = None
     per_position: tuple[ProportionChange, ...] = field(default=())
+
+    @property
+    def acceptance_change(self) -> Change | None:
+        """Worse if the acceptance or any position's dropped (flagged), else better if any rose; None without drafts."""
+        if self.acceptance is None:
+            return None
+        moved = [p.difference for p in (self.acceptance, *self.per_position) if p.flagged]
+        return Change.WORSE if any(d < 0 for d in moved) else Change.BETTER if moved else Change.UNCHANGED
 
 
 def ratio_of_medians(base: Sequence[float], head: Sequence[float], confidence: float = 0.95) -> RatioInterval:
@@ -145,25 +170,37 @@ def history_threshold(
 def throughput_change(
     base: Sequence[float], head: Sequence[float], *, threshold: Threshold, alpha: float = ASV_ALPHA
 ) -> ThroughputChange:
-    """Better or worse when the ratio of medians leaves ``[1 - t, 1 + t]`` and the samples back it.
+    """Better or worse when the ratio of the repeats' medians leaves ``[1 - t, 1 + t]`` and something backs it.
 
-    Backing: with enough values for Mann-Whitney to reach ``p < alpha`` at all
-    (``smallest_p_value(m, n) < alpha``, 7 values a side at asv's 0.002), ``p < alpha``, as
-    ``asv compare`` needs both a factor and a difference. With fewer, the ratio's order-statistic
-    interval (:func:`ratio_of_medians`) must exclude 1; with one value a side (no interval) the ratio
-    decides alone. The interval rule is what keeps A/A pairs quiet on the CPU engine: two engine
-    starts of one build differed by 13 % there (3 rounds each, interval [0.92, 1.22]).
-    Identical samples give a ratio of 1: never a change.
+    ``base`` and ``head`` hold one value per engine start (a repeat's median over its rounds). Backing,
+    the first that applies:
+
+    1. Enough repeats for Mann-Whitney to reach ``p < alpha`` at all (``smallest_p_value(m, n) < alpha``,
+       7 a side at asv's 0.002): ``p < alpha``, as ``asv compare`` needs both a factor and a difference.
+    2. A threshold learned from history (``threshold.source == "history"``: the history's points are
+       engine starts of earlier builds, so its spread holds the between-start noise): the ratio's
+       order-statistic interval over the repeats excludes 1 (one repeat a side: the ratio alone).
+    3. Neither: the ratio must also lie beyond ``AA_SPREAD ** WITHOUT_HISTORY_FACTOR`` either way
+       (``< 1 / 3.26`` or ``> 3.26``), half as far again as the widest A/A spread of single starts on
+       the log scale;
+       a ratio past ``1 +- t`` but inside that is ``UNDECIDED``: not enough repeats to call.
+
+    Identical samples give a ratio of 1: never a change. O(m n) for the test.
     """
     ratio = ratio_of_medians(base, head)
     t = threshold.relative
     moved = Change.WORSE if ratio.ratio < 1.0 - t else Change.BETTER if ratio.ratio > 1.0 + t else Change.UNCHANGED
-    if smallest_p_value(len(head), len(base)) >= alpha:
+    if smallest_p_value(len(head), len(base)) < alpha:
+        p_value = mann_whitney(base, head).p_value
+        return ThroughputChange(moved if p_value < alpha else Change.UNCHANGED, ratio, threshold, p_value)
+    if threshold.source == "history":
         if ratio.low is not None and ratio.low <= 1.0 <= ratio.high:
             moved = Change.UNCHANGED
         return ThroughputChange(moved, ratio, threshold, None)
-    p_value = mann_whitney(base, head).p_value
-    return ThroughputChange(moved if p_value < alpha else Change.UNCHANGED, ratio, threshold, p_value)
+    beyond_noise = abs(math.log(ratio.ratio)) > WITHOUT_HISTORY_FACTOR * math.log(AA_SPREAD)
+    if moved is not Change.UNCHANGED and not beyond_noise:
+        moved = Change.UNDECIDED
+    return ThroughputChange(moved, ratio, threshold, None)
 
 
 def cell_verdict(
@@ -180,7 +217,8 @@ def cell_verdict(
     (``accepted_tokens / draft_tokens``) by ``two_proportions`` and each position
     (``accepted_per_position[i] / drafts``) by ``per_position_changes``, at ``alpha`` and ``min_effect``,
     when both sides drafted. One reason per flagged measure, the worse ones first. A change in both directions
-    (faster but accepting less) is worse: a regression is never hidden by a gain elsewhere.
+    (faster but accepting less) is worse: a regression is never hidden by a gain elsewhere; tokens/s too
+    uncertain to call (``UNDECIDED``) keeps a gain in acceptance from making the cell better.
     """
     throughput = throughput_change(base.tokens_per_s, head.tokens_per_s, threshold=history_threshold(history))
     reasons: list[tuple[Change, str]] = []
@@ -200,7 +238,7 @@ def cell_verdict(
             if found.flagged:
                 reasons.append((_direction(found.difference), _proportion_reason(name, found)))
     changes = {change for change, _ in reasons}
-    change = Change.WORSE if Change.WORSE in changes else Change.BETTER if changes else Change.UNCHANGED
+    change = next((c for c in (Change.WORSE, Change.UNDECIDED, Change.BETTER) if c in changes), Change.UNCHANGED)
     ordered = sorted(reasons, key=lambda r: r[0] is not Change.WORSE)
     return Verdict(change, tuple(text for _, text in ordered), throughput, acceptance, positions)
 
@@ -212,9 +250,13 @@ def _direction(difference: float) -> Change:
 def _throughput_reason(found: ThroughputChange) -> str:
     ratio = found.ratio
     interval = f" [{ratio.low:.2f}, {ratio.high:.2f}]" if ratio.low is not None else ""
-    test = f"Mann-Whitney p = {found.p_value:.2g}" if found.p_value is not None else "too few rounds for a test"
+    if found.change is Change.UNDECIDED:
+        return (f"tokens/s {ratio.ratio:.2f}x{interval}: not enough repeats to call (fewer than {REPEATS_FOR_TEST} "
+                f"engine starts a side for Mann-Whitney, no history)")
+    test = f"Mann-Whitney p = {found.p_value:.2g}" if found.p_value is not None else "too few repeats for a test"
     where = f"{found.threshold.source} threshold {found.threshold.relative:.1%}"
     return f"tokens/s {ratio.ratio:.2f}x{interval} ({test}; {where})"
+
 
 
 def _proportion_reason(name: str, found: ProportionChange) -> str:

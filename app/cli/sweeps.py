@@ -42,7 +42,7 @@ def submit(
             console.print(f"[yellow]warning:[/] {warning}")
         if not wait:
             return
-        _follow(api, sweep["id"], sweep["total"], poll)
+        follow(api, sweep["id"], sweep["total"], poll)
         _print_results(api, sweep["id"])
 
 
@@ -157,10 +157,11 @@ def expand(
     console.print(f"{count} cells x {spec.repeats} repeats written under {folder}")
 
 
-def _follow(api: Api, sweep_id: int, total: int, poll: float) -> None:
+def follow(api: Api, sweep_id: int, total: int, poll: float, *, out: Console = console) -> None:
+    """A progress bar on ``out`` until the sweep is finished or cancelled."""
     columns = (TextColumn("[bold]sweep {task.fields[sweep]}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[counts]}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=not sys.stdout.isatty()) as progress:
+    with Progress(*columns, console=out, transient=not out.is_terminal) as progress:
         task = progress.add_task("run", total=total, sweep=sweep_id, counts="")
         while True:
             sweep = api.get(f"/api/v1/sweeps/{sweep_id}")

@@ -23,6 +23,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.alerts import service as alerts
 from app.enums import JobState
 from app.models import Job, Worker, utcnow
 from app.workers import liveness
@@ -97,7 +98,7 @@ class SqlCollector:
         up = GaugeMetricFamily("draftbench_database_up", "1 when the scrape could read the database")
         try:
             with self.sessions() as session:
-                families = [*self._jobs(session), *self._workers(session)]
+                families = [*self._jobs(session), *self._workers(session), self._alerts(session)]
         except SQLAlchemyError:
             log.exception("metrics: cannot read the database")
             up.add_metric([], 0)
@@ -116,6 +117,16 @@ class SqlCollector:
             for state in JobState:
                 jobs.add_metric([state.value, kind], counts.get((state, kind), 0))
         return [jobs]
+
+    def _alerts(self, session: Session) -> Metric:
+        # Computed from every cell's history at each scrape (app.alerts): seconds on a large database, so
+        # scrape this series no more often than results arrive.
+        open_alerts = GaugeMetricFamily("draftbench_alerts_open", "Open, unacknowledged regressions (GET /api/v1/alerts), by metric",
+                                        labels=["metric"])
+        found = [a for a in alerts.find(session=session) if a.acknowledged is None]
+        for metric in alerts.METRICS:
+            open_alerts.add_metric([metric], sum(a.metric == metric for a in found))
+        return open_alerts
 
     def _workers(self, session: Session) -> list[Metric]:
         now = utcnow()

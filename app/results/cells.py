@@ -242,6 +242,12 @@ def _add(cell: Cell, row) -> None:  # noqa: ANN001
 _VARIANTS: dict[str, tuple[str, str, str]] = {}
 
 
+def variants(*, session: Session, hashes: set[str]) -> dict[str, str]:
+    """The variant (a cell's config without its matrix axes, hashed) of each config hash."""
+    _learn_variants(session, hashes)
+    return {h: _VARIANTS[h][0] for h in hashes}
+
+
 def _learn_variants(session: Session, hashes: set[str]) -> None:
     """Read the config of one job per hash not seen yet (in chunks: a bound list has limits)."""
     unknown = sorted(hashes - _VARIANTS.keys())

@@ -1,50 +1,130 @@
 """Two runs (sweeps or builds) side by side: every cell they share, with its change and verdict, worst first.
 
-The verdict rule is ``app.analysis.compare_cells``. This is the table a CI comment on a pull request uses.
+The verdict rule is ``app.analysis.verdicts`` (the numbers) under ``app.analysis.compare_cells`` (what ran).
+This is the table behind the ``/compare`` page, ``GET /api/v1/compare`` and the CI comment.
 """
 
+from collections import defaultdict
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.analysis.alarms import Difference, difference
+from app.analysis import verdicts
 from app.analysis.compare_cells import SEVERITY, Side, verdict
 from app.analysis.fallback import Ratio, ratio
-from app.enums import Verdict
-from app.models import Sweep
-from app.results.cells import Cell
+from app.analysis.proportions import ProportionChange
+from app.enums import JobState, Verdict
+from app.models import Job, Result, Sweep
+from app.results import cells as cells_service
+from app.results.cells import Cell, CellScope
+
+MatchKey = tuple[str, str, str, str]
 
 
 @dataclass(frozen=True)
 class Change:
     base: Cell
     head: Cell
-    speed: Ratio | None  # head / base tokens/s
-    acceptance: Difference | None  # head - base acceptance
+    speed: Ratio | None  # head / base tokens/s, the interval from both cells' spreads (fallback.ratio)
+    numbers: verdicts.Verdict | None  # the statistics' verdict when both sides ran
     verdict: Verdict
 
+    @property
+    def acceptance(self) -> ProportionChange | None:
+        """Head - base acceptance with Newcombe's interval, when both sides drafted."""
+        return self.numbers.acceptance if self.numbers else None
 
-def _match_key(cell: Cell) -> tuple:
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return self.numbers.reasons if self.numbers else ()
+
+
+def match_key(cell: Cell) -> MatchKey:
     # The build is what differs between two builds; the rest must agree for cells to be one.
     return (cell.gpu_kind, cell.backend, cell.graph_mode, cell.variant)
 
 
-def compare(base: list[Cell], head: list[Cell]) -> list[Change]:
-    """Cells present on both sides, worst verdict first, then by speed ratio (slowest first)."""
-    before = {_match_key(c): c for c in base}
+def compare(base: list[Cell], head: list[Cell], history: dict[MatchKey, list[float]] | None = None) -> list[Change]:
+    """Cells present on both sides, worst verdict first, then by speed ratio (slowest first).
+
+    ``history``: per cell, its tokens/s on earlier builds of the same GPU kind, oldest first (``histories``),
+    from which ``verdicts.history_threshold`` learns what counts as a change.
+    """
+    before = {match_key(c): c for c in base}
     changes = []
     for cell in head:
-        old = before.get(_match_key(cell))
+        old = before.get(match_key(cell))
         if old is None:
             continue
         speed = ratio(cell.speed, old.speed) if cell.speed and old.speed else None
-        moved = (difference(cell.accepted, cell.draft_tokens, old.accepted, old.draft_tokens)
-                 if cell.draft_tokens and old.draft_tokens else None)
-        judged = verdict(Side(bool(old.ran), old.downgraded), Side(bool(cell.ran), cell.downgraded),
-                         speed=speed, acceptance=moved)
-        changes.append(Change(old, cell, speed, moved, judged))
+        numbers = None
+        if old.repeats and cell.repeats:
+            numbers = verdicts.cell_verdict(_sample(old), _sample(cell), history=(history or {}).get(match_key(cell), ()))
+        judged = verdict(_side(old), _side(cell), numbers)
+        changes.append(Change(old, cell, speed, numbers, judged))
     return sorted(changes, key=lambda c: (SEVERITY[c.verdict], c.speed.value if c.speed else 1.0))
+
+
+def _side(cell: Cell) -> Side:
+    # An eager draft counts beside a graphed target only: with graph mode NONE every draft is eager.
+    return Side(bool(cell.ran), cell.downgraded, cell.draft_eager and cell.graph_mode != "NONE")
+
+
+def _sample(cell: Cell) -> verdicts.CellSample:
+    """The cell as the verdicts read it: one tokens/s per repeat (engine start), the summed counters."""
+    return verdicts.CellSample(
+        tokens_per_s=[r.median for r in cell.repeats], drafts=cell.drafts, draft_tokens=cell.draft_tokens,
+        accepted_tokens=cell.accepted, accepted_per_position=tuple(cell.accepted_per_position),
+    )
+
+
+def between(*, session: Session, base: CellScope | None, head: CellScope | None) -> tuple[list[Cell], list[Cell], list[Change]]:
+    """Load both sides (None: a side not named, no cells) and compare them, each head cell against its own
+    history on the other builds. Returns (base cells, head cells, changes)."""
+    sides = [cells_service.load(session=session, scope=scope) if scope else [] for scope in (base, head)]
+    history = histories(session=session, head=sides[1], exclude={c.build for c in sides[0] + sides[1]})
+    return sides[0], sides[1], compare(*sides, history=history)
+
+
+def histories(*, session: Session, head: list[Cell], exclude: set[str]) -> dict[MatchKey, list[float]]:
+    """Each head cell's tokens/s on other builds (not in ``exclude``: the two compared), oldest build first.
+
+    A build's point is the mean of its repeats' medians there (Conbench's per-commit mean), averaged in SQL:
+    one grouped query over the succeeded jobs of the head cells' GPU kinds, backends and graph modes, so a
+    page reads one row per build and config, not one per job. Builds are ordered by their first finished job.
+    """
+    if not head:
+        return {}
+    wanted = {match_key(c) for c in head}
+    first_finished = func.min(Job.finished_at)
+    stmt = (
+        select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash, first_finished.label("first"),
+               func.avg(Result.tokens_per_s).label("mean"), func.count().label("n"))
+        .join(Result, Result.job_id == Job.id)
+        .where(Job.state == JobState.SUCCEEDED, Job.build.not_in(sorted(exclude)), Result.tokens_per_s > 0,
+               Job.gpu_kind.in_(sorted({k[0] for k in wanted})), Job.backend.in_(sorted({k[1] for k in wanted})),
+               Job.graph_mode.in_(sorted({k[2] for k in wanted})))
+        .group_by(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash)
+    )
+    rows = session.connection().execute(stmt).all()
+    variants = cells_service.variants(session=session, hashes={r.config_hash for r in rows})
+    # (cell, build) -> [sum of tokens/s, repeats, first finished]: configs that differ only in a matrix axis
+    # the cell ignores (timeout_s) fold into one point.
+    points: dict[MatchKey, dict[str, list]] = defaultdict(dict)
+    for r in rows:
+        key = (r.gpu_kind, r.backend, r.graph_mode, variants[r.config_hash])
+        if key not in wanted:
+            continue
+        point = points[key].setdefault(r.build, [0.0, 0, r.first])
+        point[0] += r.mean * r.n
+        point[1] += r.n
+        if r.first is not None and (point[2] is None or r.first < point[2]):
+            point[2] = r.first
+    return {
+        key: [total / n for total, n, _ in sorted(by_build.values(), key=lambda p: (p[2] is None, p[2] or 0))]
+        for key, by_build in points.items()
+    }
 
 
 def default_pair(*, session: Session) -> tuple[int, int] | None:

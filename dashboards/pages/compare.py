@@ -19,13 +19,13 @@ def compare_page(request: Request, session: SessionDep, filters: FiltersDep, bas
         pair = compare_runs.default_pair(session=session)
         if pair:
             base, head = pair
-    sides = []
-    for sweep_id, build in ((base, base_build), (head, head_build)):
-        named = sweep_id is not None or build is not None
-        scope = CellScope(sweep_id=sweep_id, build=build, gpu_kind=filters.gpu_kind, method=filters.method,
-                          backend=filters.backend, graph_mode=filters.graph_mode)
-        sides.append(data.cells(session=session, scope=scope) if named else [])
-    changes = compare_runs.compare(*sides)
+    scopes = [
+        CellScope(sweep_id=sweep_id, build=build, gpu_kind=filters.gpu_kind, method=filters.method,
+                  backend=filters.backend, graph_mode=filters.graph_mode)
+        if sweep_id is not None or build is not None else None
+        for sweep_id, build in ((base, base_build), (head, head_build))
+    ]
+    *sides, changes = compare_runs.between(session=session, base=scopes[0], head=scopes[1])
     if format == "csv":
         frame = data.cells_frame([c.head for c in changes])
         if not frame.empty:
@@ -36,7 +36,8 @@ def compare_page(request: Request, session: SessionDep, filters: FiltersDep, bas
             frame["speed_ratio"] = [c.speed.value if c.speed else None for c in changes]
             frame["speed_ratio_low"] = [c.speed.low if c.speed else None for c in changes]
             frame["speed_ratio_high"] = [c.speed.high if c.speed else None for c in changes]
-            frame["acceptance_delta"] = [c.acceptance.value if c.acceptance else None for c in changes]
+            frame["acceptance_delta"] = [c.acceptance.difference if c.acceptance else None for c in changes]
+            frame["reasons"] = ["; ".join(c.reasons) for c in changes]
         return render.csv(frame, "compare")
     args = {"base": base, "head": head, "base_build": base_build, "head_build": head_build}
     counts = {}

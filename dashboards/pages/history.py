@@ -5,7 +5,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from app.analysis.changepoints import Point, steps
-from app.analysis.compare_cells import MIN_SPEED_CHANGE
+from app.analysis.verdicts import DEFAULT_THRESHOLD as MIN_SPEED_CHANGE
 from app.deps import SessionDep
 from app.results.cells import CellScope, latest_cell
 from dashboards import data, render

@@ -1,35 +1,34 @@
-"""The compare view's verdicts, one rule each."""
+"""The compare table's verdicts: what ran decides first, then the numbers' verdict (``verdicts.cell_verdict``)."""
 
-from app.analysis.alarms import Difference
 from app.analysis.compare_cells import SEVERITY, Side, verdict
-from app.analysis.fallback import Ratio
+from app.analysis.verdicts import CellSample, cell_verdict
 from app.enums import Verdict
 
 OK, DOWN, DEAD = Side(ran=True, downgraded=False), Side(ran=True, downgraded=True), Side(ran=False, downgraded=False)
-SAME = Ratio(1.0, 0.97, 1.03)
+EAGER = Side(ran=True, downgraded=False, draft_eager=True)
+EIGHT = [100.0 + i for i in range(8)]
+SAME = cell_verdict(CellSample(EIGHT), CellSample(EIGHT))
+FASTER = cell_verdict(CellSample(EIGHT), CellSample([v * 1.2 for v in EIGHT]))
+SLOWER = cell_verdict(CellSample(EIGHT), CellSample([v * 0.8 for v in EIGHT]))
 
 
 def test_crashes_come_before_any_number() -> None:
-    assert verdict(OK, DEAD, speed=None, acceptance=None) is Verdict.NEWLY_CRASHING
-    assert verdict(DEAD, OK, speed=None, acceptance=None) is Verdict.FIXED
-    assert verdict(DEAD, DEAD, speed=None, acceptance=None) is Verdict.UNCHANGED
+    assert verdict(OK, DEAD, None) is Verdict.NEWLY_CRASHING
+    assert verdict(DEAD, OK, None) is Verdict.FIXED
+    assert verdict(DEAD, DEAD, None) is Verdict.UNCHANGED
 
 
-def test_a_new_downgrade_is_named_even_when_it_is_faster() -> None:
-    assert verdict(OK, DOWN, speed=Ratio(1.2, 1.1, 1.3), acceptance=None) is Verdict.NOW_DOWNGRADED
+def test_a_new_downgrade_or_eager_draft_is_named_even_when_it_is_faster() -> None:
+    assert verdict(OK, DOWN, FASTER) is Verdict.NOW_DOWNGRADED
+    assert verdict(OK, EAGER, FASTER) is Verdict.NOW_EAGER_DRAFT
+    assert verdict(EAGER, EAGER, SAME) is Verdict.UNCHANGED
 
 
-def test_speed_needs_its_whole_interval_past_five_per_cent() -> None:
-    assert verdict(OK, OK, speed=Ratio(0.8, 0.75, 0.85), acceptance=None) is Verdict.WORSE
-    assert verdict(OK, OK, speed=Ratio(1.2, 1.1, 1.3), acceptance=None) is Verdict.BETTER
-    assert verdict(OK, OK, speed=Ratio(0.9, 0.8, 0.97), acceptance=None) is Verdict.UNCHANGED
-    assert verdict(OK, OK, speed=Ratio(0.5, None, None), acceptance=None) is Verdict.UNCHANGED
-
-
-def test_accepting_less_is_worse_even_when_faster() -> None:
-    dropped = Difference(-0.09, -0.11, -0.07)
-    assert verdict(OK, OK, speed=Ratio(1.2, 1.1, 1.3), acceptance=dropped) is Verdict.WORSE
-    assert verdict(OK, OK, speed=SAME, acceptance=Difference(0.09, 0.07, 0.11)) is Verdict.BETTER
+def test_the_numbers_are_the_statistics_verdict() -> None:
+    assert (verdict(OK, OK, SLOWER), verdict(OK, OK, FASTER), verdict(OK, OK, SAME)) == (
+        Verdict.WORSE, Verdict.BETTER, Verdict.UNCHANGED)
+    one_start_each = cell_verdict(CellSample([100.0]), CellSample([70.0]))
+    assert verdict(OK, OK, one_start_each) is Verdict.UNDECIDED
 
 
 def test_worst_verdicts_sort_first() -> None:

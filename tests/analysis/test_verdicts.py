@@ -1,9 +1,13 @@
 """A cell's verdict, base build against head build: each rule on a hand-computed case, then properties."""
 
+import itertools
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.analysis.samples import pooled
 from app.analysis.verdicts import (
     CellSample,
     Change,
@@ -13,9 +17,15 @@ from app.analysis.verdicts import (
     ratio_of_medians,
     throughput_change,
 )
+from app.schemas.cell import CellResult
 
+AA_RUNS = Path(__file__).resolve().parents[1] / "data" / "aa-cpu"
 DEFAULT = Threshold(0.05, "default", 0)
+LEARNED = Threshold(0.05, "history", 6)
+# Tokens/s of five engine starts (each a repeat's median over its rounds).
 FIVE_ROUNDS = [98.0, 99.0, 100.0, 101.0, 102.0]
+EIGHT = [100.0 + i for i in range(8)]
+QUIET_HISTORY = [100.0, 101.0, 99.0, 100.0, 101.0, 99.0]  # sd 0.894: a 4.5 % threshold
 
 
 def test_ratio_of_medians_by_hand() -> None:
@@ -56,17 +66,44 @@ def test_short_history_gives_the_default() -> None:
     assert history_threshold([100.0, 101.0]) == Threshold(0.05, "default", 0)
 
 
-def test_five_rounds_a_side_are_judged_by_the_ratio_alone() -> None:
-    # 5 against 5 cannot reach p < 0.002 (2 / 252 at best): 0.9 < 1 - 0.05 is worse, with no p.
-    found = throughput_change(FIVE_ROUNDS, [88.0, 89.0, 90.0, 91.0, 92.0], threshold=DEFAULT)
+def test_five_repeats_a_side_with_history_are_judged_by_the_ratio_and_its_interval() -> None:
+    # 5 against 5 cannot reach p < 0.002 (2 / 252 at best): 0.9 < 1 - 0.05 and [0.86, 0.94] excludes 1.
+    found = throughput_change(FIVE_ROUNDS, [88.0, 89.0, 90.0, 91.0, 92.0], threshold=LEARNED)
     assert (found.change, found.p_value) == (Change.WORSE, None)
+    assert throughput_change(FIVE_ROUNDS, [96.0, 97.0, 98.0, 99.0, 100.0], threshold=LEARNED).change is Change.UNCHANGED
+
+
+def test_five_repeats_a_side_without_history_are_not_called() -> None:
+    found = throughput_change(FIVE_ROUNDS, [88.0, 89.0, 90.0, 91.0, 92.0], threshold=DEFAULT)
+    assert (found.change, found.p_value) == (Change.UNDECIDED, None)
     assert throughput_change(FIVE_ROUNDS, [96.0, 97.0, 98.0, 99.0, 100.0], threshold=DEFAULT).change is Change.UNCHANGED
 
 
-def test_eight_rounds_a_side_need_mann_whitney_too() -> None:
-    base = [100.0 + i for i in range(8)]
-    # Every head round below every base round: U = 0, p = 2 / C(16, 8) = 2 / 12870.
-    found = throughput_change(base, [90.0 + i for i in range(8)], threshold=DEFAULT)
+def test_an_engine_start_1_6x_faster_than_another_is_not_called_worse() -> None:
+    # A/A on the shared CPU host: one start of a build ran 1.6x faster than the next; one repeat a side.
+    assert throughput_change([1600.0], [1000.0], threshold=DEFAULT).change is Change.UNDECIDED
+    assert throughput_change([1000.0], [1600.0], threshold=DEFAULT).change is Change.UNDECIDED
+
+
+def test_a_drop_well_beyond_the_aa_spread_is_called_without_history() -> None:
+    # 0.20x (a patch adding 20 ms per drafting step) lies beyond 1 / 2.2^1.5 = 0.306.
+    assert throughput_change([1000.0], [200.0], threshold=DEFAULT).change is Change.WORSE
+    assert throughput_change([1000.0], [3300.0], threshold=DEFAULT).change is Change.BETTER
+    assert throughput_change([1000.0], [320.0], threshold=DEFAULT).change is Change.UNDECIDED
+
+
+def test_stored_aa_runs_on_the_cpu_engine_flag_no_pair() -> None:
+    # Six engine starts of one build (tests/data/aa-cpu): 737 to 1594 tok/s. Before engine starts were the
+    # unit, 10 of the 15 pairs were flagged worse or better at the 5 % default.
+    runs = [pooled([CellResult.model_validate_json(p.read_text())]) for p in sorted(AA_RUNS.glob("run-*.json"))]
+    verdicts = [cell_verdict(a, b) for a, b in itertools.combinations(runs, 2)]
+    assert len(verdicts) == 15
+    assert [v.change for v in verdicts if v.change in (Change.WORSE, Change.BETTER)] == []
+
+
+def test_eight_repeats_a_side_need_mann_whitney_too() -> None:
+    # Every head repeat below every base repeat: U = 0, p = 2 / C(16, 8) = 2 / 12870.
+    found = throughput_change(EIGHT, [90.0 + i for i in range(8)], threshold=DEFAULT)
     assert (found.change, found.p_value) == (Change.WORSE, pytest.approx(2 / 12870))
 
 
@@ -92,9 +129,16 @@ def test_lower_acceptance_is_worse_and_says_by_how_much() -> None:
 
 
 def test_slower_tokens_per_s_is_worse_with_its_ratio() -> None:
-    verdict = cell_verdict(_sample(FIVE_ROUNDS), _sample([88.0, 89.0, 90.0, 91.0, 92.0]))
+    verdict = cell_verdict(_sample(FIVE_ROUNDS), _sample([88.0, 89.0, 90.0, 91.0, 92.0]), history=QUIET_HISTORY)
     assert verdict.change is Change.WORSE
-    assert verdict.reasons == ("tokens/s 0.90x [0.86, 0.94] (too few rounds for a test; default threshold 5.0%)",)
+    assert verdict.reasons == ("tokens/s 0.90x [0.86, 0.94] (too few repeats for a test; history threshold 4.5%)",)
+
+
+def test_a_slower_cell_without_repeats_or_history_says_so() -> None:
+    verdict = cell_verdict(_sample(FIVE_ROUNDS), _sample([88.0, 89.0, 90.0, 91.0, 92.0]))
+    assert verdict.change is Change.UNDECIDED
+    assert verdict.reasons == ("tokens/s 0.90x [0.86, 0.94]: not enough repeats to call (fewer than 7 engine "
+                               "starts a side for Mann-Whitney, no history)",)
 
 
 def test_faster_but_accepting_less_is_worse_and_lists_the_regression_first() -> None:
@@ -104,7 +148,7 @@ def test_faster_but_accepting_less_is_worse_and_lists_the_regression_first() -> 
 
 
 def test_faster_is_better() -> None:
-    verdict = cell_verdict(_sample(FIVE_ROUNDS), _sample([120.0, 121.0, 122.0, 123.0, 124.0]))
+    verdict = cell_verdict(_sample(EIGHT), _sample([v * 1.2 for v in EIGHT]))
     assert verdict.change is Change.BETTER
 
 
@@ -147,10 +191,10 @@ def test_identical_samples_never_flag(tokens: list[float], accepted: int, histor
     assert (verdict.change, verdict.reasons) == (Change.UNCHANGED, ())
 
 
-def test_a_ratio_the_rounds_cannot_tell_from_one_is_not_a_change() -> None:
-    # Two engine starts of one build on the CPU engine (3 rounds each): 1.13x, but the interval
+def test_a_ratio_the_repeats_cannot_tell_from_one_is_not_a_change() -> None:
+    # Three engine starts a side: 1.13x, beyond a learned 5 %, but the interval
     # [1284 / 1389, 1513 / 1236] = [0.92, 1.22] holds 1.
-    found = throughput_change([1389.0, 1236.0, 1285.0], [1284.0, 1513.0, 1458.0], threshold=DEFAULT)
+    found = throughput_change([1389.0, 1236.0, 1285.0], [1284.0, 1513.0, 1458.0], threshold=LEARNED)
     assert found.ratio.ratio == pytest.approx(1458 / 1285)
     assert (found.ratio.low, found.ratio.high) == pytest.approx((1284 / 1389, 1513 / 1236))
     assert found.change is Change.UNCHANGED

@@ -1,0 +1,1 @@
+"""Open regressions in each cell's history across builds (``app.analysis.changepoints``), and their acknowledgements."""

@@ -1,0 +1,44 @@
+"""``/api/v1/alerts``: open regressions in the cells' histories; acknowledging one with a reason."""
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query
+
+from app.alerts import service
+from app.alerts.schemas import AckIn, AlertOut
+from app.deps import SessionDep, Submitter
+from app.responses import answers
+
+router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
+
+AlertId = Annotated[str, Path(min_length=16, max_length=16, pattern="^[0-9a-f]{16}$")]
+
+
+@router.get("", response_model=list[AlertOut], responses=answers(422))
+def list_alerts(
+    session: SessionDep,
+    state: Annotated[Literal["open", "acknowledged", "all"], Query(description="open: not acknowledged")] = "open",
+) -> list[AlertOut]:
+    """Cells whose tokens/s or acceptance dropped by over 5 % at some build and stayed down to the newest
+    (``changepoints.open_regression`` on the cell's history across builds of its GPU kind), largest drop first."""
+    found = service.find(session=session)
+    return [_out(a) for a in found if state == "all" or (a.acknowledged is not None) == (state == "acknowledged")]
+
+
+@router.post("/{alert_id}/ack", response_model=AlertOut, responses=answers(401, 403, 404, 409, 413, 422, 429))
+def acknowledge(by: Submitter, alert_id: AlertId, body: AckIn, session: SessionDep) -> AlertOut:
+    """Acknowledge an open alert with a reason: it leaves the open list (and ``draftbench_alerts_open``)."""
+    who = f"{by.name} ({by.key})"[:200]
+    return _out(service.acknowledge(session=session, alert_id=alert_id, reason=body.reason, by=who))
+
+
+def _out(alert: service.Alert) -> AlertOut:
+    cell, ack = alert.cell, alert.acknowledged
+    return AlertOut(
+        id=alert.id, metric=alert.metric, gpu_kind=cell.gpu_kind, method=cell.method, label=cell.label,  # type: ignore[arg-type]
+        backend=cell.backend, graph_mode=cell.graph_mode, first_bad_build=alert.first_bad_build,
+        last_good_build=alert.last_good_build, latest_build=cell.build, before=alert.before, after=alert.after,
+        change=alert.change, builds=alert.builds, acknowledged=ack is not None, ack_reason=ack.reason if ack else None,
+        acked_by=ack.created_by if ack else None, acked_at=ack.created_at if ack else None,
+    )
+

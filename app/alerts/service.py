@@ -1,0 +1,99 @@
+"""Alerts: each cell's history across builds, and the regression still open at its end.
+
+A cell's history is its tokens/s (the median of its repeats) and its acceptance on each build of its GPU
+kind, builds ordered by when the cell last ran on them. ``changepoints.open_regression`` finds a drop
+still open at the end; an alert names it by its metric, cell and first bad build, so an acknowledgement
+(``AlertAck``) holds until the drop is fixed or its first bad build moves.
+"""
+
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.analysis.changepoints import open_regression
+from app.analysis.verdicts import DEFAULT_THRESHOLD
+from app.errors import ConflictError, NotFoundError
+from app.models import AlertAck
+from app.results import cells as cells_service
+from app.results.cells import Cell, CellScope
+
+# A drop smaller than this (relative) is not an alert: the compare verdict's default change of tokens/s.
+MIN_CHANGE = DEFAULT_THRESHOLD
+METRICS = ("tokens_per_s", "acceptance")
+
+
+@dataclass(frozen=True)
+class Alert:
+    id: str
+    metric: str
+    cell: Cell  # the cell on the newest build
+    first_bad_build: str
+    last_good_build: str
+    before: float
+    after: float
+    builds: int
+    acknowledged: AlertAck | None
+
+    @property
+    def change(self) -> float:
+        return self.after / self.before - 1.0
+
+
+def find(*, session: Session) -> list[Alert]:
+    """Every open regression, the largest drop first, each with its acknowledgement if any.
+
+    Reads every cell of every build (``app.results.cells.load``): one pass, then a change-point fit per
+    cell and metric (O(n^2 log n) for n builds).
+    """
+    histories: dict[tuple, list[Cell]] = defaultdict(list)
+    for cell in cells_service.load(session=session, scope=CellScope()):
+        if cell.ran:
+            histories[(cell.gpu_kind, cell.backend, cell.graph_mode, cell.variant)].append(cell)
+    found = []
+    for key, history in histories.items():
+        history.sort(key=lambda c: (c.ran_at is None, c.ran_at or 0, c.build))
+        for metric in METRICS:
+            points = [(c, _value(metric, c)) for c in history]
+            points = [(c, v) for c, v in points if v is not None]
+            if len(points) < 4:  # a step needs two points a side
+                continue
+            try:
+                drop = open_regression([v for _, v in points], min_change=MIN_CHANGE)
+            except ValueError:  # every earlier level is 0 (a draft that never matched): nothing to drop from
+                continue
+            if drop is None:
+                continue
+            first_bad, last_good = points[drop.first_bad][0].build, points[drop.first_bad - 1][0].build
+            ident = hashlib.sha256(repr((metric, *key, first_bad)).encode()).hexdigest()[:16]
+            found.append(Alert(ident, metric, points[-1][0], first_bad, last_good, drop.before, drop.after,
+                               len(points), None))
+    acks = {a.alert_id: a for a in session.scalars(select(AlertAck).where(AlertAck.alert_id.in_([a.id for a in found])))}
+    return sorted((_with(a, acks.get(a.id)) for a in found), key=lambda a: a.change)
+
+
+def acknowledge(*, session: Session, alert_id: str, reason: str, by: str) -> Alert:
+    """Acknowledge an open alert with a reason. NotFoundError when no open alert has this id; ConflictError when
+    it is acknowledged already."""
+    alert = next((a for a in find(session=session) if a.id == alert_id), None)
+    if alert is None:
+        raise NotFoundError("open alert", alert_id)
+    if alert.acknowledged is not None:
+        raise ConflictError(f"alert {alert_id} was acknowledged by {alert.acknowledged.created_by}: {alert.acknowledged.reason}")
+    ack = AlertAck(alert_id=alert_id, reason=reason, created_by=by)
+    session.add(ack)
+    session.flush()
+    return _with(alert, ack)
+
+
+def _with(alert: Alert, ack: AlertAck | None) -> Alert:
+    return Alert(alert.id, alert.metric, alert.cell, alert.first_bad_build, alert.last_good_build, alert.before,
+                 alert.after, alert.builds, ack)
+
+
+def _value(metric: str, cell: Cell) -> float | None:
+    if metric == "tokens_per_s":
+        return cell.speed.median if cell.speed else None
+    return cell.accepted / cell.draft_tokens if cell.draft_tokens else None

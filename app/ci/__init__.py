@@ -1,0 +1,1 @@
+"""``draftbench ci``'s parts: the pull-request comment (``comment``), its gate (``gate``) and GitHub (``github``)."""

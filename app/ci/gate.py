@@ -1,0 +1,30 @@
+"""Whether a comparison fails a pull request's check, by ``draftbench ci --fail-on``."""
+
+import enum
+
+from app.enums import Verdict
+from app.schemas.compare import Comparison
+
+
+class FailOn(enum.StrEnum):
+    REGRESSION = "regression"  # a cell worse (slower or accepting less) or newly crashing
+    CRASH = "crash"  # a cell newly crashing
+    ANY = "any"  # any of those, a cell now downgraded or with an eager draft, or a graph-capture alarm
+    NEVER = "never"  # only report
+
+
+_FAILING = {
+    FailOn.REGRESSION: {Verdict.WORSE, Verdict.NEWLY_CRASHING},
+    FailOn.CRASH: {Verdict.NEWLY_CRASHING},
+    FailOn.ANY: {Verdict.WORSE, Verdict.NEWLY_CRASHING, Verdict.NOW_DOWNGRADED, Verdict.NOW_EAGER_DRAFT},
+    FailOn.NEVER: set(),
+}
+
+
+def failures(comparison: Comparison, fail_on: FailOn) -> list[str]:
+    """What fails the check, one phrase per verdict kind (``2 worse``); empty when it passes."""
+    found = [f"{comparison.counts[v]} {v.value.replace('_', ' ')}" for v in Verdict
+             if v in _FAILING[fail_on] and comparison.counts.get(v)]
+    if fail_on is FailOn.ANY and comparison.alarms:
+        found.append(f"{len(comparison.alarms)} graph-capture alarm(s)")
+    return found

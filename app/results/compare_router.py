@@ -1,0 +1,72 @@
+"""``/api/v1/compare``: the compare table (``app.results.compare_runs``) of two sweeps as JSON."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.deps import SessionDep
+from app.responses import answers
+from app.results import alarms, compare_runs
+from app.results.cells import Cell, CellScope
+from app.schemas.compare import CaptureAlarm, CellChange, CellSide, Comparison, Interval
+from app.sweeps import service as sweeps
+
+router = APIRouter(prefix="/api/v1", tags=["results"])
+
+SweepParam = Annotated[int, Query(ge=0, le=2**62, description="A sweep id")]
+
+
+@router.get("/compare", response_model=Comparison, responses=answers(404, 422))
+def compare(session: SessionDep, base_sweep: SweepParam, head_sweep: SweepParam) -> Comparison:
+    """Every cell both sweeps ran (matched on GPU kind, backend, graph mode and the rest of the config), with its
+    verdict (``newly_crashing``, ``worse``, ``now_downgraded``, ``now_eager_draft``, ``undecided``, ``unchanged``,
+    ``better``, ``fixed``), worst first; and the graph-capture alarms among the head's cells. The rule is the
+    ``/compare`` page's: tokens/s per engine start (Mann-Whitney with 7 repeats a side, else against the cell's
+    history on its GPU kind), acceptance by the two-proportion test with a 2-point minimum effect.
+    """
+    base, head = (sweeps.get(session=session, sweep_id=i) for i in (base_sweep, head_sweep))
+    base_cells, head_cells, changes = compare_runs.between(
+        session=session, base=CellScope(sweep_id=base.id), head=CellScope(sweep_id=head.id))
+    counts: dict = {}
+    for change in changes:
+        counts[change.verdict] = counts.get(change.verdict, 0) + 1
+    matched = len(changes)
+    return Comparison(
+        base_sweep=base.id, head_sweep=head.id, base_build=base.build, head_build=head.build, counts=counts,
+        changes=[_change(c) for c in changes],
+        alarms=[_alarm(a) for a in alarms.find(head_cells)],
+        base_only=len(base_cells) - matched, head_only=len(head_cells) - matched,
+    )
+
+
+def _interval(triple: tuple | None) -> Interval | None:
+    return Interval(value=triple[0], low=triple[1], high=triple[2]) if triple else None
+
+
+def _side(cell: Cell) -> CellSide:
+    return CellSide(
+        sweep_ids=cell.sweep_ids, build=cell.build, ran=cell.ran, died=cell.died, repeats=len(cell.repeats),
+        tokens_per_s=_interval(cell.tokens_per_s), acceptance=_interval(cell.acceptance),
+        resolved_graph_modes=sorted(cell.resolved_graph_modes), downgraded=cell.downgraded, draft_eager=cell.draft_eager,
+        crash_kinds=dict(cell.crash_kinds), crash_signature=cell.crash_signature, crash_title=cell.crash_title,
+        vllm_versions=sorted(cell.vllm_versions), gpu_names=sorted(cell.gpu_names),
+    )
+
+
+def _change(change: compare_runs.Change) -> CellChange:
+    head, speed, moved = change.head, change.speed, change.acceptance
+    return CellChange(
+        verdict=change.verdict, gpu_kind=head.gpu_kind, method=head.method, label=head.label, backend=head.backend,
+        graph_mode=head.graph_mode, reasons=list(change.reasons), base=_side(change.base), head=_side(head),
+        speed_ratio=Interval(value=speed.value, low=speed.low, high=speed.high) if speed else None,
+        acceptance_difference=Interval(value=moved.difference, low=moved.low, high=moved.high) if moved else None,
+        tokens_per_s_change=change.numbers.throughput.change if change.numbers else None,
+        acceptance_change=change.numbers.acceptance_change if change.numbers else None,
+    )
+
+
+def _alarm(alarm: alarms.Alarm) -> CaptureAlarm:
+    d = alarm.difference
+    return CaptureAlarm(kind=alarm.kind, backend=alarm.cell.backend, graph_mode=alarm.cell.graph_mode,
+                        label=alarm.cell.label, difference=Interval(value=d.value, low=d.low, high=d.high),
+                        sentence=alarm.sentence)

@@ -1,0 +1,75 @@
+"""``GET /api/v1/compare``: two sweeps' common cells with their verdicts, as the CI comment reads them."""
+
+from pydantic import BaseModel
+
+from app.analysis.verdicts import Change
+from app.enums import AlarmKind, Verdict
+
+
+class Interval(BaseModel):
+    """A value with its 95 % interval (bounds None when a side has no spread to go on)."""
+
+    value: float
+    low: float | None
+    high: float | None
+
+
+class CellSide(BaseModel):
+    """One side of a compared cell: what ran, how fast, how much it accepted, and how it died."""
+
+    sweep_ids: list[int]
+    build: str
+    ran: int
+    died: int
+    repeats: int
+    tokens_per_s: Interval | None
+    acceptance: Interval | None
+    resolved_graph_modes: list[str]
+    downgraded: bool
+    draft_eager: bool
+    crash_kinds: dict[str, int]
+    crash_signature: str | None
+    crash_title: str | None
+    vllm_versions: list[str]
+    gpu_names: list[str]
+
+
+class CellChange(BaseModel):
+    """A cell both sweeps ran, worst verdict first: head / base tokens/s, head - base acceptance, and why."""
+
+    verdict: Verdict
+    gpu_kind: str
+    method: str | None
+    label: str
+    backend: str
+    graph_mode: str
+    speed_ratio: Interval | None
+    acceptance_difference: Interval | None
+    tokens_per_s_change: Change | None  # the statistics' call on tokens/s alone (None: a side did not run)
+    acceptance_change: Change | None  # on acceptance and its positions (None: a side did not draft)
+    reasons: list[str]
+    base: CellSide
+    head: CellSide
+
+
+class CaptureAlarm(BaseModel):
+    """A head cell whose acceptance (or lossless share) moved against its eager sibling (``/alarms``)."""
+
+    kind: AlarmKind
+    backend: str
+    graph_mode: str
+    label: str
+    difference: Interval
+    sentence: str
+
+
+class Comparison(BaseModel):
+    base_sweep: int
+    head_sweep: int
+    base_build: str
+    head_build: str
+    counts: dict[Verdict, int]
+    changes: list[CellChange]
+    alarms: list[CaptureAlarm]
+    base_only: int
+    head_only: int

@@ -1,0 +1,58 @@
+"""Open regressions from each cell's history across builds: listed, acknowledged with a reason, counted in /metrics."""
+
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from tests.conftest import AUTH
+from tests.factories import register_worker, run_cell
+
+BUILDS = [f"b{i}" for i in range(6)]
+
+
+def _history(client: TestClient, dataset: Path, levels: list[float], accepted: list[int] | None = None) -> None:
+    worker = register_worker(client, builds=BUILDS[: len(levels)])
+    for i, level in enumerate(levels):
+        run_cell(client, worker, dataset, BUILDS[i], [level - 0.5, level + 0.5], accepted=(accepted or [30] * 6)[i])
+
+
+def _open(client: TestClient) -> str:
+    lines = [line for line in client.get("/metrics").text.splitlines() if line.startswith("draftbench_alerts_open{")]
+    return " ".join(sorted(lines))
+
+
+def test_a_drop_that_stays_is_an_alert_naming_its_first_build_until_acknowledged(client: TestClient, dataset: Path) -> None:
+    _history(client, dataset, [100.0, 101.0, 99.0, 100.0, 70.0, 71.0])
+    [alert] = client.get("/api/v1/alerts").json()
+    assert (alert["metric"], alert["first_bad_build"], alert["last_good_build"], alert["latest_build"]) == (
+        "tokens_per_s", "b4", "b3", "b5")
+    assert alert["before"] == 100.0 and alert["after"] == 70.5 and alert["builds"] == 6 and not alert["acknowledged"]
+    assert 'draftbench_alerts_open{metric="tokens_per_s"} 1.0' in _open(client)
+
+    acked = client.post(f"/api/v1/alerts/{alert['id']}/ack", json={"reason": "b4 trades speed for memory (vllm#123)"}, headers=AUTH)
+    assert acked.status_code == 200 and acked.json()["ack_reason"] == "b4 trades speed for memory (vllm#123)"
+    assert client.get("/api/v1/alerts").json() == []
+    assert [a["id"] for a in client.get("/api/v1/alerts?state=acknowledged").json()] == [alert["id"]]
+    assert 'draftbench_alerts_open{metric="tokens_per_s"} 0.0' in _open(client)
+    again = client.post(f"/api/v1/alerts/{alert['id']}/ack", json={"reason": "again"}, headers=AUTH)
+    assert again.status_code == 409 and "b4 trades speed" in again.json()["detail"]
+
+
+def test_a_drop_that_recovered_or_noise_is_no_alert(client: TestClient, dataset: Path) -> None:
+    _history(client, dataset, [100.0, 101.0, 70.0, 71.0, 100.0, 101.0])
+    assert client.get("/api/v1/alerts?state=all").json() == []
+
+
+def test_acceptance_drops_are_alerts_too(client: TestClient, dataset: Path) -> None:
+    _history(client, dataset, [100.0] * 6, accepted=[30, 30, 30, 30, 10, 10])
+    [alert] = client.get("/api/v1/alerts").json()
+    assert (alert["metric"], alert["first_bad_build"], alert["before"], alert["after"]) == ("acceptance", "b4", 0.5, 10 / 60)
+
+
+def test_acknowledging_needs_a_token_a_reason_and_an_open_alert(client: TestClient) -> None:
+    assert client.post("/api/v1/alerts/0123456789abcdef/ack", json={"reason": "x"}).status_code == 401
+    missing = client.post("/api/v1/alerts/0123456789abcdef/ack", json={"reason": "x"}, headers=AUTH)
+    assert missing.status_code == 404 and "open alert 0123456789abcdef not found" in missing.text
+    no_reason = client.post("/api/v1/alerts/0123456789abcdef/ack", json={"reason": ""}, headers=AUTH)
+    assert no_reason.status_code == 422 and "reason" in no_reason.text
+    assert client.get("/api/v1/alerts?state=closed").status_code == 422

@@ -1,0 +1,143 @@
+"""``draftbench ci`` end to end: the real service on loopback, results reported through the worker protocol,
+the GitHub-like server on loopback; the command runs as a process, as a CI job runs it."""
+
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from tests.ci.github_server import TOKEN as GH_TOKEN
+from tests.ci.github_server import GitHubState
+from tests.conftest import AUTH, TOKEN
+from tests.factories import cell_result, sweep_body
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE, HEAD = "main-0.32", "pr-12"
+Speed = Callable[[str, str, int], float]  # (build, method, repeat) -> tokens/s
+
+
+def slower_ngram(build: str, method: str, repeat: int) -> float:
+    """The head's n-gram cell runs at 0.7x; its draft_model cell as fast as the base (interleaved values)."""
+    if method == "ngram" and build == HEAD:
+        return 0.7 * (100.0 + 2 * repeat)
+    return same(build, method, repeat)
+
+
+def same(build: str, method: str, repeat: int) -> float:
+    return 100.0 + 2 * repeat + (build == HEAD)
+
+
+@pytest.fixture
+def sweep_file(tmp_path: Path, dataset: Path) -> Path:
+    # Seven repeats a side: enough engine starts for Mann-Whitney at p < 0.002.
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep_body(dataset, name="pr-check", repeats=7)))
+    return path
+
+
+def ci(server: str, gh: GitHubState, sweep: Path, tmp_path: Path, speed: Speed, *, head: str = "abc1234",
+       fail_on: str = "regression", gh_token: str | None = GH_TOKEN) -> subprocess.CompletedProcess:
+    """Run ``draftbench ci`` while this test acts as the worker, reporting ``speed`` for each job it claims."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DRAFTBENCH_", "GITHUB_"))}
+    env |= {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")} | ({"GITHUB_TOKEN": gh_token} if gh_token else {})
+    command = [sys.executable, "-m", "app.cli", "ci", "--server", server, "--token", TOKEN, "--repo", "octo/vllm",
+               "--pr", "12", "--head", head, "--base", "def4567", "--build", HEAD, "--base-build", BASE,
+               "--sweep", str(sweep), "--fail-on", fail_on, "--github-api", gh.url, "--poll", "0.2",
+               "--comment-file", str(tmp_path / "draftbench-comment.md")]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": BASE}, {"label": HEAD}]}
+    registered = httpx.post(f"{server}/api/v1/workers", json=worker, headers=AUTH, timeout=30).json()
+    own = {"Authorization": f"Bearer {registered['credential']}"}
+    started: Counter = Counter()  # jobs reported per (build, method): each a repeat, an engine start
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        claimed = httpx.post(f"{server}/api/v1/workers/{registered['id']}/claim", headers=own, timeout=30)
+        if claimed.status_code == 204:
+            time.sleep(0.1)
+            continue
+        job = claimed.json()
+        key = (job["cell"]["build"], job["cell"]["speculative"]["method"])
+        result = cell_result(tokens_per_s=speed(*key, started[key]))
+        started[key] += 1
+        done = httpx.post(f"{server}/api/v1/jobs/{job['job_id']}/complete", json={"outcome": {"result": result}},
+                          headers=own, timeout=30)
+        assert done.status_code == 200, done.text
+    out, err = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+def test_a_regression_is_flagged_on_its_cell_and_the_next_push_edits_the_comment(
+        server: str, gh: GitHubState, sweep_file: Path, tmp_path: Path) -> None:
+    done = ci(server, gh, sweep_file, tmp_path, slower_ngram)
+    assert done.returncode == 3, done.stderr
+    first_line = done.stdout.splitlines()[0]
+    assert first_line.startswith("**draftbench: 1 regression** (head abc1234 vs base def4567, cpu, vLLM build pr-12")
+    regressions = done.stdout.split("#### Regressions")[1].split("####")[0].split("<details>")[0]
+    assert "- slower on CPU_ATTN with NONE (ngram k=3, cpu): 0.70x [" in regressions and "draft_model" not in regressions
+    assert "| worse | cpu | ngram k=3 |" in done.stdout and "| unchanged | cpu | draft_model k=3 |" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "draftbench: the check fails (--fail-on regression: 1 worse)"
+    [posted] = gh.comments[12]
+    assert posted["body"] == (tmp_path / "draftbench-comment.md").read_text() == done.stdout.rstrip("\n") + "\n"
+    assert (tmp_path / "summary.md").read_text().startswith(first_line)
+    sweeps = httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()
+    assert sorted((s["build"], s["commit"], s["pull_request"]) for s in sweeps) == [
+        (BASE, "def4567", None), (HEAD, "abc1234", 12)]
+
+    # The next push: the base run is reused, the comment edited in place; a regression passes --fail-on crash.
+    again = ci(server, gh, sweep_file, tmp_path, slower_ngram, head="bcd2345", fail_on="crash")
+    assert again.returncode == 0, again.stderr
+    assert "base: finished sweep" in again.stderr
+    assert len(httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()) == 3
+    [edited] = gh.comments[12]
+    assert edited["id"] == posted["id"] and "(head bcd2345 vs base def4567" in edited["body"]
+    assert [m for m, _ in gh.calls].count("POST") == 1 and [m for m, _ in gh.calls].count("PATCH") == 1
+
+
+def test_an_aa_pair_flags_nothing_even_with_fail_on_any(server: str, gh: GitHubState, sweep_file: Path, tmp_path: Path) -> None:
+    done = ci(server, gh, sweep_file, tmp_path, same, fail_on="any")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("**draftbench: no regression** (head abc1234")
+    assert "####" not in done.stdout and done.stdout.count("| unchanged |") == 2
+
+
+@pytest.mark.parametrize(("refusal", "said"), [
+    ((403, {}, "Resource not accessible by integration"), "(403: Resource not accessible by integration)"),
+    ((404, {}, "Not Found"), "(404: Not Found)"),
+    ((422, {}, "Validation Failed"), "(422: Validation Failed)"),
+    ((429, {"retry-after": "60"}, "secondary rate limit"), "rate limit stopped commenting on #12 in octo/vllm (429); retry after 60 s"),
+])
+def test_a_refused_comment_keeps_the_comparison_and_says_what_failed(
+        server: str, gh: GitHubState, sweep_file: Path, tmp_path: Path, refusal: tuple, said: str) -> None:
+    gh.refuse["POST"] = refusal
+    done = ci(server, gh, sweep_file, tmp_path, slower_ngram)
+    assert done.returncode == 3 | 4, done.stderr
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("draftbench: the check fails (--fail-on regression: 1 worse); the comment was not posted: GitHub")
+    assert said in line and line.endswith(f"(it is in {tmp_path / 'draftbench-comment.md'} and the step summary)")
+    for kept in (done.stdout, (tmp_path / "draftbench-comment.md").read_text(), (tmp_path / "summary.md").read_text()):
+        assert kept.startswith("**draftbench: 1 regression**")
+    assert gh.comments == {}
+
+
+def test_without_a_github_token_the_comment_is_saved_and_the_exit_says_so(
+        server: str, gh: GitHubState, sweep_file: Path, tmp_path: Path) -> None:
+    done = ci(server, gh, sweep_file, tmp_path, same, gh_token=None)
+    assert done.returncode == 4, done.stderr
+    assert "$GITHUB_TOKEN is not set" in done.stderr and (tmp_path / "draftbench-comment.md").is_file()
+
+
+def test_bad_options_are_one_line_naming_the_option_and_its_values(sweep_file: Path) -> None:
+    base = [sys.executable, "-m", "app.cli", "ci", "--server", "http://127.0.0.1:9", "--token", "t", "--pr", "1",
+            "--head", "a", "--base", "b", "--build", "x", "--base-build", "y", "--sweep", str(sweep_file)]
+    for extra, said in ((["--repo", "o/r", "--fail-on", "sometimes"], "--fail-on must be one of regression, crash, any, never; got 'sometimes'"),
+                        (["--repo", "not a repo"], "--repo must be OWNER/NAME")):
+        done = subprocess.run(base + extra, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1 and done.stderr.startswith("draftbench: ") and said in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
