@@ -123,6 +123,9 @@ def seed(url: str, *, builds: int, sweeps: int, repeats: int) -> tuple[int, dict
                     conn.execute(insert(JobLog), logs)
     with engine.begin() as conn:
         conn.exec_driver_sql("UPDATE crash_signatures SET count = (SELECT count(*) FROM crashes WHERE crashes.signature_id = crash_signatures.id)")
+        # The planner's statistics, as a database that grew over months has them (PostgreSQL's autovacuum
+        # analyses on its own schedule; a bulk insert just before timing would leave it guessing).
+        conn.exec_driver_sql("ANALYZE")
     engine.dispose()
     names = {"sweep": sweep_id, "old": f"vllm-0.{20 + (builds - 2) // 10}.{(builds - 2) % 10}",
              "new": f"vllm-0.{20 + (builds - 1) // 10}.{(builds - 1) % 10}"}

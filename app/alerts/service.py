@@ -7,16 +7,17 @@ still open at the end; an alert names it by its metric, cell and first bad build
 """
 
 import hashlib
+import threading
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.analysis.changepoints import open_regression
 from app.analysis.verdicts import DEFAULT_THRESHOLD
 from app.errors import ConflictError, NotFoundError
-from app.models import AlertAck
+from app.models import AlertAck, Job
 from app.results import cells as cells_service
 from app.results.cells import Cell, CellScope
 
@@ -72,6 +73,29 @@ def find(*, session: Session) -> list[Alert]:
                                len(points), None))
     acks = {a.alert_id: a for a in session.scalars(select(AlertAck).where(AlertAck.alert_id.in_([a.id for a in found])))}
     return sorted((_with(a, acks.get(a.id)) for a in found), key=lambda a: a.change)
+
+
+def open_counts(*, session: Session) -> dict[str, int]:
+    """Open, unacknowledged alerts by metric, for ``/metrics``.
+
+    :func:`find` reads every cell; its answer changes only when a job finishes or an alert is
+    acknowledged, so it is kept per process under a key of exactly those (the finished jobs' count and
+    newest finish, the acknowledgements' count) and a scrape between results costs two counts.
+    """
+    key = (*session.execute(select(func.count(), func.max(Job.finished_at)).where(Job.finished_at.is_not(None))).one(),
+           session.scalar(select(func.count()).select_from(AlertAck)))
+    with _COUNTS_LOCK:
+        if _COUNTS and _COUNTS[0] == key:
+            return _COUNTS[1]
+    found = [a for a in find(session=session) if a.acknowledged is None]
+    counts = {metric: sum(a.metric == metric for a in found) for metric in METRICS}
+    with _COUNTS_LOCK:
+        _COUNTS[:] = [key, counts]
+    return counts
+
+
+_COUNTS: list = []  # [key, counts] of the last open_counts answer
+_COUNTS_LOCK = threading.Lock()  # scrapes run on several threads
 
 
 def acknowledge(*, session: Session, alert_id: str, reason: str, by: str) -> Alert:

@@ -119,13 +119,10 @@ class SqlCollector:
         return [jobs]
 
     def _alerts(self, session: Session) -> Metric:
-        # Computed from every cell's history at each scrape (app.alerts): seconds on a large database, so
-        # scrape this series no more often than results arrive.
         open_alerts = GaugeMetricFamily("draftbench_alerts_open", "Open, unacknowledged regressions (GET /api/v1/alerts), by metric",
                                         labels=["metric"])
-        found = [a for a in alerts.find(session=session) if a.acknowledged is None]
-        for metric in alerts.METRICS:
-            open_alerts.add_metric([metric], sum(a.metric == metric for a in found))
+        for metric, count in alerts.open_counts(session=session).items():
+            open_alerts.add_metric([metric], count)
         return open_alerts
 
     def _workers(self, session: Session) -> list[Metric]:

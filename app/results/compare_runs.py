@@ -19,6 +19,10 @@ from app.models import Job, Result, Sweep
 from app.results import cells as cells_service
 from app.results.cells import Cell, CellScope
 
+# Conbench's lookback: a cell's history is read from its last builds only, so judging a change costs the
+# same however long the project has run, and a threshold follows the noise of recent builds.
+HISTORY_BUILDS = 10
+
 MatchKey = tuple[str, str, str, str]
 
 
@@ -88,7 +92,8 @@ def between(*, session: Session, base: CellScope | None, head: CellScope | None)
 
 
 def histories(*, session: Session, head: list[Cell], exclude: set[str]) -> dict[MatchKey, list[float]]:
-    """Each head cell's tokens/s on other builds (not in ``exclude``: the two compared), oldest build first.
+    """Each head cell's tokens/s on the last ``HISTORY_BUILDS`` other builds (not in ``exclude``: the two
+    compared) that ran on its GPU kinds, oldest build first.
 
     A build's point is the mean of its repeats' medians there (Conbench's per-commit mean), averaged in SQL:
     one grouped query over the succeeded jobs of the head cells' GPU kinds, backends and graph modes, so a
@@ -97,13 +102,19 @@ def histories(*, session: Session, head: list[Cell], exclude: set[str]) -> dict[
     if not head:
         return {}
     wanted = {match_key(c) for c in head}
+    gpu_kinds = sorted({k[0] for k in wanted})
+    recent = session.scalars(
+        select(Job.build)
+        .where(Job.state == JobState.SUCCEEDED, Job.build.not_in(sorted(exclude)), Job.gpu_kind.in_(gpu_kinds))
+        .group_by(Job.build).order_by(func.max(Job.finished_at).desc()).limit(HISTORY_BUILDS)
+    ).all()
     first_finished = func.min(Job.finished_at)
     stmt = (
         select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash, first_finished.label("first"),
                func.avg(Result.tokens_per_s).label("mean"), func.count().label("n"))
         .join(Result, Result.job_id == Job.id)
-        .where(Job.state == JobState.SUCCEEDED, Job.build.not_in(sorted(exclude)), Result.tokens_per_s > 0,
-               Job.gpu_kind.in_(sorted({k[0] for k in wanted})), Job.backend.in_(sorted({k[1] for k in wanted})),
+        .where(Job.state == JobState.SUCCEEDED, Job.build.in_(recent), Result.tokens_per_s > 0,
+               Job.gpu_kind.in_(gpu_kinds), Job.backend.in_(sorted({k[1] for k in wanted})),
                Job.graph_mode.in_(sorted({k[2] for k in wanted})))
         .group_by(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash)
     )

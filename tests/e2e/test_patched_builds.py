@@ -57,5 +57,6 @@ def test_the_corrupt_drafts_patch_lowers_acceptance(base_cell, vllm_python, tmp_
     # On the tiny random model n-gram drafts are accepted at the first position only (36 of 144 drafts
     # unpatched): that is where acceptance falls.
     assert verdict.per_position[0].flagged and verdict.per_position[0].difference < 0
-    # The same work per step: tokens/s is not called worse (engine starts differ by about 10 % on CPU).
-    assert verdict.throughput.change is not Change.WORSE
+    # Fewer accepted tokens per step really lower tokens/s (1.35 -> 1.00 tokens a step, about 0.74x), but one
+    # engine start a side on this shared host cannot call that (starts differ up to 2.16x in tests/data/aa-cpu).
+    assert verdict.throughput.change in (Change.UNDECIDED, Change.UNCHANGED)
