@@ -84,6 +84,8 @@ class Build(Base):
     patch_sha256: Mapped[str | None] = mapped_column(String(64))
     source: Mapped[str | None] = mapped_column(String(1024))
     commit: Mapped[str | None] = mapped_column(String(64))
+    # When that commit was made: a cell's history runs in commit order, whatever order builds were measured in.
+    committed_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_seen_at: Mapped[datetime] = mapped_column(default=utcnow)
 

@@ -6,6 +6,7 @@ from sqlalchemy.orm import Session
 from app.results import cells as cell_service
 from app.results.cells import Cell
 from app.sweeps import service as sweeps
+from app.workers import service as workers
 
 CELL_KEYS = ["gpu_kind", "backend", "graph_mode", "method"]
 
@@ -69,6 +70,11 @@ def cells_frame(found: list[Cell]) -> pd.DataFrame:
             "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
         })
     return pd.DataFrame(rows)
+
+
+def commit_dates(*, session: Session, builds: set[str]) -> dict:
+    """Build label -> when its commit was made, where recorded."""
+    return workers.commit_dates(session=session, labels=builds)
 
 
 def run_facts(found: list[Cell]) -> dict[str, str]:

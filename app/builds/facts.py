@@ -43,6 +43,7 @@ class BuildFacts(BaseModel):
     patch_files: list[str] = Field(default_factory=list)
     source: str | None = Field(default=None, description="The wheel's path or URL, or the pip requirement")
     commit: str | None = None
+    committed_at: datetime | None = None
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
 

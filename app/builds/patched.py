@@ -8,6 +8,7 @@ interpreter is the base's, run with the copy first on PYTHONPATH.
 import os
 import shutil
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 from app.builds import diffs
@@ -17,7 +18,9 @@ from app.enums import BuildKind
 SITE = "site"
 
 
-def create(*, label: str, base: str, patch: Path, root: Path, commit: str | None = None) -> BuildFacts:
+def create(
+    *, label: str, base: str, patch: Path, root: Path, commit: str | None = None, committed_at: datetime | None = None
+) -> BuildFacts:
     """Make ``root/label`` from the build ``base`` (a label under ``root`` or an interpreter) and ``patch``.
 
     The patch must be a unified diff with git's a/ and b/ prefixes; its files under ``vllm/`` are
@@ -62,6 +65,7 @@ def create(*, label: str, base: str, patch: Path, root: Path, commit: str | None
             patch_sha256=diffs.sha256(text),
             patch_files=[change.path for change in changes],
             commit=commit,
+            committed_at=committed_at,
         )
         write_facts(folder, facts)
     except BaseException:

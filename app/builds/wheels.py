@@ -7,6 +7,7 @@ are the base's, shared, not downloaded again.
 
 import shutil
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 from app.builds.facts import BuildError, BuildFacts, folder_for, probe, resolve_base, write_facts, write_wrapper
@@ -17,7 +18,10 @@ _SITE_PACKAGES = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
 _BASE_PYTHON = "import sys; print(getattr(sys, '_base_executable', sys.executable))"
 
 
-def create(*, label: str, base: str, requirement: str, kind: BuildKind, root: Path, commit: str | None = None) -> BuildFacts:
+def create(
+    *, label: str, base: str, requirement: str, kind: BuildKind, root: Path, commit: str | None = None,
+    committed_at: datetime | None = None,
+) -> BuildFacts:
     """Make ``root/label`` with ``requirement`` (a wheel's path or URL, or a pip requirement) over ``base``.
 
     Raises
@@ -48,7 +52,7 @@ def create(*, label: str, base: str, requirement: str, kind: BuildKind, root: Pa
             raise BuildError(f"{requirement} installed no vllm package: the new environment still imports the base's")
         facts = BuildFacts(
             label=label, kind=kind, vllm_version=built.version, base=base, interpreter=str(python),
-            source=requirement, commit=commit,
+            source=requirement, commit=commit, committed_at=committed_at,
         )
         write_facts(folder, facts)
     except BaseException:

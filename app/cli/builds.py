@@ -1,5 +1,6 @@
 """``draftbench build create``: a build of a pull request, from a patch, a wheel or a pip requirement."""
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +20,7 @@ def create(
     wheel: Annotated[str | None, typer.Option(help="A vLLM wheel's path or URL (changes to compiled code)")] = None,
     pip: Annotated[str | None, typer.Option(help="A pip requirement for vLLM, e.g. 'vllm==0.33.0'")] = None,
     commit: Annotated[str | None, typer.Option(help="The commit the build stands for (recorded)")] = None,
+    commit_date: Annotated[str | None, typer.Option(help="When that commit was made, ISO 8601 with a zone (a cell's history runs in commit order)")] = None,
     root: Root = None,
 ) -> None:
     """Make a build beside its base and print the --build argument a worker takes for it.
@@ -36,18 +38,30 @@ def create(
     # The label becomes a folder name and a registered label: the worker's rule applies here too.
     if not _valid_label(label):
         raise CliError(f"label {label!r}: use letters, digits and . _ + - only")
+    committed_at = _commit_date(commit_date) if commit_date else None
     where = (root or DEFAULT_ROOT).expanduser()
     try:
         if patch is not None:
-            facts = patched.create(label=label, base=base, patch=patch, root=where, commit=commit)
+            facts = patched.create(label=label, base=base, patch=patch, root=where, commit=commit, committed_at=committed_at)
         else:
             kind = BuildKind.WHEEL if wheel else BuildKind.PIP
-            facts = wheels.create(label=label, base=base, requirement=wheel or pip, kind=kind, root=where, commit=commit)
+            facts = wheels.create(label=label, base=base, requirement=wheel or pip, kind=kind, root=where, commit=commit,
+                                  committed_at=committed_at)
     except (BuildError, diffs.DiffError) as exc:
         raise CliError(str(exc)) from None
     detail = f"patch {facts.patch_sha256[:12]} ({', '.join(facts.patch_files)})" if facts.patch_sha256 else facts.source
     print(f"build {label}: vLLM {facts.vllm_version} from {base} + {detail}")
     print(f"--build={label}={where / label / WRAPPER}")
+
+
+def _commit_date(text: str) -> datetime:
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise CliError(f"--commit-date {text!r}: not an ISO 8601 date and time (e.g. 2026-11-30T12:00:00+00:00)") from None
+    if when.tzinfo is None:
+        raise CliError(f"--commit-date {text!r}: give its zone (e.g. +00:00 or Z)")
+    return when
 
 
 def _valid_label(label: str) -> bool:

@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from app.enums import BuildKind, GpuKind, JobState
 from app.schemas.base import Input
@@ -18,6 +18,7 @@ class BuildFactsIn(Input):
     patch_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     source: str | None = Field(default=None, max_length=1024)
     commit: str | None = Field(default=None, max_length=64)
+    committed_at: AwareDatetime | None = Field(default=None, description="When the commit was made (ISO 8601 with a zone)")
 
 
 class BuildInfo(BuildFactsIn):
@@ -51,6 +52,7 @@ class BuildOut(BaseModel):
     patch_sha256: str | None = None
     source: str | None = None
     commit: str | None = None
+    committed_at: datetime | None = None
     created_at: datetime
     last_seen_at: datetime
 

@@ -2,7 +2,7 @@
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -16,7 +16,7 @@ from app.workers import liveness
 
 
 # What ``draftbench build create`` records about a build, as BuildInfo and the Build row name them.
-BUILD_FACTS = ("kind", "base", "patch_sha256", "source", "commit")
+BUILD_FACTS = ("kind", "base", "patch_sha256", "source", "commit", "committed_at")
 
 
 def register(*, session: Session, request: RegisterRequest, token_id: int | None) -> tuple[Worker, str]:
@@ -36,7 +36,7 @@ def register(*, session: Session, request: RegisterRequest, token_id: int | None
             continue
         for name in ("vllm_version", *BUILD_FACTS):
             recorded, reported = getattr(build, name), getattr(info, name)
-            if recorded and reported and recorded != reported:
+            if recorded and reported and _comparable(recorded) != _comparable(reported):
                 raise ConflictError(
                     f"build {info.label!r} is recorded with {name} {recorded}, this worker's has "
                     f"{reported}: register it under another label"
@@ -79,6 +79,13 @@ def list_all(*, session: Session) -> list[Worker]:
 
 def list_builds(*, session: Session) -> list[Build]:
     return list(session.scalars(select(Build).order_by(Build.label)))
+
+
+def commit_dates(*, session: Session, labels: Iterable[str]) -> dict[str, datetime]:
+    """When each build's commit was made, for the builds that recorded it."""
+    rows = session.execute(select(Build.label, Build.committed_at).where(Build.label.in_(sorted(set(labels))),
+                                                                         Build.committed_at.is_not(None)))
+    return {label: when for label, when in rows}
 
 
 def build_labels(*, session: Session) -> list[str]:
@@ -126,3 +133,10 @@ def unserved(*, session: Session, needs: Iterable[Need], lease_seconds: float) -
             f"{need.jobs} job(s) wait until one registers"
         )
     return warnings
+
+
+def _comparable(value: object) -> object:
+    """A fact as stored and as reported compare equal: SQLite gives datetimes back without their zone (UTC)."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+    return value

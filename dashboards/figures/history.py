@@ -9,15 +9,15 @@ from dashboards.figures import to_svg
 
 
 def history(series: list[tuple[str, pd.DataFrame]]) -> str | None:
-    """``series``: (label, frame) with columns ran_at, acceptance(_low/_high), tokens_per_s(_low/_high),
+    """``series``: (label, frame) with columns when (the date a point is placed at), acceptance(_low/_high), tokens_per_s(_low/_high),
     acceptance_change, speed_change (booleans). None when nothing ran."""
     lines = []
     for label, frame in series:
-        ran = frame.dropna(subset=["ran_at"])
+        ran = frame.dropna(subset=["when"])
         if ran.empty:
             continue
         lines.append((label, tuple(
-            (r.ran_at.to_pydatetime(), *(None if pd.isna(v) else float(v) for v in
+            (r.when.to_pydatetime(), *(None if pd.isna(v) else float(v) for v in
              (r.acceptance, r.acceptance_low, r.acceptance_high, r.tokens_per_s, r.tokens_per_s_low, r.tokens_per_s_high)),
              bool(r.acceptance_change), bool(r.speed_change))
             for r in ran.itertuples())))

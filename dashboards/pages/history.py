@@ -29,9 +29,9 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
     series = []
     if not frame.empty:
         frame["sweep"] = [c.sweep_ids[-1] for c in cells]
-        frame = frame.sort_values("ran_at", na_position="first")
+        frame["committed_at"] = frame["build"].map(data.commit_dates(session=session, builds=set(frame["build"])))
         for (gpu, method, backend, mode), group in frame.groupby(["gpu_kind", "method", "backend", "graph_mode"], sort=True):
-            group = group.copy()
+            group = _placed(group.copy())
             group["acceptance_change"] = _flags(group, "acceptance", MIN_ACCEPTANCE_CHANGE)
             group["speed_change"] = _flags(group, "tokens_per_s", MIN_SPEED_CHANGE)
             series.append((f"{gpu} {method} {backend} {mode}", group))
@@ -40,6 +40,15 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
     figure = history(series[:SHOWN])
     return render.page(request, "history.html", filters, series=series, figure=figure, shown=SHOWN,
                        facts=data.run_facts(cells), csv_link=filters.link("/history", format="csv"))
+
+
+def _placed(group: pd.DataFrame) -> pd.DataFrame:
+    """A series in the order of its builds' commits when every build recorded its commit date, else in the order
+    they ran; ``when`` holds the date it is placed at and ``placed_by`` which one it is."""
+    by_commit = bool(group["committed_at"].notna().all())
+    group["when"] = group["committed_at"] if by_commit else group["ran_at"]
+    group["placed_by"] = "commit" if by_commit else "run"
+    return group.sort_values("when", na_position="first")
 
 
 def _flags(group: pd.DataFrame, column: str, minimum: float) -> list[bool]:

@@ -2,7 +2,10 @@
 
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
+
+from app.builds.facts import read_facts
 
 from tests.builds.conftest import PROPOSER, diff
 
@@ -17,9 +20,11 @@ def test_create_prints_the_workers_build_argument(tmp_path: Path, base_python: P
     patch = tmp_path / "pr.diff"
     patch.write_text(diff("vllm/v1/proposer.py", PROPOSER, "def propose(tokens):\n    return []\n"))
     done = _draftbench("build", "create", "pr-1", "--from", str(base_python), "--patch", str(patch),
-                       "--root", str(tmp_path / "builds"))
+                       "--root", str(tmp_path / "builds"), "--commit", "abc1234", "--commit-date", "2026-11-20T09:00:00Z")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == f"--build=pr-1={tmp_path / 'builds' / 'pr-1' / 'python'}"
+    facts = read_facts(tmp_path / "builds" / "pr-1" / "python")
+    assert (facts.commit, facts.committed_at) == ("abc1234", datetime(2026, 11, 20, 9, tzinfo=UTC))
 
 
 def test_create_refuses_a_compiled_change_in_one_line(tmp_path: Path, base_python: Path) -> None:
@@ -36,3 +41,7 @@ def test_create_wants_one_source_and_a_clean_label(tmp_path: Path, base_python: 
     assert done.stderr.strip() == "draftbench: give exactly one of --patch, --wheel or --pip (got --wheel, --pip)"
     done = _draftbench("build", "create", "pr 1", "--from", str(base_python), "--pip", "vllm")
     assert done.stderr.strip() == "draftbench: label 'pr 1': use letters, digits and . _ + - only"
+    done = _draftbench("build", "create", "pr-1", "--from", str(base_python), "--pip", "vllm", "--commit-date", "2026-11-20 09:00")
+    assert done.stderr.strip() == "draftbench: --commit-date '2026-11-20 09:00': give its zone (e.g. +00:00 or Z)"
+    done = _draftbench("build", "create", "pr-1", "--from", str(base_python), "--pip", "vllm", "--commit-date", "yesterday")
+    assert done.stderr.strip().startswith("draftbench: --commit-date 'yesterday': not an ISO 8601 date")

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.main import create_app
-from tests.conftest import TOKEN
+from tests.conftest import AUTH, TOKEN
 from tests.dashboards.h200 import copy_of, imported_matrix
 from tests.dashboards.test_pages import tables
 
@@ -140,3 +140,31 @@ def test_a_submitted_form_with_every_field_blank_is_no_filter(h200: TestClient) 
     for page in ["/matrix", "/fallback", "/alarms?min_effect=", "/history", "/crashes", "/compare?base=&head="]:
         response = h200.get(f"{page}{'&' if '?' in page else '?'}{blank}")
         assert response.status_code == 200, (page, response.text[:300])
+
+
+def test_history_runs_in_commit_order_once_every_build_has_its_commit_date(tmp_path: Path) -> None:
+    """The capture-bug build ran after the unpatched one; registered as committed earlier, it comes first."""
+    cell = "/history?gpu_kind=H200&method=draft_model&backend=FLASHINFER&graph_mode=FULL_DECODE_ONLY"
+    for client in _client(copy_of("capture-bug", tmp_path)):
+        def builds() -> list[tuple[str, str]]:
+            [_, *rows] = tables(client.get(cell).text)["points"]
+            return [(cells[1], cells[2].split()[-1]) for _, cells in rows]
+
+        assert builds() == [("vllm-0.26.0", "(ran)"), ("vllm-0.26.0-fi-full", "(ran)")]
+        dates = {"vllm-0.26.0": "2026-11-20T09:00:00+00:00", "vllm-0.26.0-fi-full": "2026-11-10T09:00:00Z"}
+        answer = client.post("/api/v1/workers", headers=AUTH, json={
+            "name": "w", "host": "h", "gpu_kinds": ["H200"],
+            "builds": [{"label": label, "committed_at": when} for label, when in dates.items()]})
+        assert answer.status_code == 201, answer.text
+        assert builds() == [("vllm-0.26.0-fi-full", "(committed)"), ("vllm-0.26.0", "(committed)")]
+        # The same date again is no conflict; another is (a build's facts are written once).
+        again = {"name": "w", "host": "h", "gpu_kinds": ["H200"], "builds": [{"label": "vllm-0.26.0", "committed_at": dates["vllm-0.26.0"]}]}
+        assert client.post("/api/v1/workers", headers=AUTH, json=again).status_code == 201
+        again["builds"][0]["committed_at"] = "2026-11-21T09:00:00+00:00"
+        assert client.post("/api/v1/workers", headers=AUTH, json=again).status_code == 409
+
+
+def test_a_commit_date_without_its_zone_is_refused(client: TestClient) -> None:
+    body = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "b", "committed_at": "2026-11-20T09:00:00"}]}
+    answer = client.post("/api/v1/workers", headers=AUTH, json=body)
+    assert answer.status_code == 422 and "committed_at" in answer.text
