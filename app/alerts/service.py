@@ -1,7 +1,8 @@
 """Alerts: each cell's history across builds, and the regression still open at its end.
 
 A cell's history is its tokens/s (the median of its repeats) and its acceptance on each build of its GPU
-kind, builds ordered by when the cell last ran on them. ``changepoints.open_regression`` finds a drop
+kind, builds in commit order when every one of them recorded its commit date, else in the order the cell
+last ran on them (as ``/history`` places them). ``changepoints.open_regression`` finds a drop
 still open at the end; an alert names it by its metric, cell and first bad build, so an acknowledgement
 (``AlertAck``) holds until the drop is fixed or its first bad build moves.
 """
@@ -20,6 +21,7 @@ from app.errors import ConflictError, NotFoundError
 from app.models import AlertAck, Job
 from app.results import cells as cells_service
 from app.results.cells import Cell, CellScope
+from app.workers import service as workers
 
 # A drop smaller than this (relative) is not an alert: the compare verdict's default change of tokens/s.
 MIN_CHANGE = DEFAULT_THRESHOLD
@@ -53,9 +55,13 @@ def find(*, session: Session) -> list[Alert]:
     for cell in cells_service.load(session=session, scope=CellScope()):
         if cell.ran:
             histories[(cell.gpu_kind, cell.backend, cell.graph_mode, cell.variant)].append(cell)
+    committed = workers.commit_dates(session=session, labels={c.build for h in histories.values() for c in h})
     found = []
     for key, history in histories.items():
-        history.sort(key=lambda c: (c.ran_at is None, c.ran_at or 0, c.build))
+        if all(c.build in committed for c in history):
+            history.sort(key=lambda c: (committed[c.build], c.build))
+        else:
+            history.sort(key=lambda c: (c.ran_at is None, c.ran_at or 0, c.build))
         for metric in METRICS:
             points = [(c, _value(metric, c)) for c in history]
             points = [(c, v) for c, v in points if v is not None]
