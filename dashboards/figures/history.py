@@ -9,7 +9,7 @@ from dashboards.figures import to_svg
 
 
 def history(series: list[tuple[str, pd.DataFrame]]) -> str | None:
-    """``series``: (label, frame) with columns when (the date a point is placed at), acceptance(_low/_high), tokens_per_s(_low/_high),
+    """``series``: (label, frame) with columns when (the date a point is placed at), placed_by, acceptance(_low/_high), tokens_per_s(_low/_high),
     acceptance_change, speed_change (booleans). None when nothing ran."""
     lines = []
     for label, frame in series:
@@ -21,11 +21,14 @@ def history(series: list[tuple[str, pd.DataFrame]]) -> str | None:
              (r.acceptance, r.acceptance_low, r.acceptance_high, r.tokens_per_s, r.tokens_per_s_low, r.tokens_per_s_high)),
              bool(r.acceptance_change), bool(r.speed_change))
             for r in ran.itertuples())))
-    return _draw(tuple(lines)) if lines else None
+    placed = {str(frame["placed_by"].iloc[0]) for _, frame in series if not frame.empty}
+    axis = {frozenset({"commit"}): "commit date (UTC)", frozenset({"run"}): "when the run ran (UTC)"}.get(
+        frozenset(placed), "commit date, or when it ran for series without commit dates (UTC)")
+    return _draw(tuple(lines), axis) if lines else None
 
 
 @lru_cache(maxsize=256)
-def _draw(lines: tuple) -> str:
+def _draw(lines: tuple, axis: str) -> str:
     fig = Figure(figsize=(9, 6.2))
     top, bottom = fig.subplots(2, 1, sharex=True)
     for label, points in lines:
@@ -41,7 +44,7 @@ def _draw(lines: tuple) -> str:
                 ax.scatter(*zip(*changed, strict=True), s=160, facecolors="none", edgecolors="red", linewidths=2, zorder=5)
     top.set_ylabel("acceptance rate")
     bottom.set_ylabel("output tokens/s")
-    bottom.set_xlabel("when the run ran (UTC); red ring: change point")
+    bottom.set_xlabel(f"{axis}; red ring: change point")
     top.set_title("History across runs (95 % intervals)", fontsize=10)
     top.legend(fontsize=7, loc="best")
     fig.autofmt_xdate()
