@@ -41,15 +41,17 @@ def main() -> None:
     parser.add_argument("--more", type=Path, action="append", default=[], help="Another batch's database")
     parser.add_argument("--peer", type=Path, help="benchmarks/peer_check.py's output folders, one per check")
     args = parser.parse_args()
-    rows = [row for db in (args.db, *args.more) for row in _open(db).execute(CELLS).fetchall()]
+    databases = [_open(db) for db in (args.db, *args.more)]
+    rows = [row for db in databases for row in db.execute(CELLS).fetchall()]
+    serve_rows = [row for db in databases for row in db.execute(SERVING).fetchall()]
     cells(rows)
     efficiency(rows, args.before)
     calibration(rows)
     if args.capture:
         capture(_open(args.capture).execute(CELLS).fetchall(), rows)
-    serving([row for db in (args.db, *args.more) for row in _open(db).execute(SERVING).fetchall()])
+    serving(serve_rows)
     if args.peer:
-        peer(args.peer, rows, [row for db in (args.db, *args.more) for row in _open(db).execute(SERVING).fetchall()])
+        peer(args.peer, rows, serve_rows)
     for db in (args.db, *args.more):
         two_gpus(db)
 

@@ -5,7 +5,7 @@
 
 SWEEP.yaml is a sweep of one cell (``${NAME}`` placeholders filled from ``--models``, as
 benchmarks/h200_proof.py fills them). Its engine arguments become the tool's flags exactly as the
-serving mode turns them into the server's (``runners/serving.py``), so both run the same engine.
+serving mode turns them into the server's (``runners/serving.engine_flags``), so both run the same engine.
 
 - ``throughput``: ``vllm bench throughput`` ``--runs`` times, each a new process, on the cell's
   random workload (``--dataset-name random``, the cell's ``input_len``, ``max_tokens`` as output
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.schemas.sweep import SweepSpec  # noqa: E402
-from app.sweeps import matrix  # noqa: E402
+from app.sweeps import matrix, parsing  # noqa: E402
 from runners import serving  # noqa: E402
 from runners.cell import counters_delta, engine_arg_names, engine_kwargs  # noqa: E402
 
@@ -70,30 +70,25 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     spec = cell_of(args.sweep, args.models, backend=args.backend, concurrency=args.concurrency)
     (args.out / "cell.json").write_text(json.dumps(spec, indent=2))
-    flags = serving.server_argv(engine_kwargs(spec, engine_arg_names()), 0)[7:]
+    kwargs = engine_kwargs(spec, engine_arg_names())
     env = os.environ | {"CUDA_VISIBLE_DEVICES": args.gpu, "PYTHONUNBUFFERED": "1"}
     log = open(args.out / "peer.log", "ab")  # noqa: SIM115 - the children write to it
     if args.tool == "throughput":
-        throughput(spec, flags, args.out, args.runs, env, log)
+        throughput(spec, serving.engine_flags(kwargs), args.out, args.runs, env, log)
     else:
-        serve(spec, flags, args.out, env, log)
+        serve(spec, kwargs, args.out, env, log)
 
 
 def cell_of(sweep_file: Path, models: Path, *, backend: str | None, concurrency: int | None) -> dict:
     """The sweep's one cell (on ``backend`` at ``concurrency`` where given), as the worker would run it."""
     names = {name.upper(): str(path) for name, path in ((p.name, p) for p in models.iterdir())}
-    spec = SweepSpec.model_validate_json(json.dumps(_yaml(string.Template(sweep_file.read_text()).substitute(names))))
+    text = string.Template(sweep_file.read_text()).substitute(names)
+    spec = SweepSpec.model_validate(parsing.load(text.encode(), parsing.YAML_TYPES[0]))
     cells = [cell for cell in matrix.expand(spec) if backend in (None, cell.spec.backend)
              and concurrency in (None, cell.spec.concurrency)]
     if len(cells) != 1:
         raise SystemExit(f"{sweep_file} has {len(cells)} cells on backend {backend}, concurrency {concurrency}; the peer check runs one")
     return matrix.canonical(cells[0].spec)
-
-
-def _yaml(text: str) -> dict:
-    import yaml
-
-    return yaml.safe_load(text)
 
 
 def dataset_flags(workload: dict) -> list[str]:
@@ -128,12 +123,12 @@ def throughput(spec: dict, flags: list[str], out: Path, runs: int, env: dict, lo
               f"in {data['elapsed_time']:.2f} s; process {wall:.0f} s", flush=True)
 
 
-def serve(spec: dict, flags: list[str], out: Path, env: dict, log) -> None:  # noqa: ANN001
+def serve(spec: dict, kwargs: dict, out: Path, env: dict, log) -> None:  # noqa: ANN001
     workload = spec["workload"]
     port = serving._free_port()
     base = f"http://127.0.0.1:{port}"
-    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1", "--port", str(port), *flags]
-    server = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(serving.server_argv(kwargs, port), env=env, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
     try:
         serving.wait_healthy(base, server, timeout_s=RUN_TIMEOUT_S)
         before = serving.scrape(base)

@@ -88,13 +88,19 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float, cell: A
 
 
 def server_argv(kwargs: dict[str, Any], port: int) -> list[str]:
-    """``python -m vllm.entrypoints.openai.api_server`` with the engine's keyword arguments as flags.
+    """``python -m vllm.entrypoints.openai.api_server`` with the engine's keyword arguments as flags."""
+    return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1", "--port", str(port),
+            *engine_flags(kwargs)]
+
+
+def engine_flags(kwargs: dict[str, Any]) -> list[str]:
+    """The engine's keyword arguments as vLLM's command-line flags (the server's, and ``vllm bench``'s).
 
     ``x_y=True`` is ``--x-y``, ``False`` is ``--no-x-y``; mappings travel as JSON; lists as one value
     each; ``disable_log_stats`` and per-request metrics are for offline runs and are left out (the
     server logs stats by default).
     """
-    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1", "--port", str(port)]
+    argv: list[str] = []
     for key, value in kwargs.items():
         if key in ("disable_log_stats", "per_request_spec_decode_metrics") or value is None:
             continue

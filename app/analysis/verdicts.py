@@ -40,7 +40,9 @@ Z_THRESHOLD = 5.0
 # Fewer history points than this (after trimming) say too little about the noise: the default applies.
 MIN_HISTORY = 5
 # How far back the history goes (Conbench's DISTRIBUTION_COMMITS is 100).
-LOOKBACK = 100
+# A cell's history is read this many builds back (app.results.compare_runs reads no more, so a page costs the
+# same however long the project has run).
+LOOKBACK = 10
 # History values further than this many scaled MADs from its median are outliers, left out of the spread.
 TRIM_MADS = 5.0
 _MAD_TO_SD = 1.4826  # MAD x 1.4826 estimates the standard deviation of a normal sample

@@ -19,9 +19,6 @@ from app.models import Job, Result, Sweep
 from app.results import cells as cells_service
 from app.results.cells import Cell, CellScope
 
-# Conbench's lookback: a cell's history is read from its last builds only, so judging a change costs the
-# same however long the project has run, and a threshold follows the noise of recent builds.
-HISTORY_BUILDS = 10
 
 MatchKey = tuple[str, str, str, str]
 
@@ -92,7 +89,7 @@ def between(*, session: Session, base: CellScope | None, head: CellScope | None)
 
 
 def histories(*, session: Session, head: list[Cell], exclude: set[str]) -> dict[MatchKey, list[float]]:
-    """Each head cell's tokens/s on the last ``HISTORY_BUILDS`` other builds (not in ``exclude``: the two
+    """Each head cell's tokens/s on the last ``verdicts.LOOKBACK`` other builds (not in ``exclude``: the two
     compared) that ran on its GPU kinds, oldest build first.
 
     A build's point is the mean of its repeats' medians there (Conbench's per-commit mean), averaged in SQL:
@@ -106,7 +103,7 @@ def histories(*, session: Session, head: list[Cell], exclude: set[str]) -> dict[
     recent = session.scalars(
         select(Job.build)
         .where(Job.state == JobState.SUCCEEDED, Job.build.not_in(sorted(exclude)), Job.gpu_kind.in_(gpu_kinds))
-        .group_by(Job.build).order_by(func.max(Job.finished_at).desc()).limit(HISTORY_BUILDS)
+        .group_by(Job.build).order_by(func.max(Job.finished_at).desc()).limit(verdicts.LOOKBACK)
     ).all()
     first_finished = func.min(Job.finished_at)
     stmt = (
