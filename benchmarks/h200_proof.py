@@ -39,6 +39,8 @@ MODELS = {
     "TARGET": ["--layers", "8", "--hidden", "1024", "--heads", "16", "--kv-heads", "8"],
     # Qwen3-8B's published sizes: 36 layers, hidden 4096 (intermediate 3 x 4096), 32 heads of 128, 8 KV heads.
     "QWEN3_8B": ["--layers", "36", "--hidden", "4096", "--heads", "32", "--kv-heads", "8", "--vocab", "151936"],
+    # A draft for it of Qwen3-0.6B's depth and width (28 layers, hidden 1024) and the same tokenizer.
+    "QWEN3_0_6B": ["--layers", "28", "--hidden", "1024", "--heads", "16", "--kv-heads", "8", "--vocab", "151936"],
 }
 
 

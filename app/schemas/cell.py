@@ -49,13 +49,24 @@ class Workload(Input):
     )
     temperature: float = Field(default=0.0, ge=0.0, le=10.0)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
-    warmup_prompts: int = Field(default=2, ge=0, le=1000, description="Prompts run once before measuring")
+    warmup_prompts: int | None = Field(
+        default=None, ge=0, le=100_000,
+        description="Prompts run once before measuring, at the measured batch size or concurrency; default: "
+        "num_prompts (one whole pass, so the rounds meet no batch shape the warm-up did not compile)",
+    )
     rounds: int = Field(
         default=5, ge=1, le=1000, description="Measured rounds inside one engine start (tokens/s: their median)"
     )
     min_window_s: float = Field(
         default=5.0, ge=0.0, le=3600.0, description="Each round repeats the workload until it has run this long"
     )
+
+    @model_validator(mode="after")
+    def _warmup_defaults_to_one_pass(self) -> "Workload":
+        # Resolved here, not in the cell, so the canonical config (and its hash) says what ran.
+        if self.warmup_prompts is None:
+            self.warmup_prompts = self.num_prompts
+        return self
 
     @model_validator(mode="after")
     def _random_fields_only_for_random(self) -> "Workload":
