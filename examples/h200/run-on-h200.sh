@@ -8,7 +8,7 @@
 # Everything it keeps goes to $OUT: the database, the service's and worker's logs, peer.tar.
 # Call it again on the same warm machine to wait for the rest.
 set -euo pipefail
-export PYTHONPATH=/tmp/site NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONPATH=/tmp/site:$PWD NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 if [ ! -d /tmp/site/vllm ]; then bash .gpu/install.sh; fi
 if [ ! -d /tmp/site/alembic ]; then
   mkdir -p /tmp/extras && tar xf .gpu/extras.tar -C /tmp/extras
