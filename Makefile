@@ -12,7 +12,7 @@ DEMO_PORT   ?= 8765
 DEMO_TOKEN  ?= demo-token
 PG_URL      ?= postgresql://postgres@127.0.0.1:5432/test
 
-.PHONY: install vllm-env browser compose-cli postgres test demo demo-stop bench clean
+.PHONY: install vllm-env browser compose-cli postgres test demo demo-stop bench h200-data clean
 
 install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -56,6 +56,24 @@ demo-stop:
 bench: install vllm-env postgres
 	$(VPY) benchmarks/queue_claims.py --pg $(PG_URL)
 	DRAFTBENCH_VLLM_PYTHON=$(VLLM_PY) $(VPY) benchmarks/worker_overhead.py
+
+# tests/data/h200-2026-11-30/DB/SWEEP: each sweep `draftbench export` writes from the H200 databases of
+# tests/data/h200-proof-2026-11-30 (copied first: export migrates the database it reads). One line per sweep.
+H200_DATA   := tests/data/h200-2026-11-30
+H200_SWEEPS := proof:h200-matrix
+H200_SWEEPS += batch2:h200-matrix-rest
+H200_SWEEPS += batch2:h200-qwen3-8b-shape
+H200_SWEEPS += batch2:h200-serving
+H200_SWEEPS += batch2:h200-fallback-repeats
+H200_SWEEPS += capture-bug:h200-capture-bug
+
+h200-data:
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	for pair in $(H200_SWEEPS); do db=$${pair%%:*}; sweep=$${pair#*:}; \
+	  [ -f $$tmp/$$db.sqlite ] || cp tests/data/h200-proof-2026-11-30/$$db.sqlite $$tmp/; \
+	  rm -rf $(H200_DATA)/$$db/$$sweep; \
+	  DRAFTBENCH_DATABASE_URL=sqlite:///$$tmp/$$db.sqlite $(VPY) -m app.cli export $$sweep $(H200_DATA)/$$db/$$sweep; \
+	done
 
 clean: demo-stop
 	rm -rf var

@@ -2,11 +2,13 @@
 
 ``draftbench expand`` writes ``sweep.json`` and ``cells/NAME/spec.json``; ``runners/offline.py``
 adds ``cell.log``, ``exit.json`` and ``result.json`` beside each spec; ``draftbench import`` reads
-them back here and hands the outcomes to app.sweeps.imports, which stores them.
+them back here and hands the outcomes to app.sweeps.imports, which stores them. ``draftbench export``
+writes a sweep of the database the same way (``write_runs``, from app.sweeps.exports).
 """
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from app.schemas.cell import CellSpec
 from app.schemas.sweep import SweepSpec
 from app.sweeps import matrix
 from app.sweeps.imports import RanCell
+from runners.offline import FINISHED_AT_FORMAT, exit_record
 from runners.outcome import outcome_of
 
 
@@ -32,6 +35,29 @@ def write_cells(spec: SweepSpec, folder: Path) -> int:
             cell_dir.mkdir(exist_ok=True)
             (cell_dir / "spec.json").write_text(json.dumps(matrix.canonical(cell.spec), indent=2))
     return len(cells)
+
+
+def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanCell], cut_logs: Mapping[tuple[int, int], str]) -> None:
+    """The folder ``read_folder`` reads back as these runs: ``write_cells``'s files, and beside each run's
+    spec its ``cell.log``, ``exit.json`` and (when it has one) ``result.json``.
+
+    ``cut_logs`` are logs of cells that did not run to an end, written without ``exit.json`` as
+    runners/offline.py leaves a cell its budget cut. Raises FileExistsError for a folder that is not empty.
+    """
+    if folder.exists() and any(folder.iterdir()):
+        raise FileExistsError(f"{folder} is not empty")
+    write_cells(spec, folder)
+    for (cell_index, repeat), log in cut_logs.items():
+        (folder / "cells" / cell_dir_name(cell_index, repeat) / "cell.log").write_bytes(log.encode())
+    for cell in ran:
+        cell_dir = folder / "cells" / cell_dir_name(cell.cell_index, cell.repeat)
+        outcome = cell.outcome
+        (cell_dir / "cell.log").write_bytes(cell.log.encode())
+        if outcome.result is not None:
+            (cell_dir / "result.json").write_text(outcome.result.model_dump_json(indent=2))
+        exit_info = exit_record(exit_code=outcome.exit_code, signal=outcome.signal, timed_out=outcome.timed_out,
+                                duration_s=outcome.duration_s, finished_at=cell.finished_at)
+        (cell_dir / "exit.json").write_text(json.dumps(exit_info))
 
 
 def read_folder(folder: Path) -> tuple[SweepSpec, list[RanCell], str]:
@@ -57,7 +83,8 @@ def read_folder(folder: Path) -> tuple[SweepSpec, list[RanCell], str]:
 
 def _ran(cell_dir: Path, cell_index: int, repeat: int, spec: CellSpec) -> RanCell:
     exit_info = json.loads((cell_dir / "exit.json").read_text())
-    log = (cell_dir / "cell.log").read_text(errors="replace") if (cell_dir / "cell.log").is_file() else ""
+    # Bytes, as the worker reads its cells' logs: text mode would turn vLLM's progress bars' \r into \n.
+    log = (cell_dir / "cell.log").read_bytes().decode(errors="replace") if (cell_dir / "cell.log").is_file() else ""
     outcome = outcome_of(
         spec,
         log=log,
@@ -69,7 +96,7 @@ def _ran(cell_dir: Path, cell_index: int, repeat: int, spec: CellSpec) -> RanCel
     )
     # offline.py records when each cell finished; older folders without it take the files' time.
     finished_at = (
-        datetime.strptime(exit_info["finished_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        datetime.strptime(exit_info["finished_at"], FINISHED_AT_FORMAT).replace(tzinfo=UTC)
         if exit_info.get("finished_at")
         else datetime.fromtimestamp((cell_dir / "exit.json").stat().st_mtime, tz=UTC)
     )

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -24,6 +25,21 @@ if __package__ in (None, ""):
 from runners import execute  # noqa: E402
 
 CELL_SCRIPT = Path(__file__).with_name("cell.py")
+# exit.json's finished_at, in UTC to the second.
+FINISHED_AT_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def exit_record(
+    *, exit_code: int | None, signal: int | None, timed_out: bool, duration_s: float, finished_at: datetime
+) -> dict:
+    """What ``exit.json`` says of a cell's process: how it ended, how long it ran, and when it ended."""
+    return {
+        "exit_code": exit_code,
+        "signal": signal,
+        "timed_out": timed_out,
+        "duration_s": round(duration_s, 3),
+        "finished_at": finished_at.astimezone(timezone.utc).strftime(FINISHED_AT_FORMAT),
+    }
 
 
 def run_folder(folder: Path, *, python: str, only_missing: bool = False, budget_s: float | None = None) -> list[dict]:
@@ -50,13 +66,8 @@ def run_folder(folder: Path, *, python: str, only_missing: bool = False, budget_
         if finished.timed_out and left is not None and left < timeout_s:
             print(json.dumps({"cell": cell_dir.name, "cut": "budget spent mid-cell; run it again"}), flush=True)
             break
-        exit_info = {
-            "exit_code": finished.exit_code,
-            "signal": finished.signal,
-            "timed_out": finished.timed_out,
-            "duration_s": round(finished.duration_s, 3),
-            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
+        exit_info = exit_record(exit_code=finished.exit_code, signal=finished.signal, timed_out=finished.timed_out,
+                                duration_s=finished.duration_s, finished_at=datetime.now(timezone.utc))
         (cell_dir / "exit.json").write_text(json.dumps(exit_info))
         summary = {"cell": cell_dir.name, **exit_info}
         if (cell_dir / "result.json").is_file():

@@ -1,4 +1,4 @@
-"""``draftbench submit|status|expand|import``: sweeps from the command line, and sweeps run without the service."""
+"""``draftbench submit|status|expand|import|export``: sweeps from the command line, and sweeps run without the service."""
 
 import sys
 import time
@@ -87,6 +87,37 @@ def import_results(
                 console.print(f"already imported as sweep {sweep.id} '{sweep.name}': nothing added")
     finally:
         engine.dispose()
+
+
+def export_sweep(
+    sweep: Annotated[str, typer.Argument(help="The sweep's id or name")],
+    folder: Annotated[Path, typer.Argument(file_okay=False, help="A new or empty folder")],
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Write a sweep of the database as the folder `draftbench import` reads: sweep.json, and each cell's
+    spec.json with, for a cell that ran, its cell.log, exit.json and result.json."""
+    from app import db
+    from app.errors import NotFoundError
+    from app.sweeps import exports
+    from runners.folders import write_runs
+
+    engine = db.make_engine(upgraded(database_url))
+    try:
+        with db.session_scope(db.make_sessionmaker(engine)) as session:
+            try:
+                found = exports.find(session=session, ref=sweep)
+                done = exports.export(session=session, sweep=found)
+            except (NotFoundError, exports.ExportError) as exc:
+                raise CliError(str(exc), code=2) from None
+            name, ident = found.name, found.id
+    finally:
+        engine.dispose()
+    try:
+        write_runs(done.spec, folder, done.ran, done.cut_logs)
+    except FileExistsError as exc:
+        raise CliError(f"{exc}: export writes only into a new or empty folder", code=2) from None
+    states = ", ".join(f"{state} {count}" for state, count in sorted(done.states.items()))
+    console.print(f"sweep {ident} '{name}' written under {folder}: {len(done.ran)} of {done.states.total()} jobs ran ({states})")
 
 
 def import_bench(
@@ -204,4 +235,5 @@ def register(cli: typer.Typer) -> None:
     cli.command()(status)
     cli.command()(expand)
     cli.command("import")(import_results)
+    cli.command("export")(export_sweep)
     cli.command("import-bench")(import_bench)

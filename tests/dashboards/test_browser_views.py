@@ -11,7 +11,7 @@ import pytest
 
 from app.config import Settings
 from tests.conftest import TOKEN
-from tests.dashboards.h200 import copy_of, imported_matrix
+from tests.dashboards.h200 import MATRIX, imported
 from tests.factories import claim, complete, register_worker, submit, sweep_body, upload_log
 from tests.live import serve
 
@@ -21,10 +21,10 @@ SHOTS = ROOT / "var" / "screenshots"
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory, ngram_cell, self_draft_cell, synthetic_crash_log: str) -> Iterator[str]:  # noqa: ANN001
-    """The capture-bug database with the H200 matrix imported into it, and a CPU sweep whose cells ran on real
+    """The H200 matrix and the capture-bug sweep imported from their folders, and a CPU sweep whose cells ran on real
     vLLM (the session's ngram and draft_model cells, and a real crash's log) reported through the worker protocol."""
-    url = copy_of("capture-bug", tmp_path_factory.mktemp("site"))
-    imported_matrix(url)
+    url = f"sqlite:///{tmp_path_factory.mktemp('site') / 'site.db'}"
+    imported(url, *MATRIX, "capture-bug/h200-capture-bug")
     ran_cells = {"ngram": ngram_cell, "draft_model": self_draft_cell}
     with serve(Settings(database_url=url, token=TOKEN)) as base, httpx.Client(base_url=base, timeout=30) as http:
         worker = register_worker(http)
@@ -70,25 +70,25 @@ def test_index_shows_alarms_workers_and_sweeps(site: str, page, shots: Path) -> 
     page.goto(f"{site}/")
     assert page.locator("#alarms li").count() == 2
     assert page.locator("#workers tr").count() == 2  # the header and the live CPU worker
-    assert page.locator("#sweeps").get_by_role("link", name="h200-backends-x-graph-modes").count() == 1
+    assert page.locator("#sweeps").get_by_role("link", name="h200-matrix-rest").count() == 1
     _shot(page, shots, "index")
     page.locator("#alarms li").first.get_by_role("link", name="matrix").click()
     assert page.locator("#cells tr.alarm").count() == 2
 
 
 def test_fallback_headline_figures_and_filter(site: str, page, shots: Path) -> None:  # noqa: ANN001
-    page.goto(f"{site}/fallback?build=vllm-0.26.0-cu130")
-    assert "0.30x" in page.locator("#headline").inner_text()
+    page.goto(f"{site}/fallback?build=vllm-0.26.0")
+    assert "0.41x [0.36, 0.47]" in page.locator("#headline").inner_text()
     assert page.locator("figure.chart svg").count() == 2
     _shot(page, shots, "fallback")
     page.select_option("select[name=method]", "dflash")
     page.locator("#filters button").click()
     assert "method=dflash" in page.url and page.locator("figure.chart svg").count() == 1
-    assert page.locator("#costs tr").count() == 1 + 9
+    assert page.locator("#costs tr").count() == 1 + 12
 
 
 def test_matrix_heatmaps_toggle_and_crash_links(site: str, page, shots: Path) -> None:  # noqa: ANN001
-    page.goto(f"{site}/matrix?build=vllm-0.26.0-cu130")
+    page.goto(f"{site}/matrix?build=vllm-0.26.0")
     assert page.locator("figure.chart svg").count() == 2
     _shot(page, shots, "matrix-acceptance")
     page.get_by_role("link", name="output tokens/s (median over repeats)").click()

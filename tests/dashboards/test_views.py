@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from app.config import Settings
 from app.main import create_app
 from tests.conftest import AUTH, TOKEN
-from tests.dashboards.h200 import copy_of, imported_matrix
+from tests.dashboards.h200 import MATRIX, copy_of, imported
 from tests.dashboards.test_pages import tables
 
 PAGES = ["/", "/fallback", "/matrix", "/alarms", "/compare", "/history", "/crashes"]
@@ -24,9 +24,10 @@ def _client(url: str) -> Iterator[TestClient]:
 
 @pytest.fixture(scope="module")
 def h200(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    """The H200 matrix, imported from its raw folder."""
+    """The H200 matrix (3 backends x 4 graph modes x draft_model/dflash, 5 rounds a cell), imported from its two
+    sweeps' folders: 24 cells, 3 of the first sweep's left unrun when its lease ended."""
     url = f"sqlite:///{tmp_path_factory.mktemp('h200') / 'h200.db'}"
-    imported_matrix(url)
+    imported(url, *MATRIX)
     yield from _client(url)
 
 
@@ -38,11 +39,13 @@ def capture_bug(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient
 def test_fallback_names_the_most_expensive_fallback_first(h200: TestClient) -> None:
     html = h200.get("/fallback").text
     headline = html[html.index('id="headline"'):].split("</p>")[0]
-    # FLASHINFER downgraded FULL_DECODE_ONLY to PIECEWISE and left the DFlash draft eager: 1772 / 6006 tokens/s.
-    assert "FLASHINFER, dflash k=3 draft eager, target PIECEWISE (asked FULL_DECODE_ONLY): 0.30x" in headline
-    assert "of FLASH_ATTN with FULL_DECODE_ONLY" in headline and "no interval" in headline
+    # FLASHINFER downgraded FULL_AND_PIECEWISE to PIECEWISE and left the DFlash draft eager: 3574 / 8711 tokens/s,
+    # each the median of 5 rounds, whose order-statistic intervals give the ratio's.
+    assert "FLASHINFER, dflash k=3 draft eager, target PIECEWISE (asked FULL_AND_PIECEWISE): 0.41x [0.36, 0.47]" in headline
+    assert "of FLASH_ATTN with FULL_AND_PIECEWISE" in headline and "no interval" not in headline
     header, first, *_ = tables(html)["costs"]
-    assert first[0] == "fallback" and first[1][2:4] == ["FLASHINFER", "FULL_DECODE_ONLY"]
+    assert first[0] == "fallback" and first[1][2:4] == ["FLASHINFER", "FULL_AND_PIECEWISE"]
+    assert first[1][6:8] == ["3574 [3355, 3808]", "1 × 5"]
     assert html.count('class="chart"') == 2  # DFlash and draft_model on the H200
 
 
@@ -50,6 +53,23 @@ def test_fallback_of_the_proof_has_intervals_from_the_rounds(tmp_path: Path) -> 
     for client in _client(copy_of("proof", tmp_path)):
         html = client.get("/fallback?build=vllm-0.26.0&method=dflash").text
         assert "0.41x [0.36, 0.47] of FLASH_ATTN with FULL_AND_PIECEWISE" in html
+
+
+def test_every_exported_h200_sweep_imports_with_what_it_ran(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'all.db'}"
+    imported(url)
+    for client in _client(url):
+        sweeps = {cells[1]: cells[4] for _, cells in tables(client.get("/").text)["sweeps"][1:]}
+        # Jobs the lease cut short import as queued, beside those that never started.
+        assert sweeps == {"h200-matrix": "queued 3, succeeded 21", "h200-matrix-rest": "succeeded 4",
+                          "h200-qwen3-8b-shape": "succeeded 4", "h200-serving": "succeeded 4",
+                          "h200-fallback-repeats": "queued 11, succeeded 1", "h200-capture-bug": "succeeded 3"}
+        serving = {(r["backend"], r["concurrency"]): r for r in client.get("/api/v1/results").json() if r["mode"] == "serve"}
+        assert sorted(serving) == [("FLASHINFER", 1), ("FLASHINFER", 16), ("FLASH_ATTN", 1), ("FLASH_ATTN", 16)]
+        for backend in ("FLASH_ATTN", "FLASHINFER"):
+            one, sixteen = serving[(backend, 1)], serving[(backend, 16)]
+            assert sixteen["tokens_per_s"] > 10 * one["tokens_per_s"] and sixteen["rounds"] == one["rounds"] == 3
+            assert one["serving"]["ttft_ms"]["p50"] < sixteen["serving"]["ttft_ms"]["p50"]
 
 
 def test_the_capture_bug_is_flagged_on_the_alarms_page_the_matrix_and_the_api(capture_bug: TestClient) -> None:
@@ -75,7 +95,8 @@ def test_a_higher_minimum_effect_silences_the_alarm(capture_bug: TestClient) -> 
 
 def test_matrix_marks_degenerate_drafts_and_toggles_its_metric(h200: TestClient) -> None:
     html = h200.get("/matrix?method=dflash").text
-    assert html.count("degenerate 0.000") == 9 and "colorbar" not in html  # the legend is drawn, not named
+    # The random DFlash draft guesses nothing right in any of its 12 cells.
+    assert html.count("degenerate 0.000") == 12 and "colorbar" not in html  # the legend is drawn, not named
     assert "<strong>acceptance rate" in html
     toggled = h200.get("/matrix?method=dflash&metric=tokens_per_s").text
     assert "<strong>output tokens/s" in toggled and toggled.count('class="chart"') == 1
@@ -84,7 +105,7 @@ def test_matrix_marks_degenerate_drafts_and_toggles_its_metric(h200: TestClient)
 def test_filters_change_what_is_shown(h200: TestClient) -> None:
     every = tables(h200.get("/matrix").text)["cells"][1:]
     flashinfer = tables(h200.get("/matrix?backend=FLASHINFER").text)["cells"][1:]
-    assert len(every) == 18 and len(flashinfer) == 6
+    assert len(every) == 24 and len(flashinfer) == 8
     assert {cells[2] for _, cells in flashinfer} == {"FLASHINFER"}
 
 
@@ -98,13 +119,23 @@ def test_every_page_has_a_csv(h200: TestClient) -> None:
 
 def test_compare_a_sweep_with_itself_is_unchanged_everywhere(h200: TestClient) -> None:
     rows = tables(h200.get("/compare?base=1&head=1").text)["changes"][1:]
-    assert len(rows) == 18 and {cells[0] for _, cells in rows} == {"unchanged"}
+    assert len(rows) == 24 and {cells[0] for _, cells in rows} == {"unchanged"}
+
+
+def test_compare_the_matrix_with_the_sweep_that_finished_it(h200: TestClient) -> None:
+    # Sweep 2 ran the last 4 TRITON_ATTN cells again: 3 that sweep 1 left unrun, 1 that ran in both.
+    rows = {(cells[2], cells[4]): cells for _, cells in tables(h200.get("/compare?base=1&head=2").text)["changes"][1:]}
+    assert len(rows) == 4
+    both = rows[("draft_model k=3", "FULL_DECODE_ONLY")]
+    assert both[0] == "undecided" and both[5:7] == ["4810 [2519, 9187]", "5893 [3271, 10618]"]
+    assert "not enough repeats" in both[12]
+    assert all(cells[5] == "—" for key, cells in rows.items() if key != ("draft_model k=3", "FULL_DECODE_ONLY"))
 
 
 def test_history_of_one_cell_links_each_point_to_its_run(h200: TestClient) -> None:
     html = h200.get("/history?gpu_kind=H200&method=dflash&backend=FLASHINFER&graph_mode=FULL_DECODE_ONLY").text
     [_, (_, cells)] = tables(html)["points"]
-    assert cells[1] == "vllm-0.26.0-cu130" and "1,772" not in cells[5] and cells[5].startswith("1772")
+    assert cells[1] == "vllm-0.26.0" and "2,926" not in cells[5] and cells[5].startswith("2926 [2725, 3142]")
     assert 'href="/sweeps/1"' in html and 'id="history-chart"' in html
 
 

@@ -1,14 +1,16 @@
-"""Cells as files: ``draftbench expand`` writes the same cells that ran on the H200, and reading a folder back."""
+"""Cells as files: ``draftbench expand`` writes the same cells that ran on the H200, reading a folder back, and
+writing runs (``draftbench export``) as the folder that reads back as them."""
 
 import json
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 from app.schemas.cell import CellSpec
 from app.schemas.sweep import SweepSpec
-from runners.folders import read_folder, write_cells
+from runners.folders import read_folder, write_cells, write_runs
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200-matrix"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "h200-sweep.yaml"
@@ -37,3 +39,20 @@ def test_reading_a_folder_gives_each_run_its_own_time_and_the_same_digest_twice(
     shutil.copytree(H200, changed)
     (changed / "cells" / "c0003-r0" / "cell.log").write_text("another run\n")
     assert read_folder(changed)[2] != digest
+
+
+def test_written_runs_read_back_as_the_same_runs(tmp_path: Path) -> None:
+    spec, ran, _ = read_folder(H200)
+    write_runs(spec, tmp_path / "again", ran, {})
+    spec_again, ran_again, _ = read_folder(tmp_path / "again")
+    assert spec_again == spec and ran_again == ran
+    log = "cells/c0002-r0/cell.log"  # vLLM's progress bars' \r kept
+    assert (tmp_path / "again" / log).read_bytes() == (H200 / log).read_bytes() and b"\r" in (H200 / log).read_bytes()
+
+
+def test_runs_are_written_only_into_a_new_or_empty_folder(tmp_path: Path) -> None:
+    spec, ran, _ = read_folder(H200)
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="is not empty"):
+        write_runs(spec, tmp_path, ran, {})
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
