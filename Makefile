@@ -66,6 +66,9 @@ H200_SWEEPS += batch2:h200-qwen3-8b-shape
 H200_SWEEPS += batch2:h200-serving
 H200_SWEEPS += batch2:h200-fallback-repeats
 H200_SWEEPS += capture-bug:h200-capture-bug
+H200_SWEEPS += batch3:h200-serving-8b-shape
+H200_SWEEPS += batch3:h200-fallback-repeats
+H200_SWEEPS += batch3:h200-qwen3-8b-shape
 
 h200-data:
 	set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \

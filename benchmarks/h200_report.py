@@ -15,6 +15,7 @@ Reads only the databases and folders it is given.
 
 import argparse
 import json
+import math
 import sqlite3
 import statistics
 import sys
@@ -24,11 +25,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.analysis.acceptance import calibration_misses, per_position  # noqa: E402
+from app.analysis.fallback import CellSpeed, RepeatSpeed, pool_repeats, ratio  # noqa: E402
+from app.analysis.intervals import Z_95  # noqa: E402
 from app.analysis.rounds import median_interval  # noqa: E402
 
 CELLS = """
 SELECT s.name, j.build, j.backend, j.graph_mode, r.resolved_graph_mode, r.draft_eager, j.method, r.raw,
-       r.acceptance_rate, r.accepted_per_position, r.num_drafts, r.expected_per_position, j.started_at, j.finished_at
+       r.acceptance_rate, r.accepted_per_position, r.num_drafts, r.expected_per_position, j.started_at, j.finished_at,
+       j.repeat, j.concurrency, j.config_hash
 FROM results r JOIN jobs j ON j.id = r.job_id JOIN sweeps s ON s.id = j.sweep_id ORDER BY j.id
 """
 
@@ -41,15 +45,19 @@ def main() -> None:
     parser.add_argument("--more", type=Path, action="append", default=[], help="Another batch's database")
     parser.add_argument("--peer", type=Path, help="benchmarks/peer_check.py's output folders, one per check")
     args = parser.parse_args()
-    databases = [_open(db) for db in (args.db, *args.more)]
-    rows = [row for db in databases for row in db.execute(CELLS).fetchall()]
-    serve_rows = [row for db in databases for row in db.execute(SERVING).fetchall()]
+    paths = (args.db, *args.more)
+    # Each row ends with its database's name: later batches reuse sweep names.
+    rows = [(*row, path.stem) for path in paths for row in _open(path).execute(CELLS).fetchall()]
+    serve_rows = [row for path in paths for row in _open(path).execute(SERVING).fetchall()]
     cells(rows)
     efficiency(rows, args.before)
+    time_spent(rows)
     calibration(rows)
     if args.capture:
         capture(_open(args.capture).execute(CELLS).fetchall(), rows)
     serving(serve_rows)
+    speedups(serve_rows)
+    between_starts(rows)
     if args.peer:
         peer(args.peer, rows, serve_rows)
     for db in (args.db, *args.more):
@@ -58,15 +66,15 @@ def main() -> None:
 
 def cells(rows: list[tuple]) -> None:
     print("## Cells (tokens/s: median of rounds [interval, its confidence]; half: half-width / median)\n")
-    print("| sweep | backend | graph mode -> ran | draft eager | method | tok/s [interval] | half | acceptance | efficiency |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, _, backend, mode, ran, eager, method, raw, accept, *_ in rows:
+    print("| batch | sweep | backend | graph mode -> ran | draft eager | method | tok/s [interval] | half | acceptance | efficiency |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, _, backend, mode, ran, eager, method, raw, accept, *_, batch in rows:
         raw = json.loads(raw)
         found = median_interval([r["output_tokens"] / r["seconds"] for r in raw["rounds"]])
         half = (found.high - found.low) / 2 / found.median
         eff = _efficiency(raw)
-        print(f"| {name} | {backend} | {mode} -> {ran} | {'yes' if eager else ''} | {method} | {found.median:.0f} "
-              f"[{found.low:.0f}, {found.high:.0f}] {found.confidence:.1%} | {half:.0%} | {accept:.3f} | {eff:.0%} |")
+        print(f"| {batch} | {name} | {backend} | {mode} -> {ran} | {'yes' if eager else ''} | {method} | {found.median:.0f} "
+              f"[{found.low:.0f}, {found.high:.0f}] {found.confidence:.1%} | {half:.0%} | {_maybe(accept)} | {eff:.0%} |")
 
 
 def efficiency(rows: list[tuple], before: Path | None) -> None:
@@ -111,21 +119,104 @@ def capture(patched: list[tuple], unpatched: list[tuple]) -> None:
 
 SERVING = """
 SELECT j.backend, j.concurrency, r.resolved_graph_mode, r.serving, r.num_requests, r.num_drafts, r.num_draft_tokens,
-       r.num_accepted_tokens, r.raw
-FROM results r JOIN jobs j ON j.id = r.job_id WHERE j.mode = 'serve' ORDER BY j.backend, j.concurrency
+       r.num_accepted_tokens, r.raw, s.name, j.method
+FROM results r JOIN jobs j ON j.id = r.job_id JOIN sweeps s ON s.id = j.sweep_id WHERE j.mode = 'serve'
+ORDER BY s.name, j.backend, j.method IS NOT NULL, j.concurrency
 """
 
 
 def serving(rows: list[tuple]) -> None:
     print("\n## Serving (vLLM's OpenAI server; milliseconds p50 / p90 / p99 over every measured request)\n")
-    print("| backend | ran | clients | requests | output tok/s [interval] | TTFT | TPOT | ITL | acceptance |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for backend, clients, ran, facts, _n, _d, draft_tokens, accepted, raw in rows:
+    print("| sweep | backend | ran | draft | clients | requests | output tok/s [interval] | TTFT | TPOT | ITL | acceptance |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for backend, clients, ran, facts, _n, _d, draft_tokens, accepted, raw, name, method in rows:
         facts, raw = json.loads(facts), json.loads(raw)
         found = median_interval([r["output_tokens"] / r["seconds"] for r in raw["rounds"]])
         spans = {m: " / ".join(f"{facts[f'{m}_ms'][p]:.1f}" for p in ("p50", "p90", "p99")) for m in ("ttft", "tpot", "itl")}
-        print(f"| {backend} | {ran} | {clients} | {facts['completed']} | {found.median:.0f} [{found.low:.0f}, {found.high:.0f}] "
-              f"| {spans['ttft']} | {spans['tpot']} | {spans['itl']} | {accepted / draft_tokens:.3f} |")
+        shown = f"{accepted / draft_tokens:.3f}" if draft_tokens else ""
+        print(f"| {name} | {backend} | {ran} | {method or 'none'} | {clients} | {facts['completed']} | {found.median:.0f} "
+              f"[{found.low:.0f}, {found.high:.0f}] | {spans['ttft']} | {spans['tpot']} | {spans['itl']} | {shown} |")
+
+
+def speedups(rows: list[tuple]) -> None:
+    """Speculation against the same server without it (the sweep's baseline cells), per client count."""
+    print("\n## Serving: speculation against no speculation (output tok/s ratio, 95 % interval; TPOT p50 ms)\n")
+    print("| sweep | backend | clients | with draft | without | ratio [interval] | TPOT p50 with / without |")
+    print("|---|---|---|---|---|---|---|")
+    baselines = {(row[9], row[0], row[1]): row for row in rows if row[10] is None}
+    for row in rows:
+        base = baselines.get((row[9], row[0], row[1]))
+        if row[10] is None or base is None:
+            continue
+        spec, plain = _speed(json.loads(row[8])), _speed(json.loads(base[8]))
+        found = ratio(spec, plain)
+        tpot = json.loads(row[3])["tpot_ms"]["p50"], json.loads(base[3])["tpot_ms"]["p50"]
+        print(f"| {row[9]} | {row[0]} | {row[1]} | {spec.median:.0f} | {plain.median:.0f} | {found.value:.2f}x "
+              f"[{found.low:.2f}, {found.high:.2f}] | {tpot[0]:.1f} / {tpot[1]:.1f} |")
+
+
+def between_starts(rows: list[tuple]) -> None:
+    """The A/A check between engine starts: the cells run more than once in one sweep, start by start."""
+    print("\n## A/A between engine starts (same sweep, same cell, separate engine starts)\n")
+    print("| sweep | backend | graph mode -> ran | method | each start: median [interval] | starts' medians inside "
+          "another start's interval | between starts: max / min median | within one start: half-width (median) | "
+          "pooled over starts (fallback.pool_repeats) [95 %] |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    groups: dict[tuple, list[tuple]] = {}
+    for row in rows:
+        groups.setdefault((row[17], row[16], row[0], row[2], row[3], row[4], row[6]), []).append(row)
+    inside = pairs = 0
+    for (_, _, name, backend, mode, ran, method), starts in groups.items():
+        if len(starts) < 2:
+            continue
+        found = [median_interval([r["output_tokens"] / r["seconds"] for r in json.loads(row[7])["rounds"]]) for row in starts]
+        hits = [a.low <= b.median <= a.high for a in found for b in found if a is not b]
+        inside, pairs = inside + sum(hits), pairs + len(hits)
+        pooled = pool_repeats([RepeatSpeed(f.median, f.low, f.high, f.n) for f in found])
+        low, high = _bounds(pooled)
+        shown = "; ".join(f"{f.median:.0f} [{f.low:.0f}, {f.high:.0f}]" for f in found)
+        medians = [f.median for f in found]
+        within = statistics.median((f.high - f.low) / 2 / f.median for f in found)
+        print(f"| {name} | {backend} | {mode} -> {ran} | {method} | {shown} | {sum(hits)} of {len(hits)} | "
+              f"{max(medians) / min(medians):.2f} | {within:.0%} | {pooled.median:.0f} [{low:.0f}, {high:.0f}] |")
+    if pairs:
+        print(f"\nA start's median inside another start's interval: {inside} of {pairs} ({inside / pairs:.0%}).")
+
+
+def time_spent(rows: list[tuple]) -> None:
+    """Where a cell's wall time went, for the cells measured with the default rounds (5 x at least 5 s)."""
+    print("\n## Where the time goes (cells with the default rounds; seconds, medians over the cells)\n")
+    print("| cells | before the engine (Python, imports) | engine start | warm-up | measured | wall | efficiency |")
+    print("|---|---|---|---|---|---|---|")
+    default = [json.loads(row[7]) for row in rows]
+    default = [raw for raw in default if len(raw["rounds"]) == 5 and min(r["seconds"] for r in raw["rounds"]) >= 5.0]
+    if not default:
+        return
+    parts = {
+        "before": [r["wall_s"] - r["engine_start_s"] - r["warmup_s"] - r["generation_s"] for r in default],
+        "engine": [r["engine_start_s"] for r in default],
+        "warmup": [r["warmup_s"] for r in default],
+        "measured": [r["generation_s"] for r in default],
+        "wall": [r["wall_s"] for r in default],
+        "eff": [_efficiency(r) for r in default],
+    }
+    mid = {k: statistics.median(v) for k, v in parts.items()}
+    print(f"| {len(default)} | {mid['before']:.1f} | {mid['engine']:.1f} | {mid['warmup']:.1f} | {mid['measured']:.1f} | "
+          f"{mid['wall']:.1f} | {mid['eff']:.0%} (range {min(parts['eff']):.0%}-{max(parts['eff']):.0%}) |")
+
+
+def _maybe(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def _speed(raw: dict) -> CellSpeed:
+    found = median_interval([r["output_tokens"] / r["seconds"] for r in raw["rounds"]])
+    return pool_repeats([RepeatSpeed(found.median, found.low, found.high, found.n)])
+
+
+def _bounds(speed: CellSpeed) -> tuple[float, float]:
+    half = Z_95 * (speed.se_log or 0.0)
+    return speed.median * math.exp(-half), speed.median * math.exp(half)
 
 
 def peer(folder: Path, rows: list[tuple], serve_rows: list[tuple]) -> None:
@@ -155,7 +246,7 @@ def peer(folder: Path, rows: list[tuple], serve_rows: list[tuple]) -> None:
         n = saved["completed"]
         tool = (saved["spec_decode_num_drafts"], saved["spec_decode_draft_tokens"], saved["spec_decode_accepted_tokens"])
         mine = (scraped["num_drafts"], scraped["num_draft_tokens"], scraped["num_accepted_tokens"])
-        cell = next(r for r in serve_rows if r[0] == spec["backend"] and r[1] == spec["concurrency"])
+        cell = next(r for r in serve_rows if r[9] == "h200-serving" and r[0] == spec["backend"] and r[1] == spec["concurrency"])
         for source, requests, counts in (("vllm bench serve (its file)", n, tool), ("the server's /metrics, read around it", n, mine),
                                          ("draftbench serving cell", json.loads(cell[3])["completed"], cell[5:8])):
             print(f"| {spec['backend']} | {spec['concurrency']} | {source} | {requests} | "

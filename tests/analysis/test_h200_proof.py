@@ -1,6 +1,7 @@
 """The statistics against real H200 data (tests/data/h200-proof-2026-11-30, docs/h200-report.md): what the
 service stored is what the pure functions give from the cells' own rounds and counters."""
 
+import itertools
 import json
 import sqlite3
 from pathlib import Path
@@ -8,12 +9,15 @@ from pathlib import Path
 import pytest
 
 from app.analysis.acceptance import calibration_misses, derive, per_position
+from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio
 from app.analysis.rounds import median_interval
+from app.analysis.samples import pooled
+from app.analysis.verdicts import Change, cell_verdict
 from app.schemas.cell import CellResult
 
 PROOF = Path(__file__).resolve().parents[1] / "data" / "h200-proof-2026-11-30"
 ROWS = """
-SELECT s.name, j.backend, j.graph_mode, r.raw, r.tokens_per_s, r.tokens_per_s_low, r.tokens_per_s_high,
+SELECT s.name, j.backend, j.graph_mode, j.method, j.concurrency, j.config_hash, r.raw, r.tokens_per_s, r.tokens_per_s_low, r.tokens_per_s_high,
        r.acceptance_rate, r.mean_acceptance_length, r.mean_acceptance_length_low, r.mean_acceptance_length_high,
        r.expected_per_position, r.calibration_miss
 FROM results r JOIN jobs j ON j.id = r.job_id JOIN sweeps s ON s.id = j.sweep_id
@@ -27,12 +31,15 @@ def _rows(name: str) -> list[sqlite3.Row]:
     return connection.execute(ROWS).fetchall()
 
 
-@pytest.mark.parametrize("row", _rows("proof.sqlite") + _rows("batch2.sqlite"),
-                         ids=lambda r: f"{r['name']}-{r['backend']}-{r['graph_mode']}")
+@pytest.mark.parametrize("row", _rows("proof.sqlite") + _rows("batch2.sqlite") + _rows("batch3.sqlite"),
+                         ids=lambda r: f"{r['name']}-{r['backend']}-{r['graph_mode']}-{r['method']}-{r['concurrency']}")
 def test_stored_throughput_and_intervals_are_what_the_rounds_give(row: sqlite3.Row) -> None:
     result = CellResult.model_validate(json.loads(row["raw"]))
     found = median_interval([r.output_tokens / r.seconds for r in result.rounds])
     assert (row["tokens_per_s"], row["tokens_per_s_low"], row["tokens_per_s_high"]) == (found.median, found.low, found.high)
+    if row["method"] is None:
+        assert result.spec_decode is None and row["mean_acceptance_length"] is None
+        return
     metrics = derive(result.spec_decode, result.requests, [r.spec_decode for r in result.rounds])
     assert row["mean_acceptance_length_low"] <= row["mean_acceptance_length"] <= row["mean_acceptance_length_high"]
     assert (row["mean_acceptance_length_low"], row["mean_acceptance_length_high"]) == pytest.approx(
@@ -76,3 +83,44 @@ def test_vllm_bench_serve_counts_what_the_serving_cell_counts_per_request() -> N
         "FROM results r JOIN jobs j ON j.id = r.job_id WHERE j.mode = 'serve' AND j.backend = 'FLASH_ATTN' AND j.concurrency = 1"
     ).fetchone()
     assert [c / requests for c in counts] == [t / saved["completed"] for t in tool]
+
+
+def _by_config(name: str, sweep: str) -> dict[str, list[CellResult]]:
+    found: dict[str, list[CellResult]] = {}
+    for row in _rows(name):
+        if row["name"] == sweep:
+            found.setdefault(row["config_hash"], []).append(CellResult.model_validate(json.loads(row["raw"])))
+    return found
+
+
+def test_three_engine_starts_of_each_fallback_cell_never_flag_a_change_against_each_other() -> None:
+    """The A/A check on the H200 (batch3.sqlite): 4 cells x 3 engine starts. No pair of starts, and no start
+    against the other two, is called better or worse (some are undecided: too few starts to call)."""
+    cells = _by_config("batch3.sqlite", "h200-fallback-repeats")
+    assert sorted(len(starts) for starts in cells.values()) == [3, 3, 3, 3]
+    changes = []
+    for starts in cells.values():
+        for a, b in itertools.permutations(range(3), 2):
+            changes.append(cell_verdict(pooled([starts[a]]), pooled([starts[b]])).change)
+        changes += [cell_verdict(pooled([starts[i]]), pooled([s for j, s in enumerate(starts) if j != i])).change
+                    for i in range(3)]
+    assert Change.BETTER not in changes and Change.WORSE not in changes
+    assert Change.UNCHANGED in changes
+
+
+def test_speculation_on_the_8b_shape_server_pays_off_at_1_16_and_64_clients() -> None:
+    """batch3.sqlite: the Qwen3-8B shape served with a small draft (synthetic acceptance 0.8/0.6/0.4) and
+    without: at every client count the lower end of the ratio's interval is above 1."""
+    speeds: dict[tuple[int, bool], CellResult] = {}
+    for row in _rows("batch3.sqlite"):
+        if row["name"] == "h200-serving-8b-shape":
+            speeds[(row["concurrency"], row["method"] is not None)] = CellResult.model_validate(json.loads(row["raw"]))
+            assert not row["calibration_miss"]
+    assert sorted(speeds) == [(c, s) for c in (1, 16, 64) for s in (False, True)]
+    def speed(result: CellResult):
+        found = median_interval([r.output_tokens / r.seconds for r in result.rounds])
+        return pool_repeats([RepeatSpeed(found.median, found.low, found.high, found.n)])
+
+    for clients in (1, 16, 64):
+        found = ratio(speed(speeds[(clients, True)]), speed(speeds[(clients, False)]))
+        assert found.low > 1.0, (clients, found)
