@@ -25,7 +25,8 @@ What is measured and how (offline mode; serving.py says how the serving mode dif
   speculative cell and its baseline do the same amount of work and tokens/s compare like for like
   (with random-weight test models EOS would otherwise end requests at arbitrary points).
 - Each request gets its own sampling seed (workload seed + request index), so outputs do not
-  depend on how vLLM batches the requests.
+  depend on how vLLM batches the requests; ``request_seeds: false`` sends them unseeded instead, as
+  ``vllm bench`` does (to compare with it: vLLM samples seeded requests one by one).
 - Prompts come from the workload's dataset: ``draftbench`` (``runners/prompts/draftbench.jsonl``,
   shipped beside this file), ``random`` (token ids as ``vllm bench --dataset-name random`` makes
   them), or a path to Spec-Bench JSONL or ShareGPT JSON.
@@ -177,11 +178,12 @@ def sampling_params(workload: dict[str, Any], count: int, offset: int = 0) -> li
     """One ``SamplingParams`` per request; the seed is per request so batching cannot change outputs."""
     from vllm import SamplingParams
 
+    seeded = workload.get("request_seeds", True)
     return [
         SamplingParams(
             temperature=workload.get("temperature", 0.0),
             max_tokens=workload["max_tokens"],
-            seed=workload.get("seed", 0) + offset + index,
+            seed=workload.get("seed", 0) + offset + index if seeded else None,
             ignore_eos=True,
         )
         for index in range(count)

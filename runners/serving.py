@@ -7,7 +7,8 @@ script is broken), started with the cell's engine arguments and its output in th
 
 - warm-up: ``warmup_prompts`` requests at the cell's concurrency (seeds apart from the measured ones);
 - ``rounds`` rounds: ``concurrency`` client threads send the workload's requests (streaming, EOS
-  ignored, a seed per request) until ``min_window_s`` has passed and every request in flight is in;
+  ignored, a seed per request unless ``request_seeds`` is false) until ``min_window_s`` has passed
+  and every request in flight is in;
 - per request: TTFT (send to first streamed content), ITL (between streamed chunks; with
   speculation one chunk can carry several tokens, as in ``vllm bench serve``), TPOT
   ((latency - TTFT) / (tokens - 1)), tokens from the server's own usage count;
@@ -163,9 +164,11 @@ class Client:
     def __call__(self, prompt: str | list[int], *, seed_offset: int) -> dict[str, Any]:
         body = {
             "model": self.model, "max_tokens": self.workload["max_tokens"], "stream": True,
-            "temperature": self.workload.get("temperature", 0.0), "seed": self.workload.get("seed", 0) + seed_offset,
-            "ignore_eos": True, "stream_options": {"include_usage": True},
+            "temperature": self.workload.get("temperature", 0.0), "ignore_eos": True,
+            "stream_options": {"include_usage": True},
         }
+        if self.workload.get("request_seeds", True):
+            body["seed"] = self.workload.get("seed", 0) + seed_offset
         if self.chat:
             path, body["messages"] = "/v1/chat/completions", [{"role": "user", "content": prompt}]
         else:

@@ -132,6 +132,15 @@ def self_draft_cell(vllm_python, tmp_path_factory, tiny_model, prompts) -> CellR
 
 
 @pytest.fixture(scope="session")
+def unseeded_cell(vllm_python, tmp_path_factory, tiny_model, prompts) -> CellRun:
+    """draft_model (the target as draft) at temperature 1 with unseeded requests, as ``vllm bench`` sends them."""
+    speculative = {"method": "draft_model", "model": str(tiny_model), "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
+    spec = cell_spec(tiny_model, prompts, speculative)
+    spec["workload"].update(temperature=1.0, request_seeds=False)
+    return run_cell(vllm_python, tmp_path_factory.mktemp("unseeded"), spec)
+
+
+@pytest.fixture(scope="session")
 def baseline_cell(vllm_python, tmp_path_factory, tiny_model, prompts) -> CellRun:
     return _cell(vllm_python, tmp_path_factory, tiny_model, prompts, "baseline", None)
 

@@ -49,6 +49,15 @@ class Workload(Input):
     )
     temperature: float = Field(default=0.0, ge=0.0, le=10.0)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    # Added after configs were stored and hashed: left out of every dump at its default (what ran before),
+    # so a stored config, its hash and its history stay what they were.
+    request_seeds: bool = Field(
+        default=True,
+        exclude_if=lambda seeded: seeded is True,
+        description="Give each request its own sampling seed (seed + its index), so batching cannot change "
+        "outputs; false sends requests unseeded, as `vllm bench` does (at temperature > 0 vLLM samples seeded "
+        "requests one at a time, which costs throughput)",
+    )
     warmup_prompts: int | None = Field(
         default=None, ge=0, le=100_000,
         description="Prompts run once before measuring, at the measured batch size or concurrency; default: "

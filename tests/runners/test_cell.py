@@ -4,6 +4,7 @@ Each cell fixture is one engine start, shared by the tests below (see tests/vllm
 """
 
 import json
+import subprocess
 
 import pytest
 
@@ -11,7 +12,7 @@ from app.enums import BuiltinDataset
 from app.schemas.cell import CELL_SCHEMA_VERSION, CellResult
 from app.vllmlog.ran import parse_log
 from runners import cell
-from tests.vllm_fixtures import MAX_TOKENS, NUM_SPECULATIVE_TOKENS, ROUNDS, CellRun
+from tests.vllm_fixtures import MAX_TOKENS, NUM_SPECULATIVE_TOKENS, REPO, ROUNDS, CellRun
 
 pytestmark = pytest.mark.vllm
 
@@ -152,3 +153,21 @@ def test_random_prompts_are_vllm_bench_style_token_runs_of_the_asked_lengths() -
     assert all(token not in (0, 1) for p in prompts for token in p["prompt_token_ids"])
     assert cell.random_prompts(workload, _Tokenizer()) == prompts  # seeded
     assert cell.random_prompts(workload | {"seed": 4}, _Tokenizer()) != prompts
+
+
+def test_each_request_gets_its_seed_unless_request_seeds_is_off(vllm_python) -> None:
+    """vLLM's own SamplingParams, made by the cell script in the vLLM build."""
+    code = ("import json; from runners import cell; w = {'temperature': 1.0, 'max_tokens': 4, 'seed': 7}; "
+            "print(json.dumps([[p.seed for p in cell.sampling_params(w, 3, offset=10)], "
+            "[p.seed for p in cell.sampling_params({**w, 'request_seeds': False}, 3)]]))")
+    done = subprocess.run([str(vllm_python), "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [[17, 18, 19], [None, None, None]]
+
+
+def test_an_unseeded_cell_at_temperature_one_measures_like_a_seeded_one(unseeded_cell) -> None:
+    result = finished(unseeded_cell)
+    assert unseeded_cell.spec["workload"]["request_seeds"] is False
+    assert result.num_requests == 6 and all(r.num_output_tokens == MAX_TOKENS for r in result.requests)
+    assert len(result.rounds) == ROUNDS and result.spec_decode.num_draft_tokens > 0
+    assert sum(result.spec_decode.accepted_per_position) == result.spec_decode.num_accepted_tokens
