@@ -116,6 +116,8 @@ def export_sweep(
         write_runs(done.spec, folder, done.ran, done.cut_logs)
     except FileExistsError as exc:
         raise CliError(f"{exc}: export writes only into a new or empty folder", code=2) from None
+    except OSError as exc:
+        raise CliError(f"cannot write {exc.filename or folder}: {exc.strerror or exc}", code=2) from None
     states = ", ".join(f"{state} {count}" for state, count in sorted(done.states.items()))
     console.print(f"sweep {ident} '{name}' written under {folder}: {len(done.ran)} of {done.states.total()} jobs ran ({states})")
 

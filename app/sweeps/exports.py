@@ -46,7 +46,8 @@ class Export:
 
 def find(*, session: Session, ref: str) -> Sweep:
     """The sweep whose id or name is ``ref``: NotFoundError if none, ExportError if the name is not unique."""
-    if ref.isdigit():
+    # An id beyond 64 bits is no row's (and SQLite would overflow on it): it can only be a name.
+    if ref.isdigit() and int(ref) < 2**63:
         sweep = session.get(Sweep, int(ref))
         if sweep is not None:
             return sweep

@@ -198,3 +198,15 @@ def test_a_name_that_several_sweeps_share_asks_for_an_id(tmp_path: Path) -> None
     engine.dispose()
     done = _cli("export", "h200-matrix", str(tmp_path / "out"), url=url)
     assert done.returncode == 2 and "2 sweeps are named 'h200-matrix' (ids 3, 7)" in done.stderr
+
+
+def test_hostile_sweep_refs_and_folders_get_one_line_each(tmp_path: Path) -> None:
+    url = copy_of("batch2", tmp_path)
+    (tmp_path / "a-file").write_text("")
+    for ref, folder, message in [
+        ("9" * 30, tmp_path / "x", f"sweep '{'9' * 30}' not found"),  # beyond SQLite's integers: a name
+        ("3", tmp_path / "a-file" / "sub", "Not a directory"),
+    ]:
+        done = _cli("export", ref, str(folder), url=url)
+        assert done.returncode == 2 and done.stderr.startswith("draftbench: ") and message in done.stderr, done.stderr
+        assert len(done.stderr.splitlines()) == 1
