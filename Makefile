@@ -69,6 +69,9 @@ H200_SWEEPS += capture-bug:h200-capture-bug
 H200_SWEEPS += batch3:h200-serving-8b-shape
 H200_SWEEPS += batch3:h200-fallback-repeats
 H200_SWEEPS += batch3:h200-qwen3-8b-shape
+H200_SWEEPS += batch4:h200-calibration-t1
+H200_SWEEPS += batch4:h200-peer-throughput
+H200_SWEEPS += alone:h200-peer-alone
 
 h200-data:
 	set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \

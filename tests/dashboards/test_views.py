@@ -62,12 +62,18 @@ def test_every_exported_h200_sweep_imports_with_what_it_ran(tmp_path: Path) -> N
         sweeps = sorted((cells[1], cells[4]) for _, cells in tables(client.get("/").text)["sweeps"][1:])
         # Jobs the lease cut short import as queued, beside those that never started; batch 3 ran a sweep of
         # batch 2 again (the A/A repeats, the 8B shape) with a whole pass as warm-up.
-        assert sweeps == [("h200-capture-bug", "succeeded 3"), ("h200-fallback-repeats", "queued 11, succeeded 1"),
+        assert sweeps == [("h200-calibration-t1", "succeeded 4"), ("h200-capture-bug", "succeeded 3"),
+                          ("h200-fallback-repeats", "queued 11, succeeded 1"),
                           ("h200-fallback-repeats", "succeeded 12"), ("h200-matrix", "queued 3, succeeded 21"),
-                          ("h200-matrix-rest", "succeeded 4"), ("h200-qwen3-8b-shape", "succeeded 4"),
+                          ("h200-matrix-rest", "succeeded 4"), ("h200-peer-alone", "succeeded 1"),
+                          ("h200-peer-throughput", "succeeded 2"), ("h200-qwen3-8b-shape", "succeeded 4"),
                           ("h200-qwen3-8b-shape", "succeeded 4"), ("h200-serving", "succeeded 4"),
                           ("h200-serving-8b-shape", "succeeded 6")]
-        serving = {(r["backend"], r["concurrency"]): r for r in client.get("/api/v1/results").json()
+        results = client.get("/api/v1/results").json()
+        # Batch 4's calibration at temperature 1, every pass drawing anew: no position missed.
+        calibration = [r for r in results if r["sweep_name"] == "h200-calibration-t1"]
+        assert len(calibration) == 4 and not any(r["calibration_miss"] for r in calibration)
+        serving = {(r["backend"], r["concurrency"]): r for r in results
                    if r["mode"] == "serve" and r["sweep_name"] == "h200-serving"}
         assert sorted(serving) == [("FLASHINFER", 1), ("FLASHINFER", 16), ("FLASH_ATTN", 1), ("FLASH_ATTN", 16)]
         for backend in ("FLASH_ATTN", "FLASHINFER"):

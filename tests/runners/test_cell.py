@@ -5,13 +5,14 @@ Each cell fixture is one engine start, shared by the tests below (see tests/vllm
 
 import json
 import subprocess
+from types import SimpleNamespace
 
 import pytest
 
 from app.enums import BuiltinDataset
 from app.schemas.cell import CELL_SCHEMA_VERSION, CellResult
 from app.vllmlog.ran import parse_log
-from runners import cell
+from runners import cell, serving
 from tests.vllm_fixtures import MAX_TOKENS, NUM_SPECULATIVE_TOKENS, REPO, ROUNDS, CellRun
 
 pytestmark = pytest.mark.vllm
@@ -163,6 +164,35 @@ def test_each_request_gets_its_seed_unless_request_seeds_is_off(vllm_python) -> 
     done = subprocess.run([str(vllm_python), "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [[17, 18, 19], [None, None, None]]
+    assert cell.WARMUP_SEEDS > 10**9  # the warm-up's seeds stay clear of any measured request's
+
+
+def test_every_pass_of_every_round_is_numbered_anew_so_it_draws_new_seeds() -> None:
+    """run_cell seeds pass ``index`` with workload seed + index x prompts + i: passes that repeated their
+    seeds would replay one pass's draws at temperature > 0 (on the H200 every round's synthetic
+    acceptance counts were exact copies of the first pass's)."""
+    indices: list[int] = []
+    output = SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1, 2])])
+
+    def run_pass(index: int) -> list:
+        indices.append(index)
+        return [output]
+
+    rounds, first = cell.measure_rounds(run_pass, read=None, count=3, min_window_s=0.0)
+    assert indices == [0, 1, 2] and first == [output]
+    assert [r["output_tokens"] for r in rounds] == [2, 2, 2]
+
+
+def test_a_served_round_gives_each_request_its_own_seed_from_where_the_last_round_stopped() -> None:
+    sent: list[tuple[str, int]] = []
+
+    def send(prompt: str, *, seed_offset: int) -> dict:
+        sent.append((prompt, seed_offset))
+        return {"ok": True}
+
+    timings, _ = serving.run_round(send, ["a", "b", "c"], 2, 0.0, first_seed=5)
+    assert len(timings) == 3
+    assert sorted(sent) == [("a", 5), ("b", 6), ("c", 7)]
 
 
 def test_an_unseeded_cell_at_temperature_one_measures_like_a_seeded_one(unseeded_cell) -> None:
