@@ -27,10 +27,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.analysis.acceptance import calibration_misses, per_position  # noqa: E402
+from app.analysis.acceptance import calibration_misses, per_pass_counts, per_position  # noqa: E402
 from app.analysis.fallback import CellSpeed, RepeatSpeed, pool_repeats, ratio  # noqa: E402
 from app.analysis.intervals import Z_95  # noqa: E402
 from app.analysis.rounds import median_interval  # noqa: E402
+from app.schemas.cell import CellResult  # noqa: E402
 
 CELLS = """
 SELECT s.name, j.build, j.backend, j.graph_mode, r.resolved_graph_mode, r.draft_eager, j.method, r.raw,
@@ -118,24 +119,16 @@ def one_pass(raw: dict) -> tuple[list[int], int, int] | None:
     one pass, and how many passes it ran; None if its passes differ.
 
     Before session 4 every pass of a cell reused the same request seeds, so at temperature > 0 each pass
-    repeated the first one's random draws. Such a cell's rounds hold counts that are whole multiples of
-    one pass's (``round / passes`` identical in every round), and only one pass's counts are independent
-    trials; a cell at temperature 0 draws from vLLM's global generator and its passes differ.
+    repeated the first one's random draws (``acceptance.per_pass_counts``: one tuple in every round).
     """
-    per_pass, passes = set(), 0
-    for r in raw["rounds"]:
-        times, left = divmod(r["num_requests"], raw["num_requests"])
-        counts = r["spec_decode"]
-        if left or not times or counts is None:
-            return None
-        shares = [divmod(c, times) for c in (counts["num_drafts"], *counts["accepted_per_position"])]
-        if any(rest for _, rest in shares):
-            return None
-        per_pass.add(tuple(share for share, _ in shares))
-        passes += times
-    if len(per_pass) != 1 or passes < 2:
+    result = CellResult.model_validate(raw)
+    if result.spec_decode is None or any(r.spec_decode is None for r in result.rounds):
         return None
-    drafts, *accepted = per_pass.pop()
+    counts = set(per_pass_counts([(r.num_requests, r.spec_decode) for r in result.rounds], result.num_requests))
+    passes = sum(r.num_requests for r in result.rounds) // result.num_requests
+    if len(counts) != 1 or passes < 2:
+        return None
+    drafts, *accepted = counts.pop()
     return accepted, drafts, passes
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.analysis.acceptance import calibration_misses, derive, per_position
+from app.analysis.acceptance import calibration_misses, derive, per_pass_counts, per_position
 from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio
 from app.analysis.rounds import median_interval
 from app.analysis.samples import pooled
@@ -64,13 +64,7 @@ def _calibration(name: str) -> dict[str, list[tuple[CellResult, tuple[bool, ...]
 
 
 def _per_pass(result: CellResult) -> set[tuple[int, ...]]:
-    """Each round's drafts and per-position accepted counts divided by its passes (exact, or the raw counts)."""
-    found = set()
-    for r in result.rounds:
-        passes = r.num_requests // result.num_requests
-        counts = (r.spec_decode.num_drafts, *r.spec_decode.accepted_per_position)
-        found.add(tuple(c // passes for c in counts) if all(c % passes == 0 for c in counts) else counts)
-    return found
+    return set(per_pass_counts([(r.num_requests, r.spec_decode) for r in result.rounds], result.num_requests))
 
 
 def test_calibration_at_temperature_one_missed_while_every_pass_replayed_the_first_ones_draws() -> None:
