@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.analysis.acceptance import calibration_misses, per_pass_counts, per_position  # noqa: E402
 from app.analysis.fallback import CellSpeed, RepeatSpeed, pool_repeats, ratio  # noqa: E402
 from app.analysis.intervals import Z_95  # noqa: E402
-from app.analysis.rounds import median_interval  # noqa: E402
+from app.analysis.rounds import aa_check, median_interval  # noqa: E402
 from app.schemas.cell import CellResult  # noqa: E402
 
 CELLS = """
@@ -184,31 +184,38 @@ def speedups(rows: list[tuple]) -> None:
 
 
 def between_starts(rows: list[tuple]) -> None:
-    """The A/A check between engine starts: the cells run more than once in one sweep, start by start."""
+    """The A/A check between engine starts: the cells run more than once in one sweep, start by start, against
+    what their intervals would give if starts did not differ (``rounds.aa_check``)."""
     print("\n## A/A between engine starts (same sweep, same cell, separate engine starts)\n")
     print("| sweep | backend | graph mode -> ran | method | each start: median [interval] | starts' medians inside "
-          "another start's interval | between starts: max / min median | within one start: half-width (median) | "
-          "pooled over starts (fallback.pool_repeats) [95 %] |")
+          "another start's interval (expected if starts did not differ; permutation p) | between starts: max / min "
+          "median | within one start: half-width (median) | pooled over starts (fallback.pool_repeats) [95 %] |")
     print("|---|---|---|---|---|---|---|---|---|")
     groups: dict[tuple, list[tuple]] = {}
     for row in rows:
         groups.setdefault((row[17], row[16], row[0], row[2], row[3], row[4], row[6]), []).append(row)
-    inside = pairs = 0
+    cells = []
     for (_, _, name, backend, mode, ran, method), starts in groups.items():
         if len(starts) < 2:
             continue
-        found = [median_interval([r["output_tokens"] / r["seconds"] for r in json.loads(row[7])["rounds"]]) for row in starts]
-        hits = [a.low <= b.median <= a.high for a in found for b in found if a is not b]
-        inside, pairs = inside + sum(hits), pairs + len(hits)
+        rounds = [[r["output_tokens"] / r["seconds"] for r in json.loads(row[7])["rounds"]] for row in starts]
+        cells.append(rounds)
+        check = aa_check([rounds])
+        found = [median_interval(start) for start in rounds]
         pooled = pool_repeats([RepeatSpeed(f.median, f.low, f.high, f.n) for f in found])
         low, high = _bounds(pooled)
         shown = "; ".join(f"{f.median:.0f} [{f.low:.0f}, {f.high:.0f}]" for f in found)
         medians = [f.median for f in found]
         within = statistics.median((f.high - f.low) / 2 / f.median for f in found)
-        print(f"| {name} | {backend} | {mode} -> {ran} | {method} | {shown} | {sum(hits)} of {len(hits)} | "
-              f"{max(medians) / min(medians):.2f} | {within:.0%} | {pooled.median:.0f} [{low:.0f}, {high:.0f}] |")
-    if pairs:
-        print(f"\nA start's median inside another start's interval: {inside} of {pairs} ({inside / pairs:.0%}).")
+        print(f"| {name} | {backend} | {mode} -> {ran} | {method} | {shown} | {check.hits} of {check.pairs} "
+              f"({check.expected:.1f}; p = {check.p_value:.2f}) | {max(medians) / min(medians):.2f} | {within:.0%} | "
+              f"{pooled.median:.0f} [{low:.0f}, {high:.0f}] |")
+    if cells:
+        check = aa_check(cells)
+        print(f"\nA start's median inside another start's interval: {check.hits} of {check.pairs} "
+              f"({check.hits / check.pairs:.0%}); if starts did not differ (every round of a cell exchangeable, "
+              f"`rounds.inside_probability`): {check.expected:.1f} ({check.expected / check.pairs:.0%}). So few hits or "
+              f"fewer with the rounds shuffled among each cell's starts: p = {check.p_value:.2f} (10,000 shuffles).")
 
 
 def time_spent(rows: list[tuple]) -> None:

