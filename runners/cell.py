@@ -10,6 +10,9 @@ This file (and ``serving.py`` beside it, for mode "serve") imports only the stan
 worker validates the JSON it writes.
 
 What is measured and how (offline mode; serving.py says how the serving mode differs):
+- import_s is the time from this script's start until vLLM's engine API is imported: Python compiling
+  vLLM's sources, where the build has no bytecode for them and may not write any, is most of it (the
+  worker gives cells a bytecode cache, ``runners/worker.py``).
 - engine_start_s is the ``LLM(...)`` construction (model load, KV cache, compile and graph capture).
 - Warm-up runs ``warmup_prompts`` prompts first, as one batch (the schema's default is the whole
   workload, so the rounds' batch shapes are compiled and captured before any is measured: with a
@@ -64,7 +67,7 @@ else:
 # When this process started: a cell's wall time counts its imports and engine start.
 CELL_STARTED = time.perf_counter()
 # app.schemas.cell.CELL_SCHEMA_VERSION; this script cannot import it (tests/runners/test_cell.py ties them).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # How long vLLM may take to stop its engine processes after the result is written.
 SHUTDOWN_GRACE_S = 20.0
 # The warm-up's request seeds start here (workload seed + this + index), far from the measured
@@ -329,17 +332,19 @@ def versions() -> dict[str, Any]:
 
 def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """Start the engine, warm up, measure the rounds; return the result dict and what must be shut down."""
+    kwargs = engine_kwargs(spec, engine_arg_names())
     if spec.get("mode") == "serve":
-        return serving.run(spec, engine_kwargs(spec, engine_arg_names()), started=CELL_STARTED, cell=sys.modules[__name__])
+        return serving.run(spec, kwargs, started=CELL_STARTED, cell=sys.modules[__name__])
     from vllm import LLM
 
+    import_s = time.perf_counter() - CELL_STARTED
     workload = spec["workload"]
     random_tokens = workload["dataset"] == RANDOM_DATASET
     prompts = [] if random_tokens else load_prompts(workload)
     speculative = spec.get("speculative") is not None
 
     started = time.perf_counter()
-    llm = LLM(**engine_kwargs(spec, engine_arg_names()))
+    llm = LLM(**kwargs)
     engine_start_s = time.perf_counter() - started
     chat = has_chat_template(llm)
     if random_tokens:
@@ -365,6 +370,7 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     speeds = sorted(r["output_tokens"] / r["seconds"] for r in rounds if r["seconds"] > 0)
     result = {
         "schema_version": SCHEMA_VERSION,
+        "import_s": import_s,
         "engine_start_s": engine_start_s,
         "warmup_s": warmup_s,
         "generation_s": measured_s,

@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+# Where cells keep Python's bytecode (``bytecode_env``), shared by the worker and runners/offline.py.
+DEFAULT_PYCACHE = Path.home() / ".cache" / "draftbench" / "pycache"
+
+
 @dataclass(frozen=True)
 class Finished:
     exit_code: int | None
@@ -100,3 +104,15 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def bytecode_env(env: dict[str, str], cache: Path) -> dict[str, str]:
+    """``env`` with Python's bytecode read from and written to ``cache`` (``PYTHONPYCACHEPREFIX``), writing allowed.
+
+    Why: where a build's folders hold no bytecode and Python may not write it (pip ``--no-compile``, as the
+    H200 recipe installs vLLM; a read-only folder; ``PYTHONDONTWRITEBYTECODE``, set on the machine this
+    project is developed on), every cell compiles vLLM's sources again before its engine starts. The cache
+    mirrors each source's path, so builds do not mix, and the first process of a build on a host fills it.
+    """
+    kept = {name: value for name, value in env.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    return kept | {"PYTHONPYCACHEPREFIX": str(cache)}

@@ -42,8 +42,15 @@ def exit_record(
     }
 
 
-def run_folder(folder: Path, *, python: str, only_missing: bool = False, budget_s: float | None = None) -> list[dict]:
-    """Run every cell under ``folder/cells`` in name order; returns one summary per cell."""
+def run_folder(
+    folder: Path, *, python: str, only_missing: bool = False, budget_s: float | None = None,
+    pycache: Path | None = execute.DEFAULT_PYCACHE,
+) -> list[dict]:
+    """Run every cell under ``folder/cells`` in name order; returns one summary per cell.
+
+    ``pycache`` is the cells' bytecode cache (``execute.bytecode_env``); None leaves the environment's
+    bytecode settings as they are.
+    """
     deadline = None if budget_s is None else time.monotonic() + budget_s
     summaries = []
     for cell_dir in sorted(p for p in (folder / "cells").iterdir() if (p / "spec.json").is_file()):
@@ -61,7 +68,7 @@ def run_folder(folder: Path, *, python: str, only_missing: bool = False, budget_
             log_path=cell_dir / "cell.log",
             timeout_s=timeout_s if left is None else min(timeout_s, left),
             cwd=cell_dir,
-            env=os.environ | spec.get("env", {}) | {"PYTHONUNBUFFERED": "1"},
+            env=cell_env(spec.get("env", {}), pycache),
         )
         if finished.timed_out and left is not None and left < timeout_s:
             print(json.dumps({"cell": cell_dir.name, "cut": "budget spent mid-cell; run it again"}), flush=True)
@@ -78,14 +85,23 @@ def run_folder(folder: Path, *, python: str, only_missing: bool = False, budget_
     return summaries
 
 
+def cell_env(vllm_env: dict[str, str], pycache: Path | None) -> dict[str, str]:
+    """This process's environment with the cell's vLLM variables and, unless ``pycache`` is None, the bytecode cache."""
+    env = os.environ | vllm_env | {"PYTHONUNBUFFERED": "1"}
+    return env if pycache is None else execute.bytecode_env(env, pycache)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", type=Path)
     parser.add_argument("--python", default=sys.executable, help="The vLLM build's interpreter")
     parser.add_argument("--only-missing", action="store_true", help="Skip cells that already have exit.json")
     parser.add_argument("--budget-s", type=float, help="Start no cell after this many seconds; cut the last one")
+    parser.add_argument("--pycache", default=str(execute.DEFAULT_PYCACHE),
+                        help="The cells' Python bytecode folder (PYTHONPYCACHEPREFIX); '' leaves the environment's settings")
     args = parser.parse_args()
-    run_folder(args.folder, python=args.python, only_missing=args.only_missing, budget_s=args.budget_s)
+    run_folder(args.folder, python=args.python, only_missing=args.only_missing, budget_s=args.budget_s,
+               pycache=Path(args.pycache).expanduser() if args.pycache else None)
 
 
 if __name__ == "__main__":

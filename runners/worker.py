@@ -21,9 +21,12 @@ from app.schemas.cell import CellOutcome, CellSpec
 from app.schemas.worker import BuildFactsIn, BuildInfo, ClaimedJob, RegisterRequest
 from runners import execute, gpus
 from runners.client import JobLost, ServiceClient
+from runners.execute import DEFAULT_PYCACHE, bytecode_env
 from runners.outcome import outcome_of
 
 CELL_SCRIPT = Path(__file__).with_name("cell.py")
+# What runners/cell.py imports of vLLM before its engine starts (the build check runs the same).
+ENGINE_IMPORT = "import vllm, vllm.engine.arg_utils; from vllm import LLM"
 log = logging.getLogger("draftbench.worker")
 
 
@@ -45,22 +48,25 @@ class Build:
             raise ValueError(f"--build takes LABEL=/path/to/python, got {text!r}")
         return cls(label=label, python=Path(python))
 
-    def info(self) -> BuildInfo:
+    def info(self, env: dict[str, str] | None = None) -> BuildInfo:
         """What the worker registers: the label, the version vLLM reports, and how the build was made
         when ``draftbench build create`` made it (its build.json beside the interpreter)."""
         facts = read_facts(self.python)
         made = facts.model_dump(include=set(BuildFactsIn.model_fields)) if facts else {}
-        return BuildInfo(label=self.label, vllm_version=self.vllm_version(), **made)
+        return BuildInfo(label=self.label, vllm_version=self.vllm_version(env=env), **made)
 
-    def vllm_version(self, timeout_s: float = 300.0) -> str:
-        """Import vLLM in the build's own interpreter and return its version; SetupError when it cannot.
+    def vllm_version(self, timeout_s: float = 300.0, env: dict[str, str] | None = None) -> str:
+        """Import vLLM's engine API in the build's own interpreter (in ``env``, the cells' environment) and
+        return vLLM's version; SetupError when it cannot.
 
-        A real import, not a metadata lookup: a worker whose build cannot import vLLM would claim
-        cells only to fail each one.
+        A real import of what a cell imports, not a metadata lookup: a worker whose build cannot import
+        vLLM would claim cells only to fail each one; and in the cells' environment it fills their
+        bytecode cache, so the first cell does not compile vLLM's sources.
         """
-        code = "import vllm; print(vllm.__version__)"
+        code = f"{ENGINE_IMPORT}; print(vllm.__version__)"
         try:
-            out = subprocess.run([str(self.python), "-c", code], capture_output=True, text=True, timeout=timeout_s)
+            out = subprocess.run([str(self.python), "-c", code], capture_output=True, text=True, timeout=timeout_s,
+                                 env=env)
         except FileNotFoundError:
             raise SetupError(f"build {self.label}: {self.python} does not exist") from None
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -115,6 +121,7 @@ class Worker:
         workdir: Path | None = None,
         heartbeat_s: float = 10.0,
         echo: bool = True,
+        pycache: Path | None = DEFAULT_PYCACHE,
     ) -> None:
         self.client = client
         self.builds = {b.label: b for b in builds}
@@ -128,6 +135,8 @@ class Worker:
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="draftbench-worker-"))
         self.heartbeat_s = heartbeat_s
         self.echo = echo
+        # The cells' bytecode cache (execute.bytecode_env); None leaves the interpreter's settings as inherited.
+        self.pycache = pycache
         self.id: int | None = None
 
     def register(self) -> int:
@@ -137,7 +146,7 @@ class Worker:
             host=platform.node() or socket.gethostname(),
             gpu_kinds=self.gpu_kinds,
             gpu_count=self.gpu_count,
-            builds=[b.info() for b in self.builds.values()],
+            builds=[b.info(env=self.cell_env(0)) for b in self.builds.values()],
         )
         registered = self.client.register(request)
         self.id = registered.id
@@ -166,9 +175,11 @@ class Worker:
         return done
 
     def cell_env(self, gpus_needed: int, vllm_env: dict[str, str] | None = None) -> dict[str, str]:
-        """The cell's environment: the sweep's vLLM variables for this cell, and this worker's first
-        ``gpus_needed`` GPUs, numbered as nvidia-smi does."""
+        """The cell's environment: the sweep's vLLM variables for this cell, this worker's first
+        ``gpus_needed`` GPUs, numbered as nvidia-smi does, and the bytecode cache."""
         env = os.environ | (vllm_env or {}) | {"PYTHONUNBUFFERED": "1"}
+        if self.pycache is not None:
+            env = bytecode_env(env, self.pycache)
         if self.gpu_ids:
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
             env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpu_ids[: max(gpus_needed, 1)])

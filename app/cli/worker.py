@@ -1,5 +1,6 @@
 """``draftbench worker``: claim cells from the service and run each in its own vLLM process."""
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -7,6 +8,7 @@ import typer
 from app.cli.errors import CliError
 from app.config import DEFAULT_SERVER
 from app.enums import GpuKind
+from runners.execute import DEFAULT_PYCACHE
 
 Server = Annotated[str, typer.Option(envvar="DRAFTBENCH_SERVER", help="The service's base URL")]
 Token = Annotated[str, typer.Option(envvar="DRAFTBENCH_TOKEN", help="Bearer token (a worker or admin token registers)")]
@@ -33,6 +35,12 @@ def worker(
     max_jobs: int | None = None,
     exit_when_idle: bool = False,
     quiet: bool = False,
+    pycache: Annotated[
+        str,
+        typer.Option(envvar="DRAFTBENCH_PYCACHE",
+                     help="Folder of the cells' Python bytecode (PYTHONPYCACHEPREFIX), so no cell compiles vLLM's "
+                     "sources again; '' leaves the environment's bytecode settings as they are"),
+    ] = str(DEFAULT_PYCACHE),
 ) -> None:
     """Claim cells from the service and run each in its own vLLM subprocess.
 
@@ -62,7 +70,7 @@ def worker(
     if gpus is not None:
         raise typer.Exit(_fleet(server=server, token=token, build=build, gpu_kind=gpu_kind, gpus=gpus,
                                 per_worker=gpus_per_worker, name=name, heartbeat=heartbeat, max_jobs=max_jobs,
-                                exit_when_idle=exit_when_idle, quiet=quiet))
+                                exit_when_idle=exit_when_idle, quiet=quiet, pycache=pycache))
     try:
         gpu_ids = gpu_devices.parse_ids(gpu) if gpu is not None else None
         if gpu_kind == "auto":
@@ -80,7 +88,7 @@ def worker(
         raise CliError(str(exc)) from None
     client = ServiceClient(server, token)
     runner = Worker(client, builds=builds, gpu_kinds=kinds, gpu_count=count, gpu_ids=gpu_ids, name=name,
-                    heartbeat_s=heartbeat, echo=not quiet)
+                    heartbeat_s=heartbeat, echo=not quiet, pycache=Path(pycache).expanduser() if pycache else None)
     # SIGTERM (docker stop, the --gpus supervisor) stops the running cell and ends the loop.
     signal.signal(signal.SIGTERM, lambda *_: runner.stopping.set())
     try:
@@ -93,7 +101,8 @@ def worker(
 
 
 def _fleet(*, server: str, token: str, build: list[str], gpu_kind: str, gpus: str, per_worker: int,
-           name: str | None, heartbeat: float, max_jobs: int | None, exit_when_idle: bool, quiet: bool) -> int:
+           name: str | None, heartbeat: float, max_jobs: int | None, exit_when_idle: bool, quiet: bool,
+           pycache: str) -> int:
     """``--gpus``: one ``draftbench worker --gpu ...`` per group of GPUs, supervised; their exit code."""
     import os
     import socket
@@ -107,7 +116,7 @@ def _fleet(*, server: str, token: str, build: list[str], gpu_kind: str, gpus: st
     except gpu_devices.GpuError as exc:
         raise CliError(str(exc)) from None
     base = [*fleet.cli_base(), "worker", "--server", server, *(f"--build={b}" for b in build), "--gpu-kind", gpu_kind,
-            "--heartbeat", str(heartbeat)]
+            "--heartbeat", str(heartbeat), "--pycache", pycache]
     base += ["--max-jobs", str(max_jobs)] if max_jobs is not None else []
     base += ["--exit-when-idle"] if exit_when_idle else []
     base += ["--quiet"] if quiet else []

@@ -35,6 +35,7 @@ def to_out(rows: list[tuple[Result, Job, Sweep]], baselines: dict[tuple, Result]
                 mode=job.mode,
                 concurrency=job.concurrency,
                 env=job.env,
+                import_s=result.raw.get("import_s"),
                 speedup=speedup(result.tokens_per_s, base.tokens_per_s) if base and base.tokens_per_s > 0 else None,
                 lossless_share=_lossless(result, base) if base else None,
                 per_position=list(per_position(result.accepted_per_position, result.num_drafts)),

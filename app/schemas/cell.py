@@ -22,7 +22,8 @@ from app.schemas.base import Input
 
 # 2: CellSpec.backend/graph_mode (were attention_backend/cudagraph_mode), CellResult.spec_decode (was spec).
 # 3: measured rounds, the cell's wall time, the model runner, serving mode (CellSpec.mode, concurrency, env).
-CELL_SCHEMA_VERSION = 3
+# 4: import_s (offline cells: the seconds before the engine, spent importing vLLM).
+CELL_SCHEMA_VERSION = 4
 
 
 class Workload(Input):
@@ -218,6 +219,10 @@ class CellResult(Input):
     # Schema 3 (older files: one round, the whole generation window).
     rounds: list[Round] = Field(default_factory=list, max_length=1000)
     wall_s: NonNegativeFloat | None = Field(default=None, description="The cell process's wall time up to its result")
+    # Schema 4. None for serving cells: their server imports vLLM inside engine_start_s.
+    import_s: NonNegativeFloat | None = Field(
+        default=None, description="Offline cells: seconds from the cell's start until vLLM's engine API was imported"
+    )
     model_runner: str | None = Field(default=None, max_length=16)
     serving: Serving | None = None
 

@@ -30,6 +30,8 @@ class ResultOut(BaseModel):
     mode: str = "offline"
     concurrency: int | None = None
     env: dict[str, str] = {}
+    # Seconds spent importing vLLM before the engine started (offline cells of cell schema 4 on; else None).
+    import_s: float | None = None
     engine_start_s: float
     generation_s: float
     num_requests: int

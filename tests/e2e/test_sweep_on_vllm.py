@@ -31,7 +31,7 @@ def service(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
 def worker(service: str, vllm_python: Path, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     client = ServiceClient(service, TOKEN, retry_for_s=30)
     w = Worker(client, builds=[Build(BUILD, vllm_python)], gpu_kinds=["cpu"], workdir=tmp_path_factory.mktemp("work"),
-               heartbeat_s=2.0, echo=False)
+               heartbeat_s=2.0, echo=False, pycache=tmp_path_factory.mktemp("pycache"))
     w.register()
     yield w
     client.close()
@@ -79,6 +79,7 @@ def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, prompt
         # Three rounds: the median with its order-statistic interval (75 % for n = 3), and what they cost.
         assert row["rounds"] == 3 and row["tokens_per_s_low"] <= row["tokens_per_s"] <= row["tokens_per_s_high"]
         assert 0 < row["efficiency"] < 1 and row["measured_s"] >= 1.5
+        assert 0 < row["import_s"] < row["measured_s"] / row["efficiency"]
     assert ngram["num_draft_tokens"] > 0 and 0 <= ngram["num_accepted_tokens"] <= ngram["num_draft_tokens"]
     # The target drafting for itself at temperature 0 must agree with itself.
     assert draft["acceptance_rate"] >= 0.9 and draft["acceptance_rate_low"] <= draft["acceptance_rate"]
@@ -88,6 +89,8 @@ def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, prompt
     assert draft["speedup"] > 0 and base["speedup"] is None
     log = httpx.get(f"{service}/api/v1/jobs/{ngram['job_id']}/log")
     assert log.status_code == 200 and "cell result written" in log.text
+    # The cells compiled the model's code into the worker's bytecode cache (its build check loads no model).
+    assert any(path.name.startswith("qwen3.") for path in worker.pycache.rglob("*.pyc"))
 
 
 def test_crashes_group_by_signature_and_stay_apart_by_cause(service, worker, tiny_model, prompts) -> None:  # noqa: ANN001
@@ -139,6 +142,7 @@ def test_serving_mode_measures_latency_and_the_servers_counters(service, worker,
     sweep_id = _run(service, worker, body)
     [row] = httpx.get(f"{service}/api/v1/results", params={"sweep_id": sweep_id}).json()
     assert (row["mode"], row["concurrency"], row["rounds"]) == ("serve", 2, 2)
+    assert row["import_s"] is None  # the server imports vLLM inside its engine start
     serving = row["serving"]
     assert serving["concurrency"] == 2 and serving["completed"] >= 12 and serving["failed"] == 0
     for metric in ("ttft_ms", "tpot_ms", "itl_ms"):
