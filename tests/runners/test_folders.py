@@ -3,6 +3,7 @@ writing runs (``draftbench export``) as the folder that reads back as them."""
 
 import json
 import shutil
+import string
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,9 @@ from runners.folders import read_folder, write_cells, write_runs
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200-matrix"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "h200-sweep.yaml"
+# The sweeps benchmarks/h200_proof.py submits on the H200, with its models' names filled in.
+H200_SWEEPS = sorted((EXAMPLE.parent / "h200").glob("*.yaml"))
+H200_MODELS = {name: f"/tmp/h200/models/{name.lower()}" for name in ("TARGET", "DFLASH", "QWEN3_8B", "QWEN3_0_6B")}
 
 
 def test_expand_writes_the_same_cells_that_ran_on_the_h200(tmp_path: Path) -> None:
@@ -25,6 +29,12 @@ def test_expand_writes_the_same_cells_that_ran_on_the_h200(tmp_path: Path) -> No
         # The H200 folder was written with the cell schema's first names (attention_backend, cudagraph_mode).
         ran = CellSpec.model_validate_json((H200 / "cells" / name / "spec.json").read_text())
         assert json.loads((tmp_path / "cells" / name / "spec.json").read_text()) == ran.model_dump(mode="json")
+
+
+@pytest.mark.parametrize("path", H200_SWEEPS, ids=lambda path: path.name)
+def test_every_h200_sweep_expands(path: Path, tmp_path: Path) -> None:
+    spec = SweepSpec.model_validate(yaml.safe_load(string.Template(path.read_text()).substitute(H200_MODELS)))
+    assert write_cells(spec, tmp_path) > 0
 
 
 def test_reading_a_folder_gives_each_run_its_own_time_and_the_same_digest_twice(tmp_path: Path) -> None:
