@@ -36,7 +36,7 @@ from app.schemas.cell import CellResult  # noqa: E402
 CELLS = """
 SELECT s.name, j.build, j.backend, j.graph_mode, r.resolved_graph_mode, r.draft_eager, j.method, r.raw,
        r.acceptance_rate, r.accepted_per_position, r.num_drafts, r.expected_per_position, j.started_at, j.finished_at,
-       j.repeat, j.concurrency, j.config_hash
+       j.repeat, j.concurrency, j.config_hash, json_extract(j.config, '$.model')
 FROM results r JOIN jobs j ON j.id = r.job_id JOIN sweeps s ON s.id = j.sweep_id ORDER BY j.id
 """
 
@@ -57,6 +57,7 @@ def main() -> None:
     cells(rows)
     efficiency(rows, args.before)
     time_spent(rows)
+    half_widths(rows)
     calibration(rows)
     if args.capture:
         capture(_open(args.capture).execute(CELLS).fetchall(), rows)
@@ -193,7 +194,7 @@ def between_starts(rows: list[tuple]) -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     groups: dict[tuple, list[tuple]] = {}
     for row in rows:
-        groups.setdefault((row[17], row[16], row[0], row[2], row[3], row[4], row[6]), []).append(row)
+        groups.setdefault((row[-1], row[16], row[0], row[2], row[3], row[4], row[6]), []).append(row)
     cells = []
     for (_, _, name, backend, mode, ran, method), starts in groups.items():
         if len(starts) < 2:
@@ -218,13 +219,33 @@ def between_starts(rows: list[tuple]) -> None:
               f"fewer with the rounds shuffled among each cell's starts: p = {check.p_value:.2f} (10,000 shuffles).")
 
 
+def _default_rounds(raw: dict) -> bool:
+    """Measured with the default rounds: 5, each at least 5 s."""
+    return len(raw["rounds"]) == 5 and min(r["seconds"] for r in raw["rounds"]) >= 5.0
+
+
+def half_widths(rows: list[tuple]) -> None:
+    """The tokens/s interval's half-width over its median, by model, for offline cells with the default rounds."""
+    print("\n## Half-width by model (offline cells with the default rounds: half of the 93.75 % interval over the median)\n")
+    print("| model | cells | median | range | within 5 % |")
+    print("|---|---|---|---|---|")
+    by_model: dict[str, list[float]] = {}
+    for row in rows:
+        raw = json.loads(row[7])
+        if row[15] is None and _default_rounds(raw):
+            found = median_interval([r["output_tokens"] / r["seconds"] for r in raw["rounds"]])
+            by_model.setdefault(Path(row[17]).name, []).append((found.high - found.low) / 2 / found.median)
+    for model, halves in sorted(by_model.items()):
+        print(f"| {model} | {len(halves)} | {statistics.median(halves):.1%} | {min(halves):.1%}-{max(halves):.1%} | "
+              f"{sum(h <= 0.05 for h in halves)} of {len(halves)} |")
+
+
 def time_spent(rows: list[tuple]) -> None:
     """Where a cell's wall time went, for the cells measured with the default rounds (5 x at least 5 s)."""
     print("\n## Where the time goes (cells with the default rounds; seconds, medians over the cells)\n")
     print("| cells | before the engine (Python, imports) | engine start | warm-up | measured | wall | efficiency |")
     print("|---|---|---|---|---|---|---|")
-    default = [json.loads(row[7]) for row in rows]
-    default = [raw for raw in default if len(raw["rounds"]) == 5 and min(r["seconds"] for r in raw["rounds"]) >= 5.0]
+    default = [raw for raw in (json.loads(row[7]) for row in rows) if _default_rounds(raw)]
     if not default:
         return
     parts = {

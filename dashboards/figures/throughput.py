@@ -1,4 +1,4 @@
-"""A sweep's median tokens/s per cell as horizontal bars."""
+"""A sweep's tokens/s per cell as horizontal bars, each with its 95 % interval."""
 
 from functools import lru_cache
 
@@ -7,20 +7,26 @@ from matplotlib.figure import Figure
 
 from dashboards.figures import to_svg
 
+NAN = float("nan")
+Bar = tuple[str, float, float | None, float | None, float | None, bool]
 
-def throughput_by_cell(table: pd.DataFrame) -> str | None:
-    """Horizontal bars of median tokens/s per cell, labelled with acceptance; None when nothing ran.
+
+def throughput_by_cell(frame: pd.DataFrame) -> str | None:
+    """Horizontal bars of tokens/s per cell (``dashboards.data.cells_frame``: repeats pooled) with their interval
+    as error bars, labelled with acceptance; None when nothing ran.
 
     Drawing costs most of a sweep page's time, so a chart is drawn once per distinct content.
     """
-    ran = table.dropna(subset=["tokens_per_s"])
+    ran = frame.dropna(subset=["tokens_per_s"]) if not frame.empty else frame
     if ran.empty:
         return None
     bars = tuple(
         (
             " / ".join(str(row[k]) for k in ("gpu_kind", "backend", "graph_mode", "method")),
             float(row["tokens_per_s"]),
-            None if pd.isna(row["acceptance_rate"]) else float(row["acceptance_rate"]),
+            _maybe(row["tokens_per_s_low"]),
+            _maybe(row["tokens_per_s_high"]),
+            _maybe(row["acceptance"]),
             bool(row["downgraded"]),
         )
         for _, row in ran.iterrows()
@@ -28,18 +34,26 @@ def throughput_by_cell(table: pd.DataFrame) -> str | None:
     return _throughput_svg(bars)
 
 
+def _maybe(value: object) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
 @lru_cache(maxsize=256)
-def _throughput_svg(cells: tuple[tuple[str, float, float | None, bool], ...]) -> str:
-    labels, speeds, rates, downgraded = zip(*cells, strict=True)
+def _throughput_svg(cells: tuple[Bar, ...]) -> str:
+    labels, speeds, lows, highs, rates, downgraded = zip(*cells, strict=True)
     # Figure without pyplot: no global state, so pages render safely on the server's threads.
     fig = Figure(figsize=(8, 0.4 * len(cells) + 1.2))
     ax = fig.subplots()
-    bars = ax.barh(labels, speeds, color=["#c44e52" if d else "#4c72b0" for d in downgraded])
-    for bar, rate in zip(bars, rates, strict=True):
+    # A cell without an interval (one round of one start) gets no error bar (NaN draws none).
+    errors = [[s - lo if lo is not None else NAN for s, lo in zip(speeds, lows, strict=True)],
+              [hi - s if hi is not None else NAN for s, hi in zip(speeds, highs, strict=True)]]
+    bars = ax.barh(labels, speeds, xerr=errors, capsize=3, error_kw={"elinewidth": 1},
+                   color=["#c44e52" if d else "#4c72b0" for d in downgraded])
+    for bar, rate, high, speed in zip(bars, rates, highs, speeds, strict=True):
         if rate is not None:
-            ax.annotate(f"acc {rate:.2f}", (bar.get_width(), bar.get_y() + bar.get_height() / 2),
-                        xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
+            ax.annotate(f"acc {rate:.2f}", (high if high is not None else speed, bar.get_y() + bar.get_height() / 2),
+                        xytext=(6, 0), textcoords="offset points", va="center", fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("output tokens/s (median over repeats); red: graph mode downgraded")
+    ax.set_xlabel("output tokens/s, repeats pooled, with its 95 % interval; red: graph mode downgraded")
     ax.set_title("Throughput per cell")
     return to_svg(fig)

@@ -1,9 +1,10 @@
-"""``/sweeps/{id}``: one sweep's matrix table and throughput chart."""
+"""``/sweeps/{id}``: one sweep's cells (repeats pooled, with their intervals) and throughput chart."""
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.deps import SessionDep, SettingsDep
+from app.results.cells import CellScope
 from app.sweeps import service as sweeps
 from dashboards import data, render
 from dashboards.cache import FinishedSweeps, is_over
@@ -21,8 +22,8 @@ def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: S
     finished: FinishedSweeps = request.app.state.finished_sweeps
     matrix = finished.get(summary.id)
     if matrix is None:
-        table = data.matrix_table(data.sweep_cells(session=session, sweep_id=summary.id))
-        matrix = {"rows": table.to_dict("records"), "chart": throughput_by_cell(table)}
+        cells = data.cells(session=session, scope=CellScope(sweep_id=summary.id))
+        matrix = {"cells": cells, "chart": throughput_by_cell(data.cells_frame(cells))}
         if is_over(summary.counts):
             finished.put(summary.id, matrix)
     views = Filters(sweep_id=summary.id)

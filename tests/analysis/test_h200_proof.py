@@ -11,7 +11,7 @@ import pytest
 
 from app.analysis.acceptance import calibration_misses, derive, per_pass_counts, per_position
 from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio
-from app.analysis.rounds import median_interval
+from app.analysis.rounds import aa_check, median_interval
 from app.analysis.samples import pooled
 from app.analysis.verdicts import Change, cell_verdict
 from app.schemas.cell import CellResult
@@ -159,6 +159,23 @@ def test_three_engine_starts_of_each_fallback_cell_never_flag_a_change_against_e
                     for i in range(3)]
     assert Change.BETTER not in changes and Change.WORSE not in changes
     assert Change.UNCHANGED in changes
+
+
+def _rounds(result: CellResult) -> list[float]:
+    return [r.output_tokens / r.seconds for r in result.rounds]
+
+
+def test_on_the_h200_a_starts_interval_holds_the_other_starts_medians_as_often_as_exchangeable_rounds_would() -> None:
+    """batch3.sqlite's 4 cells x 3 starts: 17 of 24 medians inside another start's interval against 20.0 if starts
+    did not differ; shuffled, as few come often (p well above 0.05). tests/data/aa-cpu's 6 starts of one CPU cell
+    fail the same check: there starts differ beyond their rounds."""
+    h200 = aa_check([[_rounds(r) for r in starts] for starts in _by_config("batch3.sqlite", "h200-fallback-repeats").values()])
+    assert (h200.hits, h200.pairs, h200.expected) == (17, 24, pytest.approx(20.0))
+    assert h200.p_value > 0.1
+    cpu = [CellResult.model_validate_json(path.read_text()) for path in sorted((PROOF.parent / "aa-cpu").glob("run-*.json"))]
+    found = aa_check([[_rounds(r) for r in cpu]])
+    assert (found.hits, found.pairs, found.expected) == (8, 30, pytest.approx(18.0))
+    assert found.p_value < 0.05
 
 
 def test_speculation_on_the_8b_shape_server_pays_off_at_1_16_and_64_clients() -> None:

@@ -76,6 +76,18 @@ def test_index_shows_alarms_workers_and_sweeps(site: str, page, shots: Path) -> 
     assert page.locator("#cells tr.alarm").count() == 2
 
 
+def test_a_sweep_page_gives_each_cell_its_interval_and_draws_it(site: str, page, shots: Path) -> None:  # noqa: ANN001
+    page.goto(f"{site}/")
+    page.locator("#sweeps").get_by_role("link", name="h200-matrix-rest").click()
+    rows = page.locator("#matrix tr")
+    assert rows.count() == 1 + 4
+    # TRITON_ATTN FULL_DECODE_ONLY draft_model: 5893 tok/s, its 5 rounds' interval read as 95 % (fallback.pool_repeats).
+    texts = [rows.nth(i).inner_text() for i in range(1, 5)]
+    assert any("5893.3 [" in text and "1 rep × 5 rounds" in text for text in texts), texts
+    assert page.locator("#chart svg").count() == 1
+    _shot(page, shots, "sweep")
+
+
 def test_fallback_headline_figures_and_filter(site: str, page, shots: Path) -> None:  # noqa: ANN001
     page.goto(f"{site}/fallback?build=vllm-0.26.0")
     assert "0.41x [0.36, 0.47]" in page.locator("#headline").inner_text()

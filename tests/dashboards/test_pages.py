@@ -17,7 +17,7 @@ from tests.factories import Registered, cell_result, claim, complete, register_w
 from tests.live import serve
 
 MATRIX_COLUMNS = ["GPU kind", "backend", "graph mode", "resolved graph mode", "method",
-                  "acceptance", "tokens/s", "draft eager", "runs", "states"]
+                  "acceptance [95 %]", "tokens/s [95 %]", "draft eager", "runs", "states"]
 
 
 class _Tables(HTMLParser):
@@ -102,8 +102,8 @@ def test_sweep_page_shows_the_matrix_before_any_result(client, dataset) -> None:
     assert "<h1>matrix-only</h1>" in response.text and 'id="sweep-state">queued<' in response.text
     rows = matrix_rows(response.text)
     assert [(r["GPU kind"], r["backend"], r["graph mode"], r["method"], r["runs"], r["states"]) for r in rows] == [
-        ("cpu", "CPU_ATTN", "NONE", "draft_model", "2", "queued 2"),
-        ("cpu", "CPU_ATTN", "NONE", "ngram", "2", "queued 2"),
+        ("cpu", "CPU_ATTN", "NONE", "draft_model k=3", "2", "queued 2"),
+        ("cpu", "CPU_ATTN", "NONE", "ngram k=3", "2", "queued 2"),
     ]
     assert "No cell has finished yet" in response.text and "<svg" not in response.text
 
@@ -112,8 +112,10 @@ def test_sweep_page_draws_the_chart_once_a_result_exists(client, dataset) -> Non
     worker, sweep = new_sweep(client, sweep_body(dataset, name="charted"))
     finish_jobs(client, worker, 1, resolved={"resolved_backend": "CPU_ATTN", "resolved_graph_mode": "NONE"})
     html = client.get(f"/sweeps/{sweep['id']}").text
-    ngram = next(r for r in matrix_rows(html) if r["method"] == "ngram")
-    assert ngram["acceptance"] == "0.500" and ngram["tokens/s"] == "100.0"
+    ngram = next(r for r in matrix_rows(html) if r["method"] == "ngram k=3")
+    # 30 of 60 draft tokens with Wilson's interval; one round of one start gives tokens/s no interval, and says so.
+    assert ngram["acceptance [95 %]"] == "0.500 [0.377, 0.623]"
+    assert ngram["tokens/s [95 %]"] == "100.01 rep × 1 rounds"
     assert ngram["resolved graph mode"] == "NONE" and ngram["_class"] == ""
     assert ngram["states"] == "queued 1, succeeded 1"
     chart = html[html.index('<figure id="chart">'):]
@@ -170,7 +172,7 @@ def test_a_browser_follows_the_sweep_link_and_sees_matrix_and_chart(live_server,
     rows = page.locator("#matrix tr")
     assert rows.count() == 1 + 4  # the header, then 2 methods x 2 graph modes
     cells = [[c.strip() for c in rows.nth(i).locator("td").all_inner_texts()] for i in range(1, 5)]
-    assert {(c[2], c[4]) for c in cells} == {(m, s) for m in ("NONE", "FULL_AND_PIECEWISE") for s in ("draft_model", "ngram")}
+    assert {(c[2], c[4]) for c in cells} == {(m, s) for m in ("NONE", "FULL_AND_PIECEWISE") for s in ("draft_model k=3", "ngram k=3")}
     assert sorted(c[9] for c in cells) == ["queued 1", "succeeded 1", "succeeded 1", "succeeded 1"]
     # Two of the four cells ask for full graphs and three ran, so at least one ran downgraded.
     downgraded = sum(_resolved_as_on_cpu(job)["graph_downgraded"] for job in jobs)
