@@ -210,7 +210,7 @@ def _print_results(api: Api, sweep_id: int) -> None:
     sweep = api.get(f"/api/v1/sweeps/{sweep_id}")
     results = {r["job_id"]: r for r in api.get("/api/v1/results", sweep_id=sweep_id)}
     table = Table("job", "GPU kind", "backend", "graph mode → resolved", "method", "rep", "state",
-                  escape("acceptance [95% CI]"), "accept len", escape("tok/s [interval] (rounds)"),
+                  escape("acceptance [95% CI]"), escape("accept len [95% CI]"), escape("tok/s [interval] (rounds)"),
                   title=f"sweep {sweep_id}: {sweep['name']} ({sweep['state']})")
     for cell in sweep["cells"]:
         r = results.get(cell["job_id"])
@@ -225,8 +225,10 @@ def _print_results(api: Api, sweep_id: int) -> None:
             if r["acceptance_rate"] is not None:
                 acc = f"{r['acceptance_rate']:.3f} [{r['acceptance_rate_low']:.3f}, {r['acceptance_rate_high']:.3f}]"
                 length = f"{r['mean_acceptance_length']:.2f}"
+                if r["mean_acceptance_length_low"] is not None:
+                    length += f" [{r['mean_acceptance_length_low']:.2f}, {r['mean_acceptance_length_high']:.2f}]"
         table.add_row(str(cell["job_id"]), cell["gpu_kind"], cell["backend"], mode, cell["method"] or "baseline",
-                      str(cell["repeat"]), cell["state"], escape(acc), length, escape(tps))
+                      str(cell["repeat"]), cell["state"], escape(acc), escape(length), escape(tps))
     console.print(table)
     for warning in sweep.get("warnings", []):
         console.print(f"[yellow]warning:[/] {warning}")

@@ -31,4 +31,5 @@ def test_status_shows_each_result_with_its_interval(server: str, dataset) -> Non
     assert done.returncode == 0, done.stderr
     # Rich reads square brackets as markup: the header and the cells must keep theirs.
     assert "tok/s [interval] (rounds)" in done.stdout and "acceptance [95% CI]" in done.stdout
+    assert "accept len [95% CI]" in done.stdout
     assert "100.0 [90.0, 120.0] (3)" in done.stdout
