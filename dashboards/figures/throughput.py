@@ -53,6 +53,8 @@ def _throughput_svg(cells: tuple[Bar, ...]) -> str:
         if rate is not None:
             ax.annotate(f"acc {rate:.2f}", (high if high is not None else speed, bar.get_y() + bar.get_height() / 2),
                         xytext=(6, 0), textcoords="offset points", va="center", fontsize=8)
+    # Room right of the longest bar's interval for its acceptance label.
+    ax.set_xlim(0, max(high if high is not None else speed for high, speed in zip(highs, speeds, strict=True)) * 1.18)
     ax.invert_yaxis()
     ax.set_xlabel("output tokens/s, repeats pooled, with its 95 % interval; red: graph mode downgraded")
     ax.set_title("Throughput per cell")
