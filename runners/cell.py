@@ -10,9 +10,9 @@ This file (and ``serving.py`` beside it, for mode "serve") imports only the stan
 worker validates the JSON it writes.
 
 What is measured and how (offline mode; serving.py says how the serving mode differs):
-- import_s is the time from this script's start until vLLM's engine API is imported: Python compiling
-  vLLM's sources, where the build has no bytecode for them and may not write any, is most of it (the
-  worker gives cells a bytecode cache, ``runners/worker.py``).
+- import_s is the time from this script's start until vLLM's engine API is imported. Where the build
+  has no bytecode and Python may not write any, compiling vLLM's sources is half of it or more; the
+  worker gives cells a bytecode cache (``runners/execute.py``'s ``bytecode_env``).
 - engine_start_s is the ``LLM(...)`` construction (model load, KV cache, compile and graph capture).
 - Warm-up runs ``warmup_prompts`` prompts first, as one batch (the schema's default is the whole
   workload, so the rounds' batch shapes are compiled and captured before any is measured: with a
