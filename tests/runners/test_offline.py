@@ -1,8 +1,16 @@
-"""runners/offline.py gives its cells the same environment as the worker does: vLLM's variables, the bytecode cache."""
+"""runners/offline.py: a folder of cells run without the service, on real vLLM (CPU), then imported; and its cells'
+environment, the worker's: vLLM's variables and the bytecode cache."""
 
+import json
 from pathlib import Path
 
+import pytest
+
+from app.schemas.sweep import SweepSpec
+from app.sweeps.imports import import_sweep
 from runners import offline
+from runners.folders import read_folder, write_cells
+from tests.vllm_fixtures import CPU_ENGINE_ARGS
 
 
 def test_offline_cells_get_their_vllm_variables_and_the_bytecode_cache(monkeypatch, tmp_path: Path) -> None:  # noqa: ANN001
@@ -11,3 +19,32 @@ def test_offline_cells_get_their_vllm_variables_and_the_bytecode_cache(monkeypat
     assert env["VLLM_USE_V2_MODEL_RUNNER"] == "1" and env["PYTHONUNBUFFERED"] == "1"
     assert env["PYTHONPYCACHEPREFIX"] == str(tmp_path) and "PYTHONDONTWRITEBYTECODE" not in env
     assert offline.cell_env({}, None)["PYTHONDONTWRITEBYTECODE"] == "1"
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # one engine start; the import itself is tested on both
+def test_a_folder_runs_without_the_service_and_imports_as_it_ran(vllm_python, tiny_model, tmp_path, migrated_sessions) -> None:  # noqa: ANN001
+    spec = SweepSpec.model_validate({
+        "name": "offline", "build": "vllm-cpu-offline", "model": str(tiny_model),
+        "workload": {"num_prompts": 6, "max_tokens": 32, "rounds": 3, "min_window_s": 0.5},
+        "speculative": [{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1}],
+        "backends": ["CPU_ATTN"], "graph_modes": ["NONE"], "gpu_kinds": ["cpu"],
+        "engine_args": dict(CPU_ENGINE_ARGS), "timeout_s": 600,
+    })
+    folder, cache = tmp_path / "run", tmp_path / "pycache"
+    assert write_cells(spec, folder) == 1
+    [summary] = offline.run_folder(folder, python=str(vllm_python), pycache=cache)
+    assert summary["exit_code"] == 0 and summary["tokens_per_s"] > 0, (folder / "cells" / summary["cell"] / "cell.log").read_text()[-3000:]
+    result = json.loads((folder / "cells" / summary["cell"] / "result.json").read_text())
+    assert len(result["rounds"]) == 3 and result["import_s"] > 0
+    assert any(path.name.startswith("qwen3.") for path in cache.rglob("*.pyc"))
+    # Run again with --only-missing: nothing left to run.
+    assert offline.run_folder(folder, python=str(vllm_python), only_missing=True, pycache=cache) == []
+
+    read_spec, ran, digest = read_folder(folder)
+    with migrated_sessions.begin() as session:
+        sweep, created = import_sweep(session=session, spec=read_spec, ran=ran, digest=digest)
+        [job] = sweep.jobs
+        assert created and job.state.value == "succeeded"
+        assert job.result.tokens_per_s == pytest.approx(sorted(r["output_tokens"] / r["seconds"] for r in result["rounds"])[1])
+        assert job.result.resolved_backend == "CPU_ATTN" and job.result.num_draft_tokens > 0
