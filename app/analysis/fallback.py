@@ -64,6 +64,24 @@ def repeat_se_log(repeat: RepeatSpeed) -> float | None:
     return (math.log(repeat.high) - math.log(repeat.low)) / (2 * z)
 
 
+def repeat_interval(repeat: RepeatSpeed, z: float = Z_95) -> tuple[float, float] | None:
+    """One engine start's interval at the level of ``z`` (95 % by default), read off its order-statistic interval
+    side by side: with ``C`` its level and ``z_C = Phi^-1((1 + C) / 2)``,
+
+    ``low' = m (low / m)^(z / z_C)``, ``high' = m (high / m)^(z / z_C)``.
+
+    Five rounds give the range at 93.75 %, so each side grows by ``1.96 / 1.863 = 1.052`` on the log scale. Kept
+    per side because rounds are skewed (a slow first round): a symmetric interval around the median
+    (``repeat_se_log``, what ``ratio`` needs) then reaches far above the fastest round. None without an
+    interval or with a bound that is not positive. O(n).
+    """
+    rank = interval_rank(repeat.rounds)
+    if rank is None or repeat.low is None or repeat.high is None or repeat.low <= 0 or repeat.high <= 0:
+        return None
+    scale = z / statistics.NormalDist().inv_cdf((1 + rank[1]) / 2)
+    return repeat.median * (repeat.low / repeat.median) ** scale, repeat.median * (repeat.high / repeat.median) ** scale
+
+
 def pool_repeats(repeats: Sequence[RepeatSpeed]) -> CellSpeed:
     """A cell's speed from its ``k`` repeats.
 

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.analysis.acceptance import lossless_share, per_position
 from app.analysis.alarms import is_degenerate
-from app.analysis.fallback import CellSpeed, Ratio, RepeatSpeed, pool_repeats, ratio
+from app.analysis.fallback import CellSpeed, Ratio, RepeatSpeed, pool_repeats, ratio, repeat_interval
 from app.analysis.intervals import Z_95, wilson_interval
 from app.enums import JobState
 from app.models import Crash, CrashSignature, Job, Result, Sweep
@@ -142,11 +142,14 @@ class Cell:
 
     @property
     def tokens_per_s(self) -> tuple[float, float | None, float | None] | None:
-        """The pooled median with ``exp(ln m +- 1.96 se)``, the interval ``fallback.ratio`` works with."""
+        """The pooled median with ``exp(ln m +- 1.96 se)``, the interval ``fallback.ratio`` works with; for one
+        engine start, its own rounds' interval carried to 95 % side by side (``fallback.repeat_interval``)."""
         if self.speed is None:
             return None
         se = self.speed.se_log
         m = self.speed.median
+        if len(self.repeats) == 1 and (own := repeat_interval(self.repeats[0])) is not None:
+            return (m, *own)
         if se is None:
             return (m, None, None)
         return (m, m * math.exp(-Z_95 * se), m * math.exp(Z_95 * se))

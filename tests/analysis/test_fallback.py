@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from app.analysis.fallback import CellSpeed, RepeatSpeed, pool_repeats, ratio, repeat_se_log
+from app.analysis.fallback import CellSpeed, RepeatSpeed, pool_repeats, ratio, repeat_interval, repeat_se_log
 
 Z_9375 = 1.8627319  # Phi^-1((1 + 0.9375) / 2): five rounds' range holds the median at 93.75 %
 
@@ -52,3 +52,14 @@ def test_no_repeats_or_a_zero_speed_is_refused() -> None:
         pool_repeats([])
     with pytest.raises(ValueError, match="positive"):
         pool_repeats([RepeatSpeed(0.0, None, None, 1)])
+
+
+def test_one_starts_interval_is_carried_to_95_percent_side_by_side() -> None:
+    # Five rounds: the range at 93.75 %, z = 1.8627; to 95 % each side's log grows by 1.95996 / 1.8627 = 1.0522:
+    # 100 x 0.5^1.0522 = 48.22 and 100 x 1.1^1.0522 = 110.55. The symmetric form reaches
+    # exp(ln 100 + 1.96 (ln 110 - ln 50) / (2 x 1.8627)) = 151.4, far past the fastest round (110).
+    low, high = repeat_interval(RepeatSpeed(100.0, 50.0, 110.0, 5))
+    assert (low, high) == (pytest.approx(48.223, abs=1e-3), pytest.approx(110.549, abs=1e-3))
+    speed = pool_repeats([RepeatSpeed(100.0, 50.0, 110.0, 5)])
+    assert 100.0 * math.exp(1.959964 * speed.se_log) == pytest.approx(151.4, abs=0.1)
+    assert repeat_interval(RepeatSpeed(100.0, None, None, 1)) is None
