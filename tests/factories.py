@@ -92,3 +92,14 @@ def run_cell(client: TestClient, worker: Registered, dataset: Path, build: str, 
         job = claim(client, worker)
         assert complete(client, job["job_id"], worker, {"result": cell_result(tokens_per_s=speed, accepted=accepted)}).status_code == 200
     return sweep["id"]
+
+
+HISTORY_BUILDS = [f"b{i}" for i in range(6)]
+
+
+def run_history(client: TestClient, dataset: Path, levels: list[float], accepted: list[int] | None = None) -> None:
+    """One n-gram cell on builds b0, b1, ... (``HISTORY_BUILDS``), two repeats each around that build's level of
+    tokens/s, with ``accepted`` of 60 draft tokens on each build (default 30)."""
+    worker = register_worker(client, builds=HISTORY_BUILDS[: len(levels)])
+    for i, level in enumerate(levels):
+        run_cell(client, worker, dataset, HISTORY_BUILDS[i], [level - 0.5, level + 0.5], accepted=(accepted or [30] * 6)[i])

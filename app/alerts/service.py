@@ -81,27 +81,32 @@ def find(*, session: Session) -> list[Alert]:
     return sorted((_with(a, acks.get(a.id)) for a in found), key=lambda a: a.change)
 
 
-def open_counts(*, session: Session) -> dict[str, int]:
-    """Open, unacknowledged alerts by metric, for ``/metrics``.
+def open_alerts(*, session: Session) -> list[Alert]:
+    """The alerts not acknowledged, largest drop first: what ``/metrics`` counts and the overview page lists.
 
     :func:`find` reads every cell; its answer changes only when a job finishes or an alert is
     acknowledged, so it is kept per process under a key of exactly those (the finished jobs' count and
-    newest finish, the acknowledgements' count) and a scrape between results costs two counts.
+    newest finish, the acknowledgements' count): a scrape or a page view between results costs two counts.
     """
     key = (*session.execute(select(func.count(), func.max(Job.finished_at)).where(Job.finished_at.is_not(None))).one(),
            session.scalar(select(func.count()).select_from(AlertAck)))
-    with _COUNTS_LOCK:
-        if _COUNTS and _COUNTS[0] == key:
-            return _COUNTS[1]
+    with _OPEN_LOCK:
+        if _OPEN and _OPEN[0] == key:
+            return _OPEN[1]
     found = [a for a in find(session=session) if a.acknowledged is None]
-    counts = {metric: sum(a.metric == metric for a in found) for metric in METRICS}
-    with _COUNTS_LOCK:
-        _COUNTS[:] = [key, counts]
-    return counts
+    with _OPEN_LOCK:
+        _OPEN[:] = [key, found]
+    return found
 
 
-_COUNTS: list = []  # [key, counts] of the last open_counts answer
-_COUNTS_LOCK = threading.Lock()  # scrapes run on several threads
+def open_counts(*, session: Session) -> dict[str, int]:
+    """Open, unacknowledged alerts by metric, for ``/metrics``."""
+    found = open_alerts(session=session)
+    return {metric: sum(a.metric == metric for a in found) for metric in METRICS}
+
+
+_OPEN: list = []  # [key, alerts] of the last open_alerts answer
+_OPEN_LOCK = threading.Lock()  # scrapes and pages run on several threads
 
 
 def acknowledge(*, session: Session, alert_id: str, reason: str, by: str) -> Alert:

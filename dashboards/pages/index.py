@@ -1,8 +1,10 @@
-"""``/``: the latest sweeps with their progress, the open alarms of the newest build, and the live workers."""
+"""``/``: the latest sweeps with their progress, the open alarms of the newest build, the open regressions across
+builds (alerts), and the live workers."""
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from app.alerts import service as alert_service
 from app.deps import SessionDep, SettingsDep
 from app.models import utcnow
 from app.results import alarms
@@ -10,6 +12,7 @@ from app.results.cells import CellScope
 from app.sweeps import service as sweeps
 from app.workers import service as workers
 from dashboards import data, render
+from dashboards.filters import Filters
 
 router = APIRouter()
 
@@ -21,5 +24,13 @@ def index(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLR
     fleet = [workers.to_out(w, lease_seconds=settings.lease_seconds, now=now) for w in workers.list_all(session=session)]
     builds = data.recent_builds(session=session)
     found = alarms.find(data.cells(session=session, scope=CellScope(builds=builds))) if builds else []
+    regressions = [(a, _history_link(a)) for a in alert_service.open_alerts(session=session)]
     return render.page(request, "index.html", None, sweeps=rows, live=[w for w in fleet if w.alive],
-                       dead=len(fleet) - sum(w.alive for w in fleet), alarms=found, builds=builds)
+                       dead=len(fleet) - sum(w.alive for w in fleet), alarms=found, builds=builds,
+                       regressions=regressions)
+
+
+def _history_link(alert: alert_service.Alert) -> str:
+    """The alerted cell's history across builds (``/history``)."""
+    cell = alert.cell
+    return Filters(gpu_kind=cell.gpu_kind, method=cell.method, backend=cell.backend, graph_mode=cell.graph_mode).link("/history")

@@ -5,15 +5,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from tests.conftest import AUTH
-from tests.factories import register_worker, run_cell
-
-BUILDS = [f"b{i}" for i in range(6)]
-
-
-def _history(client: TestClient, dataset: Path, levels: list[float], accepted: list[int] | None = None) -> None:
-    worker = register_worker(client, builds=BUILDS[: len(levels)])
-    for i, level in enumerate(levels):
-        run_cell(client, worker, dataset, BUILDS[i], [level - 0.5, level + 0.5], accepted=(accepted or [30] * 6)[i])
+from tests.factories import run_history
 
 
 def _open(client: TestClient) -> str:
@@ -22,7 +14,7 @@ def _open(client: TestClient) -> str:
 
 
 def test_a_drop_that_stays_is_an_alert_naming_its_first_build_until_acknowledged(client: TestClient, dataset: Path) -> None:
-    _history(client, dataset, [100.0, 101.0, 99.0, 100.0, 70.0, 71.0])
+    run_history(client, dataset, [100.0, 101.0, 99.0, 100.0, 70.0, 71.0])
     [alert] = client.get("/api/v1/alerts").json()
     assert (alert["metric"], alert["first_bad_build"], alert["last_good_build"], alert["latest_build"]) == (
         "tokens_per_s", "b4", "b3", "b5")
@@ -39,12 +31,12 @@ def test_a_drop_that_stays_is_an_alert_naming_its_first_build_until_acknowledged
 
 
 def test_a_drop_that_recovered_or_noise_is_no_alert(client: TestClient, dataset: Path) -> None:
-    _history(client, dataset, [100.0, 101.0, 70.0, 71.0, 100.0, 101.0])
+    run_history(client, dataset, [100.0, 101.0, 70.0, 71.0, 100.0, 101.0])
     assert client.get("/api/v1/alerts?state=all").json() == []
 
 
 def test_acceptance_drops_are_alerts_too(client: TestClient, dataset: Path) -> None:
-    _history(client, dataset, [100.0] * 6, accepted=[30, 30, 30, 30, 10, 10])
+    run_history(client, dataset, [100.0] * 6, accepted=[30, 30, 30, 30, 10, 10])
     [alert] = client.get("/api/v1/alerts").json()
     assert (alert["metric"], alert["first_bad_build"], alert["before"], alert["after"]) == ("acceptance", "b4", 0.5, 10 / 60)
 

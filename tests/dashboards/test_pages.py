@@ -4,6 +4,7 @@ Sweeps and results are made through the worker protocol, as a worker would, so t
 checked against what the service really stores.
 """
 
+import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 
 from app.config import Settings
 from tests.conftest import AUTH, TOKEN
-from tests.factories import Registered, cell_result, claim, complete, register_worker, submit, sweep_body
+from tests.factories import Registered, cell_result, claim, complete, register_worker, run_history, submit, sweep_body
 from tests.live import serve
 
 MATRIX_COLUMNS = ["GPU kind", "backend", "graph mode", "resolved graph mode", "method",
@@ -93,6 +94,20 @@ def test_index_lists_sweeps_with_a_link_to_each(client, dataset) -> None:  # noq
     [_, (_, cells)] = tables(response.text)["sweeps"]
     assert cells[:4] == [str(sweep["id"]), "eagle-vs-ngram", "vllm-test", "queued"]
     assert cells[4] == "queued 4"
+
+
+def test_index_lists_open_regressions_with_their_builds_and_a_history_link(client, dataset) -> None:  # noqa: ANN001
+    assert 'id="regressions-empty"' in client.get("/").text
+    run_history(client, dataset, [100.0, 101.0, 99.0, 100.0, 70.0, 71.0])
+    page = client.get("/").text
+    [item] = re.findall(r'<ul id="regressions">(.*?)</ul>', page, re.S)
+    text = " ".join(re.sub(r"<[^>]+>", " ", item).split())
+    assert "tokens/s cpu · ngram k=3 · CPU_ATTN · NONE: 100 → 70 (-29.5 %) from build b4 on (last good b3" in text
+    assert "a step fit over 6 builds, still down at b5" in text
+    assert 'href="/history?gpu_kind=cpu&amp;method=ngram&amp;backend=CPU_ATTN&amp;graph_mode=NONE"' in item
+    [alert] = client.get("/api/v1/alerts").json()
+    assert client.post(f"/api/v1/alerts/{alert['id']}/ack", json={"reason": "expected"}, headers=AUTH).status_code == 200
+    assert 'id="regressions-empty"' in client.get("/").text
 
 
 def test_sweep_page_shows_the_matrix_before_any_result(client, dataset) -> None:  # noqa: ANN001
