@@ -7,8 +7,9 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import Depends, FastAPI
 
-from app import db, docs, handlers
+from app import db, docs, handlers, periodic
 from app.admission import AdmissionMiddleware
+from app.alerts import service as alerts
 from app.alerts.router import router as alerts_router
 from app.auth.ratelimit import RateLimiter
 from app.auth.router import router as tokens_router
@@ -75,7 +76,12 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # 100-200 ms every few seconds under load (benchmarks/api_load.py).
     gc.freeze()
     settings: Settings = app.state.settings
-    async with stalled.checking(
-        app.state.sessionmaker, lease_seconds=settings.lease_seconds, every_s=settings.stall_check_seconds
+    sessions = app.state.sessionmaker
+    async with periodic.running(
+        settings.stall_check_seconds,
+        ("stalled-job check", lambda: stalled.check_once(sessions, lease_seconds=settings.lease_seconds)),
+        # The overview page shows the open regressions as of the last refresh: reading every cell's history
+        # (seconds over 100k results) is not the page's to do after each finished job.
+        ("alerts refresh", lambda: alerts.refresh(sessions)),
     ):
         yield

@@ -11,14 +11,16 @@ import hashlib
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from app.analysis.changepoints import open_regression
 from app.analysis.verdicts import DEFAULT_THRESHOLD
+from app.db import session_scope
 from app.errors import ConflictError, NotFoundError
-from app.models import AlertAck, Job
+from app.models import AlertAck, Job, utcnow
 from app.results import cells as cells_service
 from app.results.cells import Cell, CellScope
 from app.workers import service as workers
@@ -82,21 +84,42 @@ def find(*, session: Session) -> list[Alert]:
 
 
 def open_alerts(*, session: Session) -> list[Alert]:
-    """The alerts not acknowledged, largest drop first: what ``/metrics`` counts and the overview page lists.
+    """The alerts not acknowledged, largest drop first, as of now: what ``/metrics`` counts.
 
     :func:`find` reads every cell; its answer changes only when a job finishes or an alert is
-    acknowledged, so it is kept per process under a key of exactly those (the finished jobs' count and
-    newest finish, the acknowledgements' count): a scrape or a page view between results costs two counts.
+    acknowledged, so it is kept per database and process under a key of exactly those (the finished
+    jobs' count and newest finish, the acknowledgements' count): a scrape between results costs two
+    counts. The first after a result reads every cell: 3.2 s over 102,611 results on SQLite on the
+    2-core development machine (``benchmarks/dashboard_load.py``).
     """
+    database = str(session.get_bind().url)
     key = (*session.execute(select(func.count(), func.max(Job.finished_at)).where(Job.finished_at.is_not(None))).one(),
            session.scalar(select(func.count()).select_from(AlertAck)))
     with _OPEN_LOCK:
-        if _OPEN and _OPEN[0] == key:
-            return _OPEN[1]
+        known = _OPEN.get(database)
+    if known is not None and known.key == key:
+        return known.alerts
     found = [a for a in find(session=session) if a.acknowledged is None]
     with _OPEN_LOCK:
-        _OPEN[:] = [key, found]
+        _OPEN[database] = _Found(key, found, utcnow())
     return found
+
+
+def latest_open(*, session: Session) -> tuple[list[Alert], datetime]:
+    """What :func:`open_alerts` last found for this database and when, without reading the history again: the
+    overview page shows this, and :func:`refresh` keeps it current on the service's schedule. Only the first
+    call of a process reads the history."""
+    with _OPEN_LOCK:
+        known = _OPEN.get(str(session.get_bind().url))
+    if known is None:
+        return open_alerts(session=session), utcnow()
+    return known.alerts, known.at
+
+
+def refresh(sessions: sessionmaker[Session]) -> None:
+    """:func:`open_alerts` in its own session, for the service's schedule (``app.periodic``)."""
+    with session_scope(sessions) as session:
+        open_alerts(session=session)
 
 
 def open_counts(*, session: Session) -> dict[str, int]:
@@ -105,8 +128,15 @@ def open_counts(*, session: Session) -> dict[str, int]:
     return {metric: sum(a.metric == metric for a in found) for metric in METRICS}
 
 
-_OPEN: list = []  # [key, alerts] of the last open_alerts answer
-_OPEN_LOCK = threading.Lock()  # scrapes and pages run on several threads
+@dataclass(frozen=True)
+class _Found:
+    key: tuple
+    alerts: list[Alert]
+    at: datetime
+
+
+_OPEN: dict[str, _Found] = {}  # by database: the last open_alerts answer
+_OPEN_LOCK = threading.Lock()  # scrapes, pages and the schedule run on several threads
 
 
 def acknowledge(*, session: Session, alert_id: str, reason: str, by: str) -> Alert:

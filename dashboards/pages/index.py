@@ -24,10 +24,11 @@ def index(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLR
     fleet = [workers.to_out(w, lease_seconds=settings.lease_seconds, now=now) for w in workers.list_all(session=session)]
     builds = data.recent_builds(session=session)
     found = alarms.find(data.cells(session=session, scope=CellScope(builds=builds))) if builds else []
-    regressions = [(a, _history_link(a)) for a in alert_service.open_alerts(session=session)]
+    regressions, as_of = alert_service.latest_open(session=session)
     return render.page(request, "index.html", None, sweeps=rows, live=[w for w in fleet if w.alive],
                        dead=len(fleet) - sum(w.alive for w in fleet), alarms=found, builds=builds,
-                       regressions=regressions)
+                       regressions=[(a, _history_link(a)) for a in regressions], regressions_as_of=as_of,
+                       refresh_s=settings.stall_check_seconds)
 
 
 def _history_link(alert: alert_service.Alert) -> str:

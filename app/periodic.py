@@ -1,0 +1,37 @@
+"""The service's own schedule: work each service process does every few seconds, whether or not anyone asks.
+
+Each job runs in a thread (it blocks on the database), one after the other, every ``every_s`` seconds while
+the block runs; a database error is logged and the job tried again next period.
+"""
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import anyio
+import anyio.to_thread
+from sqlalchemy.exc import SQLAlchemyError
+
+log = logging.getLogger("draftbench.periodic")
+
+
+@asynccontextmanager
+async def running(every_s: float, *jobs: tuple[str, Callable[[], object]]) -> AsyncIterator[None]:
+    """Run each ``(name, job)`` every ``every_s`` seconds while the block runs."""
+
+    async def loop() -> None:
+        while True:
+            await anyio.sleep(every_s)
+            for name, job in jobs:
+                try:
+                    await anyio.to_thread.run_sync(job)
+                except SQLAlchemyError:
+                    # The database being away is the metrics' and the operator's business; try again next period.
+                    log.exception("%s failed", name)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(loop)
+        try:
+            yield
+        finally:
+            group.cancel_scope.cancel()
