@@ -1,7 +1,8 @@
 """The service's own schedule: work each service process does every few seconds, whether or not anyone asks.
 
 Each job runs in a thread (it blocks on the database), one after the other, every ``every_s`` seconds while
-the block runs; a database error is logged and the job tried again next period.
+the block runs; an error is logged and the job tried again next period (an exception escaping the loop
+would end the service's lifespan).
 """
 
 import logging
@@ -28,6 +29,8 @@ async def running(every_s: float, *jobs: tuple[str, Callable[[], object]]) -> As
                 except SQLAlchemyError:
                     # The database being away is the metrics' and the operator's business; try again next period.
                     log.exception("%s failed", name)
+                except Exception:  # noqa: BLE001 - a bug in one job must not end the schedule, or the service with it
+                    log.exception("%s failed (not the database): the next period tries again", name)
 
     async with anyio.create_task_group() as group:
         group.start_soon(loop)
