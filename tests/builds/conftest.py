@@ -12,11 +12,15 @@ PROPOSER = "def propose(tokens):\n    return tokens[-3:]\n"
 
 @pytest.fixture
 def base_python(tmp_path: Path) -> Path:
-    """``tmp_path/base/python``: this test's Python with a ``vllm`` 0.32.0 package (one module and a fake
-    compiled extension) first on its path, as a hand-installed build looks to the worker."""
+    """``tmp_path/base/python``: this test's Python with a ``vllm`` 0.32.0 package (one module, the names a cell
+    imports before its engine, and a fake compiled extension) first on its path, as a hand-installed build looks
+    to the worker."""
     package = tmp_path / "base" / "site" / "vllm"
     (package / "v1").mkdir(parents=True)
-    (package / "__init__.py").write_text('__version__ = "0.32.0"\n')
+    (package / "engine").mkdir()
+    (package / "__init__.py").write_text('__version__ = "0.32.0"\n\n\nclass LLM:\n    pass\n')
+    (package / "engine" / "__init__.py").write_text("")
+    (package / "engine" / "arg_utils.py").write_text("class EngineArgs:\n    pass\n")
     (package / "v1" / "__init__.py").write_text("")
     (package / "v1" / "proposer.py").write_text(PROPOSER)
     (package / "_C.abi3.so").write_bytes(b"\x7fELF not really")
