@@ -219,9 +219,11 @@ class CellResult(Input):
     # Schema 3 (older files: one round, the whole generation window).
     rounds: list[Round] = Field(default_factory=list, max_length=1000)
     wall_s: NonNegativeFloat | None = Field(default=None, description="The cell process's wall time up to its result")
-    # Schema 4. None for serving cells: their server imports vLLM inside engine_start_s.
+    # Schema 4. None for serving cells (their server imports vLLM inside engine_start_s) and older files; left
+    # out of dumps then, so a stored result of schema 3 exports and imports back as it was.
     import_s: NonNegativeFloat | None = Field(
-        default=None, description="Offline cells: seconds from the cell's start until vLLM's engine API was imported"
+        default=None, exclude_if=lambda seconds: seconds is None,
+        description="Offline cells: seconds from the cell's start until vLLM's engine API was imported",
     )
     model_runner: str | None = Field(default=None, max_length=16)
     serving: Serving | None = None
