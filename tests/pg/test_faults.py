@@ -208,7 +208,9 @@ def _get(server: str, path: str, **params) -> httpx.Response:  # noqa: ANN003
 def test_a_worker_killed_mid_cell_has_its_job_requeued_and_finished_by_another(
     pg_url: str, vllm_python: Path, tiny_model: Path, prompts: Path, tmp_path: Path
 ) -> None:
-    lease, heartbeat = 15.0, 3
+    # The lease leaves room for a heartbeat held up 18 s while the cell's engine started on two busy cores
+    # (seen at 15 s: the healthy worker B lost its job).
+    lease, heartbeat = 40.0, 4
     settings = Settings(database_url=pg_url, token=TOKEN, lease_seconds=lease, stall_check_seconds=1, rate_limit_per_minute=0)
     with serve(settings) as server:
         # Worker A: the real CLI in its own session, so its whole process group can be killed.
