@@ -116,3 +116,10 @@ def bytecode_env(env: dict[str, str], cache: Path) -> dict[str, str]:
     """
     kept = {name: value for name, value in env.items() if name != "PYTHONDONTWRITEBYTECODE"}
     return kept | {"PYTHONPYCACHEPREFIX": str(cache)}
+
+
+def cell_env(vllm_env: dict[str, str], pycache: Path | None) -> dict[str, str]:
+    """A cell's environment, for the worker and runners/offline.py: this process's, the cell's vLLM variables,
+    unbuffered output and, unless ``pycache`` is None, the bytecode cache (``bytecode_env``)."""
+    env = os.environ | vllm_env | {"PYTHONUNBUFFERED": "1"}
+    return env if pycache is None else bytecode_env(env, pycache)

@@ -13,7 +13,6 @@ the budget cuts short is left without ``exit.json``, so it is not mistaken for a
 
 import argparse
 import json
-import os
 import sys
 import time
 from datetime import datetime, timezone
@@ -48,7 +47,7 @@ def run_folder(
 ) -> list[dict]:
     """Run every cell under ``folder/cells`` in name order; returns one summary per cell.
 
-    ``pycache`` is the cells' bytecode cache (``execute.bytecode_env``); None leaves the environment's
+    ``pycache`` is the cells' bytecode cache (``execute.cell_env``); None leaves the environment's
     bytecode settings as they are.
     """
     deadline = None if budget_s is None else time.monotonic() + budget_s
@@ -68,7 +67,7 @@ def run_folder(
             log_path=cell_dir / "cell.log",
             timeout_s=timeout_s if left is None else min(timeout_s, left),
             cwd=cell_dir,
-            env=cell_env(spec.get("env", {}), pycache),
+            env=execute.cell_env(spec.get("env", {}), pycache),
         )
         if finished.timed_out and left is not None and left < timeout_s:
             print(json.dumps({"cell": cell_dir.name, "cut": "budget spent mid-cell; run it again"}), flush=True)
@@ -83,12 +82,6 @@ def run_folder(
         print(json.dumps(summary), flush=True)
         summaries.append(summary)
     return summaries
-
-
-def cell_env(vllm_env: dict[str, str], pycache: Path | None) -> dict[str, str]:
-    """This process's environment with the cell's vLLM variables and, unless ``pycache`` is None, the bytecode cache."""
-    env = os.environ | vllm_env | {"PYTHONUNBUFFERED": "1"}
-    return env if pycache is None else execute.bytecode_env(env, pycache)
 
 
 def main() -> None:

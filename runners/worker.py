@@ -21,7 +21,7 @@ from app.schemas.cell import CellOutcome, CellSpec
 from app.schemas.worker import BuildFactsIn, BuildInfo, ClaimedJob, RegisterRequest
 from runners import execute, gpus
 from runners.client import JobLost, ServiceClient
-from runners.execute import DEFAULT_PYCACHE, bytecode_env
+from runners.execute import DEFAULT_PYCACHE
 from runners.outcome import outcome_of
 
 CELL_SCRIPT = Path(__file__).with_name("cell.py")
@@ -135,7 +135,7 @@ class Worker:
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="draftbench-worker-"))
         self.heartbeat_s = heartbeat_s
         self.echo = echo
-        # The cells' bytecode cache (execute.bytecode_env); None leaves the interpreter's settings as inherited.
+        # The cells' bytecode cache (execute.cell_env); None leaves the interpreter's settings as inherited.
         self.pycache = pycache
         self.id: int | None = None
 
@@ -177,9 +177,7 @@ class Worker:
     def cell_env(self, gpus_needed: int, vllm_env: dict[str, str] | None = None) -> dict[str, str]:
         """The cell's environment: the sweep's vLLM variables for this cell, this worker's first
         ``gpus_needed`` GPUs, numbered as nvidia-smi does, and the bytecode cache."""
-        env = os.environ | (vllm_env or {}) | {"PYTHONUNBUFFERED": "1"}
-        if self.pycache is not None:
-            env = bytecode_env(env, self.pycache)
+        env = execute.cell_env(vllm_env or {}, self.pycache)
         if self.gpu_ids:
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
             env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpu_ids[: max(gpus_needed, 1)])

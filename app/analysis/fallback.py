@@ -57,11 +57,8 @@ def repeat_se_log(repeat: RepeatSpeed) -> float | None:
     O(n). Altman, D. G. and Bland, J. M. (2011), "How to obtain the P value from a confidence
     interval", BMJ 343:d2304 (reading a standard error back from an interval).
     """
-    rank = interval_rank(repeat.rounds)
-    if rank is None or repeat.low is None or repeat.high is None or repeat.low <= 0 or repeat.high <= 0:
-        return None
-    z = statistics.NormalDist().inv_cdf((1 + rank[1]) / 2)
-    return (math.log(repeat.high) - math.log(repeat.low)) / (2 * z)
+    z = _interval_z(repeat)
+    return None if z is None else (math.log(repeat.high) - math.log(repeat.low)) / (2 * z)  # type: ignore[arg-type]
 
 
 def repeat_interval(repeat: RepeatSpeed, z: float = Z_95) -> tuple[float, float] | None:
@@ -75,11 +72,20 @@ def repeat_interval(repeat: RepeatSpeed, z: float = Z_95) -> tuple[float, float]
     (``repeat_se_log``, what ``ratio`` needs) then reaches far above the fastest round. None without an
     interval or with a bound that is not positive. O(n).
     """
+    own = _interval_z(repeat)
+    if own is None:
+        return None
+    scale = z / own
+    return repeat.median * (repeat.low / repeat.median) ** scale, repeat.median * (repeat.high / repeat.median) ** scale  # type: ignore[operator]
+
+
+def _interval_z(repeat: RepeatSpeed) -> float | None:
+    """``z_C = Phi^-1((1 + C) / 2)`` of the repeat's order-statistic interval (``C`` from ``interval_rank``);
+    None without an interval or with a bound that is not positive."""
     rank = interval_rank(repeat.rounds)
     if rank is None or repeat.low is None or repeat.high is None or repeat.low <= 0 or repeat.high <= 0:
         return None
-    scale = z / statistics.NormalDist().inv_cdf((1 + rank[1]) / 2)
-    return repeat.median * (repeat.low / repeat.median) ** scale, repeat.median * (repeat.high / repeat.median) ** scale
+    return statistics.NormalDist().inv_cdf((1 + rank[1]) / 2)
 
 
 def pool_repeats(repeats: Sequence[RepeatSpeed]) -> CellSpeed:

@@ -8,17 +8,17 @@ import pytest
 
 from app.schemas.sweep import SweepSpec
 from app.sweeps.imports import import_sweep
-from runners import offline
+from runners import execute, offline
 from runners.folders import read_folder, write_cells
 from tests.vllm_fixtures import CPU_ENGINE_ARGS
 
 
 def test_offline_cells_get_their_vllm_variables_and_the_bytecode_cache(monkeypatch, tmp_path: Path) -> None:  # noqa: ANN001
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    env = offline.cell_env({"VLLM_USE_V2_MODEL_RUNNER": "1"}, tmp_path)
+    env = execute.cell_env({"VLLM_USE_V2_MODEL_RUNNER": "1"}, tmp_path)
     assert env["VLLM_USE_V2_MODEL_RUNNER"] == "1" and env["PYTHONUNBUFFERED"] == "1"
     assert env["PYTHONPYCACHEPREFIX"] == str(tmp_path) and "PYTHONDONTWRITEBYTECODE" not in env
-    assert offline.cell_env({}, None)["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert execute.cell_env({}, None)["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
 @pytest.mark.vllm
