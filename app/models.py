@@ -297,6 +297,9 @@ class Crash(Base):
     exit_code: Mapped[int | None] = mapped_column()
     signal: Mapped[int | None] = mapped_column()
     message: Mapped[str] = mapped_column(Text)
+    # The lines of the log a reader needs first, kept when the crash is signed: a page never
+    # decompresses a log (up to DRAFTBENCH_MAX_LOG_BYTES) to show them.
+    excerpt: Mapped[str | None] = mapped_column(Text)
     duration_s: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 

@@ -4,7 +4,8 @@ The history is written straight into a fresh database (bulk inserts, not the API
 through the worker protocol would take hours): ``--builds`` builds, each with ``--sweeps`` sweeps of
 3 GPU kinds x 3 backends x 4 graph modes x 3 methods, ``--repeats`` repeats each, five rounds per result
 with an order-statistic interval, a capture bug in one build in eight (acceptance 0.91 against 1.00
-eager), 5 % crashed cells spread over a dozen signatures with logs. Then each view is requested
+eager), 5 % crashed cells spread over a dozen signatures with logs, the newest crash of ``--big-logs`` of
+them with a log of ``--log-mib`` MiB (DRAFTBENCH_MAX_LOG_BYTES by default). Then each view is requested
 ``--requests`` times in one process (TestClient, no network), the first request of each left out: it
 holds the one-time work (compiled SQL and templates, the first drawing of a figure), not the steady state;
 it is printed apart (``first``): for the index it also holds reading every cell for the open alerts, which
@@ -32,6 +33,7 @@ from sqlalchemy import insert  # noqa: E402
 
 from app import db  # noqa: E402
 from app.config import Settings  # noqa: E402
+from app.crashes.excerpt import excerpt  # noqa: E402
 from app.main import create_app  # noqa: E402
 from app.models import Crash, CrashSignature, Job, JobLog, Result, Sweep, Worker  # noqa: E402
 from tests import scratchdb  # noqa: E402
@@ -53,7 +55,10 @@ VIEWS = {
 }
 
 
-def seed(url: str, *, builds: int, sweeps: int, repeats: int) -> tuple[int, dict]:
+CRASH_LOG = "\n".join(f"INFO line {i}" for i in range(200)) + "\nRuntimeError: CUDA error: an illegal memory access was encountered\n"
+
+
+def seed(url: str, *, builds: int, sweeps: int, repeats: int, big_logs: int = 0, log_mib: int = 32) -> tuple[int, dict]:
     """Write the history; return the number of results and the ids the views' links name."""
     db.upgrade(url)
     engine = db.make_engine(url)
@@ -95,9 +100,8 @@ def seed(url: str, *, builds: int, sweeps: int, repeats: int) -> tuple[int, dict
                                 if crashed:
                                     crashes.append({"job_id": job_id, "signature_id": rng.randrange(12) + 1,
                                                     "kind": "cuda_illegal_memory_access", "message": "illegal memory access",
-                                                    "created_at": when})
-                                    text = "\n".join(f"INFO line {i}" for i in range(200)) + "\nRuntimeError: CUDA error: an illegal memory access was encountered\n"
-                                    logs.append({"job_id": job_id, "compressed": zlib.compress(text.encode()), "size": len(text)})
+                                                    "excerpt": excerpt(CRASH_LOG, "RuntimeError"), "created_at": when})
+                                    logs.append({"job_id": job_id, "compressed": zlib.compress(CRASH_LOG.encode()), "size": len(CRASH_LOG)})
                                     continue
                                 down = backend == "FLASHINFER" and mode.startswith("FULL")
                                 rate = 0.91 if buggy and backend == "FLASHINFER" and mode != "NONE" else 0.6 + 0.05 * METHODS.index(method)
@@ -123,6 +127,8 @@ def seed(url: str, *, builds: int, sweeps: int, repeats: int) -> tuple[int, dict
                 if crashes:
                     conn.execute(insert(Crash), crashes)
                     conn.execute(insert(JobLog), logs)
+    if big_logs:
+        _big_logs(engine, big_logs, log_mib, rng)
     with engine.begin() as conn:
         conn.exec_driver_sql("UPDATE crash_signatures SET count = (SELECT count(*) FROM crashes WHERE crashes.signature_id = crash_signatures.id)")
         # The planner's statistics, as a database that grew over months has them (PostgreSQL's autovacuum
@@ -132,6 +138,24 @@ def seed(url: str, *, builds: int, sweeps: int, repeats: int) -> tuple[int, dict
     names = {"sweep": sweep_id, "old": f"vllm-0.{20 + (builds - 2) // 10}.{(builds - 2) % 10}",
              "new": f"vllm-0.{20 + (builds - 1) // 10}.{(builds - 1) % 10}"}
     return results, names
+
+
+def _big_logs(engine, groups: int, mib: int, rng: random.Random) -> None:  # noqa: ANN001
+    """The newest crash of ``groups`` signatures gets a log of ``mib`` MiB that compresses as a real one
+    does (about 2x: numbers and hex ids), its excerpt taken as the service takes it."""
+    lines, size = [], 0
+    while size < mib * 2**20:
+        line = f"(EngineCore pid=4242) DEBUG step {len(lines)} block {rng.getrandbits(64):016x} t={rng.random():.6f}"
+        lines.append(line)
+        size += len(line) + 1
+    text = "\n".join(lines) + "\n" + CRASH_LOG
+    blob, shown = zlib.compress(text.encode(), 6), excerpt(text, "RuntimeError")
+    with engine.begin() as conn:
+        newest = conn.exec_driver_sql("SELECT signature_id, max(job_id) FROM crashes GROUP BY signature_id "
+                                      "ORDER BY signature_id LIMIT %d" % groups).all()
+        for _, job in newest:
+            conn.execute(JobLog.__table__.update().where(JobLog.job_id == job).values(compressed=blob, size=len(text)))
+            conn.execute(Crash.__table__.update().where(Crash.job_id == job).values(excerpt=shown))
 
 
 def _positions(accepted: int, drafts: int) -> list[int]:
@@ -166,6 +190,8 @@ def main() -> None:
     parser.add_argument("--sweeps", type=int, default=5, help="sweeps per build")
     parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--requests", type=int, default=20, help="timed requests per view")
+    parser.add_argument("--big-logs", type=int, default=6, help="crash groups whose newest crash has a big log")
+    parser.add_argument("--log-mib", type=int, default=32, help="the size of each big log")
     parser.add_argument("--sqlite-only", action="store_true")
     parser.add_argument("--pg", default=os.environ.get("DRAFTBENCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"))
     args = parser.parse_args()
@@ -174,7 +200,8 @@ def main() -> None:
     for name, database in backends:
         with database as url:
             t0 = time.perf_counter()
-            count, names = seed(url, builds=args.builds, sweeps=args.sweeps, repeats=args.repeats)
+            count, names = seed(url, builds=args.builds, sweeps=args.sweeps, repeats=args.repeats,
+                                big_logs=args.big_logs, log_mib=args.log_mib)
             print(f"{name}: {count:,} results in {time.perf_counter() - t0:.0f} s", flush=True)
             table[name] = measure(url, names, args.requests)
     # "first": the request left out, with the one-time work; for the index it is also the read of every cell that

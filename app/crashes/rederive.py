@@ -85,6 +85,7 @@ def _crashes(session: Session, report: Report) -> None:
         info = service.sign(
             job=job, log=log, exit_code=crash.exit_code, signal=crash.signal, timed_out=job.state is JobState.TIMED_OUT
         )
+        crash.excerpt = service.excerpt_of(log, info)
         placed.setdefault(overrides.group_of(info.signature, job.id, made), []).append((crash, info))
         report.crashes_read += 1
     for signature, members in placed.items():

@@ -1,6 +1,8 @@
 """Recording crashes under their group, reading the groups back, and merging and splitting them by hand."""
 
+import codecs
 import zlib
+from collections.abc import Iterator
 from datetime import datetime
 
 from sqlalchemy import Row, func, select
@@ -8,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.crashes import overrides
 from app.crashes.context import cell_context
+from app.crashes.excerpt import excerpt
 from app.crashes.signatures import CrashInfo, signature_for
 from app.enums import CrashKind
 from app.errors import ConflictError, InputError, NotFoundError
@@ -38,11 +41,19 @@ def record(*, session: Session, job: Job, outcome: CellOutcome, log: str, now: d
         exit_code=outcome.exit_code,
         signal=outcome.signal,
         message=info.message,
+        excerpt=excerpt_of(log, info),
         duration_s=outcome.duration_s,
         created_at=now,
     )
     session.add(crash)
     return crash
+
+
+def excerpt_of(log: str, info: CrashInfo) -> str | None:
+    """The lines of a crash's log a reader needs first, around its exception (None without a log)."""
+    if not log:
+        return None
+    return excerpt(log, info.exception_type or info.message[:40]) or None
 
 
 def sign(*, job: Job, log: str, exit_code: int | None, signal: int | None, timed_out: bool) -> CrashInfo:
@@ -136,6 +147,7 @@ def recount(group: CrashSignature) -> None:
 
 
 def store_log(*, session: Session, job_id: int, text: str) -> None:
+    """Keep a job's log compressed (replacing one uploaded before: the worker streams it)."""
     data = text.encode()
     row = session.get(JobLog, job_id)
     if row is None:
@@ -145,8 +157,39 @@ def store_log(*, session: Session, job_id: int, text: str) -> None:
 
 
 def read_log(*, session: Session, job_id: int) -> str | None:
+    """A job's whole log, decompressed: for reading it once (signing, rederive, export), not for pages."""
     row = session.get(JobLog, job_id)
     return None if row is None else zlib.decompress(row.compressed).decode(errors="replace")
+
+
+def compressed_log(*, session: Session, job_id: int) -> bytes | None:
+    """A job's log as stored (zlib), for streaming it out with ``log_chunks``."""
+    return session.scalar(select(JobLog.compressed).where(JobLog.job_id == job_id))
+
+
+LOG_CHUNK = 64 * 1024
+
+
+def log_chunks(compressed: bytes) -> Iterator[str]:
+    """The log's text in pieces of at most ``LOG_CHUNK`` decompressed bytes: memory stays at the
+    compressed size plus one piece, whatever the log's size (a 32 MiB log of one repeated line
+    compresses to a few KiB). UTF-8 split between pieces is decoded whole (an incremental decoder)."""
+    inflate = zlib.decompressobj()
+    decode = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    data = compressed
+    while data:
+        piece = inflate.decompress(data, LOG_CHUNK)
+        data = inflate.unconsumed_tail
+        if piece:
+            yield decode.decode(piece)
+    yield decode.decode(inflate.flush(), final=True)
+
+
+def newest_excerpts(*, session: Session, group_ids: list[int]) -> dict[int, tuple[int, str | None]]:
+    """Each group's newest crash (highest job id): its job id and its stored excerpt, in one query."""
+    newest = select(func.max(Crash.job_id)).where(Crash.signature_id.in_(group_ids)).group_by(Crash.signature_id)
+    rows = session.execute(select(Crash.signature_id, Crash.job_id, Crash.excerpt).where(Crash.job_id.in_(newest)))
+    return {row.signature_id: (row.job_id, row.excerpt) for row in rows}
 
 
 def list_groups(*, session: Session, limit: int, offset: int, kind: CrashKind | None = None) -> list[CrashSignature]:

@@ -6,7 +6,7 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
-from fastapi.responses import PlainTextResponse, Response
+from fastapi.responses import Response, StreamingResponse
 
 from app.crashes import service as crashes
 from app.deps import ExistingJob, HeldJob, SessionDep
@@ -93,13 +93,17 @@ def spreadsheet_safe(value: Any) -> Any:  # noqa: ANN401
     return value
 
 
-@router.get("/jobs/{job_id}/log", response_class=PlainTextResponse, responses=answers(404, 422))
-def download_log(job: ExistingJob, session: SessionDep) -> str:
-    """The cell's full log, as the worker uploaded it."""
-    text = crashes.read_log(session=session, job_id=job.id)
-    if text is None:
+@router.get(
+    "/jobs/{job_id}/log",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}, **answers(404, 422)},
+)
+def download_log(job: ExistingJob, session: SessionDep) -> StreamingResponse:
+    """The cell's full log, as the worker uploaded it, streamed as it is decompressed."""
+    compressed = crashes.compressed_log(session=session, job_id=job.id)
+    if compressed is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job.id} has no log")
-    return text
+    return StreamingResponse(crashes.log_chunks(compressed), media_type="text/plain; charset=utf-8")
 
 
 async def _body_text(request: Request) -> str:

@@ -4,7 +4,6 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse
 
 from app.crashes import service as crashes
-from app.crashes.excerpt import excerpt
 from app.deps import SessionDep
 from app.models import CrashSignature
 from dashboards import data, render
@@ -33,17 +32,16 @@ def crash_page(request: Request, session: SessionDep, signature: str = Path(max_
 
 
 def _described(session: SessionDep, groups: list[CrashSignature], every_cell: bool = False) -> list[dict]:
-    jobs = crashes.members(session=session, group_ids=[g.id for g in groups])
+    ids = [g.id for g in groups]
+    jobs = crashes.members(session=session, group_ids=ids)
+    newest = crashes.newest_excerpts(session=session, group_ids=ids)
     described = []
     for group in groups:
         members = jobs[group.id]
-        last = members[-1] if members else None
-        log = crashes.read_log(session=session, job_id=last.id) if last else None
+        log_job, shown = newest.get(group.id, (None, None))
         cells = sorted({(j.gpu_kind, j.backend, j.graph_mode, j.method or "baseline", j.build) for j in members})
         described.append({
             "group": group, "jobs": members if every_cell else members[-20:], "cells": cells,
-            "builds": sorted({j.build for j in members}),
-            "excerpt": excerpt(log, group.exception_type or group.message[:40]) if log else None,
-            "log_job": last.id if last else None,
+            "builds": sorted({j.build for j in members}), "excerpt": shown, "log_job": log_job,
         })
     return described
