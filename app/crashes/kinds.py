@@ -3,7 +3,9 @@
 Rules, first match wins; texts are compared lower-cased, in the exception's type and message:
 
 1. FREE_MEMORY: "free memory on device ... less than desired gpu memory utilization" (vLLM refuses to
-   start when another process holds the GPU's memory);
+   start when another process holds the GPU's memory), and the CPU backend's "available memory on
+   node ... is less than" (its NUMA node's free memory against what gpu_memory_utilization reserves,
+   at start or for the KV cache);
 2. KV_CACHE_TOO_SMALL: "to serve at least one request with the model", "larger than the available kv
    cache memory", "larger than the maximum number of tokens that can be stored in kv cache", "no
    available memory for the cache blocks";
@@ -63,6 +65,8 @@ def classify(exc_type: str | None, message: str, paths: Sequence[str] = (), wrap
     """The kind of an exception by the rules in the module docstring; ``paths`` are its frames' files."""
     text = f"{exc_type or ''} {wrapped_by or ''} {message}".lower()
     if "free memory on device" in text and "less than desired gpu memory utilization" in text:
+        return CrashKind.FREE_MEMORY
+    if "available memory on node" in text and " is less than " in text:
         return CrashKind.FREE_MEMORY
     for kind, needles in _RULES:
         if any(needle in text for needle in needles):

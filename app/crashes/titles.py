@@ -41,7 +41,7 @@ _METHODS = {
 }
 _BUILDS = {CrashKind.COMPILE_ERROR: "compile failed: ", CrashKind.JIT_ERROR: "JIT build failed: "}
 _CAUSES = {
-    CrashKind.FREE_MEMORY: "less free GPU memory at start than gpu_memory_utilization asks for",
+    CrashKind.FREE_MEMORY: "less free memory at start than gpu_memory_utilization asks for",
     CrashKind.KV_CACHE_TOO_SMALL: "KV cache too small for one request of max_model_len",
     CrashKind.ENGINE_DEAD: "engine died; its root cause is not in the log",
 }
