@@ -68,6 +68,18 @@ def test_the_cpu_backends_available_memory_refusal_is_free_memory(message):
     assert "GPU" not in info.title
 
 
+def test_no_kv_cache_memory_left_is_apart_from_a_kv_cache_too_small_for_max_model_len():
+    none_left = sign("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n")
+    too_small = sign(
+        "ValueError: To serve at least one request with the model's max seq len (180000), 3.05 GiB KV cache is needed, "
+        "which is larger than the available KV cache memory (2.17 GiB).\n"
+    )
+    older = sign("ValueError: The model's max seq len (8192) is larger than the maximum number of tokens that can be stored in KV cache (2400).\n")
+    assert none_left.kind == too_small.kind == older.kind == CrashKind.KV_CACHE_TOO_SMALL
+    assert none_left.signature != too_small.signature == older.signature
+    assert none_left.title != too_small.title
+
+
 def test_engine_dead_beside_a_cuda_error_line_is_that_cuda_error():
     log = f"""\
 (EngineCore pid=175) torch.AcceleratorError: {IMA}
