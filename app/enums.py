@@ -137,7 +137,7 @@ class CrashKind(StrEnum):
     CUDA_ERROR = "cuda_error"
     CAPTURE_ERROR = "capture_error"  # CUDA-graph capture refused an operation
     KV_CACHE_TOO_SMALL = "kv_cache_too_small"  # the KV cache cannot hold one request of max_model_len
-    FREE_MEMORY = "free_memory"  # less free GPU memory at start than gpu_memory_utilization asks for
+    FREE_MEMORY = "free_memory"  # less free memory (GPU, or CPU node) at start than gpu_memory_utilization asks for
     NCCL_ERROR = "nccl_error"
     NCCL_TIMEOUT = "nccl_timeout"  # torch.distributed's watchdog gave up on a collective
     COMPILE_ERROR = "compile_error"  # torch.compile (inductor, dynamo), Triton, or a C++/CUDA compiler

@@ -86,6 +86,14 @@ def inputs() -> list[tuple[str, str, str]]:
     cases.append(("16 MB of wrapper tracebacks, all read", dead, dead))
     prefixed = repeat_to("(EngineCore_DP0 pid=4321) ERROR 11-30 00:01:02 [core.py:1510] " + "a." * 40 + "\n", 16 * 2**20)
     cases.append(("16 MB of prefixed vLLM lines", prefixed, prefixed))
+    # Tracebacks cut before their exception line are read for their frames' source lines and a
+    # raise's string literals: each of 8 frames with a statement of 8 lines of quotes.
+    statement = "    raise ValueError(" + "'a' \"b" * 1000 + "\n" + ("    '" + "\"'" * 2000 + "\n") * 7
+    cut = repeat_to("Traceback (most recent call last):\n" + (FRAME.splitlines(True)[0] + statement) * 8, 16 * 2**20)
+    cases.append(("16 MB of cut tracebacks, raise lines of quotes", cut, cut))
+    glued = repeat_to("Exception in worker " + "w" * 150 + " while processing method " + "m: " * 2000
+                      + ", Traceback (most recent call last):\n" + FRAME, 16 * 2**20)
+    cases.append(("16 MB of glued V0 lead-ins, cut", glued, glued))
     # Line count, not line length: each line costs a few steps of Python, so 16 MB of empty lines
     # (16 million of them) is the most a log's size buys.
     empty = "\n" * (16 * 2**20)

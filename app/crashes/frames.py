@@ -8,7 +8,7 @@ frame is named alike under ``site-packages``, ``dist-packages``, ``lib64`` or a 
 """
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 MAX_FRAMES = 5
 
@@ -49,9 +49,22 @@ def render(frames: Sequence[tuple[str, str]]) -> tuple[str, ...]:
 
     vLLM's own frames that are not plumbing if there are any, else any frames that are not plumbing.
     """
-    kept = _kept(frames)
-    own = [frame for frame in kept if frame.startswith(("vllm.", "vllm:"))]
-    return tuple((own or kept)[:MAX_FRAMES])
+    return tuple(name for _, name in _shown(frames)[:MAX_FRAMES])
+
+
+def site(frames: Sequence[tuple[str, str]], statements: Sequence[str]) -> tuple[str, str]:
+    """``(module:function, source line)`` of where a traceback cut before its exception stops: the frame
+    ``render`` shows first, else (every frame plumbing) the innermost frame; ``("", "")`` without frames.
+
+    ``statements`` are the source lines of the innermost frames, innermost last (fewer than the frames:
+    a frame beyond them has an empty line). The line tells apart two calls in one function.
+    """
+    shown = _shown(frames) or [(i, f"{m}:{f}") for i, m, f in _named(frames)][:1]
+    if not shown:
+        return "", ""
+    index, name = shown[0]
+    inside = len(frames) - 1 - index  # frames the chosen one called
+    return name, statements[-1 - inside] if inside < len(statements) else ""
 
 
 def innermost(frames: Sequence[tuple[str, str]]) -> tuple[str, ...]:
@@ -59,12 +72,25 @@ def innermost(frames: Sequence[tuple[str, str]]) -> tuple[str, ...]:
 
     Where a kernel library (FlashInfer, FlashAttention) was running shows here, not among vLLM's frames.
     """
-    return tuple(_kept(frames)[:MAX_FRAMES])
+    return tuple(name for _, name in _kept(frames)[:MAX_FRAMES])
 
 
-def _kept(frames: Sequence[tuple[str, str]]) -> list[str]:
-    named = ((module(path), function) for path, function in reversed(frames))
-    return [f"{m}:{f}" for m, f in named if not _skipped(m, f)]
+def _shown(frames: Sequence[tuple[str, str]]) -> list[tuple[int, str]]:
+    """``(index in frames, "module:function")`` of vLLM's frames that are not plumbing, else of any, innermost first."""
+    kept = _kept(frames)
+    own = [frame for frame in kept if frame[1].startswith(("vllm.", "vllm:"))]
+    return own or kept
+
+
+def _kept(frames: Sequence[tuple[str, str]]) -> list[tuple[int, str]]:
+    return [(i, f"{m}:{f}") for i, m, f in _named(frames) if not _skipped(m, f)]
+
+
+def _named(frames: Sequence[tuple[str, str]]) -> Iterator[tuple[int, str, str]]:
+    """``(index in frames, module, function)``, innermost first."""
+    for i in range(len(frames) - 1, -1, -1):
+        path, function = frames[i]
+        yield i, module(path), function
 
 
 def module(path: str) -> str:

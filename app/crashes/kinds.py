@@ -3,10 +3,13 @@
 Rules, first match wins; texts are compared lower-cased, in the exception's type and message:
 
 1. FREE_MEMORY: "free memory on device ... less than desired gpu memory utilization" (vLLM refuses to
-   start when another process holds the GPU's memory);
+   start when another process holds the GPU's memory), and the CPU backend's "available memory on
+   node ... is less than" (its NUMA node's free memory against what gpu_memory_utilization reserves,
+   at start or for the KV cache);
 2. KV_CACHE_TOO_SMALL: "to serve at least one request with the model", "larger than the available kv
-   cache memory", "larger than the maximum number of tokens that can be stored in kv cache", "no
-   available memory for the cache blocks";
+   cache memory", "larger than the maximum number of tokens that can be stored in kv cache" (too
+   small for one request of max_model_len), "no available memory for the cache blocks" (nothing left
+   for it: ``kv_cache_shortage`` tells the two apart);
 3. NCCL_TIMEOUT: "watchdog caught collective operation timeout";
 4. CAPTURE_ERROR: "stream is capturing", "cudaerrorstreamcapture", "error during capture";
 5. CUDA_ILLEGAL_MEMORY_ACCESS: "illegal memory access"; CUDA_DEVICE_ASSERT: "device-side assert";
@@ -36,12 +39,13 @@ ASYNC_FAULTS = (
     "unspecified launch failure",
     "illegal instruction",
 )
+_NO_KV_CACHE_MEMORY = "no available memory for the cache blocks"
 _RULES: list[tuple[CrashKind, tuple[str, ...]]] = [
     (CrashKind.KV_CACHE_TOO_SMALL, (
         "to serve at least one request with the model",
         "larger than the available kv cache memory",
         "larger than the maximum number of tokens that can be stored in kv cache",
-        "no available memory for the cache blocks",
+        _NO_KV_CACHE_MEMORY,
     )),
     (CrashKind.NCCL_TIMEOUT, ("watchdog caught collective operation timeout",)),
     (CrashKind.CAPTURE_ERROR, ("stream is capturing", "cudaerrorstreamcapture", "error during capture")),
@@ -64,6 +68,8 @@ def classify(exc_type: str | None, message: str, paths: Sequence[str] = (), wrap
     text = f"{exc_type or ''} {wrapped_by or ''} {message}".lower()
     if "free memory on device" in text and "less than desired gpu memory utilization" in text:
         return CrashKind.FREE_MEMORY
+    if "available memory on node" in text and " is less than " in text:
+        return CrashKind.FREE_MEMORY
     for kind, needles in _RULES:
         if any(needle in text for needle in needles):
             return kind
@@ -74,6 +80,12 @@ def classify(exc_type: str | None, message: str, paths: Sequence[str] = (), wrap
     if "cuda error" in text:
         return CrashKind.CUDA_ERROR
     return CrashKind.EXCEPTION
+
+
+def kv_cache_shortage(message: str) -> str:
+    """Which KV_CACHE_TOO_SMALL a message is: ``"none"`` (no memory left for any block once the weights
+    and activations are in) or ``"max_model_len"`` (some, too little for one request of max_model_len)."""
+    return "none" if _NO_KV_CACHE_MEMORY in message.lower() else "max_model_len"
 
 
 def is_asynchronous(kind: CrashKind, message: str) -> bool:

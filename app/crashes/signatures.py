@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from app.crashes import kinds
 from app.crashes.context import CellContext
-from app.crashes.frames import innermost, render
+from app.crashes.frames import innermost, render, site
 from app.crashes.normalise import first_sentence, normalise
 from app.crashes.titles import title
 from app.enums import CrashKind
@@ -39,6 +39,7 @@ class _Cause(NamedTuple):
     message: str  # as printed
     frames: tuple[str, ...]  # vLLM's own (``frames.render``)
     places: tuple[str, ...] = ()  # any module's (``frames.innermost``), for the title
+    statement: str | None = None  # of a traceback cut before its exception: the source line it stops at
 
 
 def signature_for(
@@ -57,10 +58,15 @@ def signature_for(
        (KERNEL_ASSERT), a C++ CUDA error line, an NCCL watchdog timeout (NCCL_TIMEOUT), a compiler
        error (COMPILE_ERROR).
     4. The first exception line that is not a wrapper, outside any complete traceback (a cut log).
-    5. A dead worker process (WORKER_DIED).
-    6. Only wrappers: the error a ``Worker failed with error '...'`` quotes, else ENGINE_DEAD.
-    7. ``signal``: SIGNAL, ``"killed by signal SIGSEGV"``, frames from a ``faulthandler`` dump.
-    8. EXIT, ``"exit code N"``.
+    5. The first traceback cut before its exception line that still says what was raised: the message
+       its header was glued after (``Exception in worker X while processing method M: <message>,
+       Traceback ...``), or its innermost frame's ``raise X("...")`` line (``CUT_MESSAGE`` without literal).
+    6. A dead worker process (WORKER_DIED).
+    7. Only wrappers: the error a ``Worker failed with error '...'`` quotes.
+    8. A traceback cut before its exception that says nothing of it: its frames (``CUT_TRACEBACK``).
+    9. Only wrappers: ENGINE_DEAD.
+    10. ``signal``: SIGNAL, ``"killed by signal SIGSEGV"``, frames from a ``faulthandler`` dump.
+    11. EXIT, ``"exit code N"``: a log that holds any traceback never comes to this.
 
     What is hashed, by kind, as fingerprint rules do (never the exception's type, which vLLM and
     torch change between releases, nor line numbers):
@@ -68,13 +74,15 @@ def signature_for(
     - an asynchronous CUDA fault (illegal memory access, device-side assert, kernel assertion,
       misaligned address, launch failure): its kind, the message's first sentence and ``context``
       (its stack shows only where the fault was noticed);
-    - FREE_MEMORY and KV_CACHE_TOO_SMALL: their kind (one cause, whatever the sizes and versions);
+    - FREE_MEMORY and KV_CACHE_TOO_SMALL: their kind (one cause, whatever the sizes and versions),
+      of KV_CACHE_TOO_SMALL with which shortage (``kinds.kv_cache_shortage``);
     - NCCL, worker, compile and JIT failures, timeouts and exits: kind and first sentence (of an NCCL
       error, its name);
     - OUT_OF_MEMORY: its kind and innermost frame (sizes say nothing of the cause);
     - CAPTURE_ERROR and SIGNAL: kind, first sentence and 3 innermost frames (which operation);
     - any other exception: kind and first sentence, which a log cut anywhere keeps; with the
-      innermost frame when the sentence has fewer than 4 words and so names no cause by itself.
+      innermost frame when the sentence has fewer than 4 words and so names no cause by itself;
+      of a cut traceback, always with the frame it stops at and that frame's source line.
 
     Parameters
     ----------
@@ -108,9 +116,9 @@ def signature_for(
 
 
 def _cause(log: lines.Log) -> _Cause | None:
-    """Steps 2 to 6 of ``signature_for``."""
+    """Steps 2 to 9 of ``signature_for``."""
     found = tracebacks.root(tracebacks.tracebacks(log))
-    if found is not None and not found.wrapper:
+    if found is not None and not found.wrapper and not found.traceback.cut:
         traceback = found.traceback
         paths = [path for path, _ in traceback.frames]
         kind = kinds.classify(traceback.exc_type, traceback.message, paths, traceback.wrapped_by)
@@ -123,16 +131,38 @@ def _cause(log: lines.Log) -> _Cause | None:
     for exc_type, message in tracebacks.bare_exceptions(log):
         if not tracebacks.is_wrapper(exc_type, message):
             return _Cause(kinds.classify(exc_type, message), exc_type, message, ())
+    cut = None if found is None or found.cut is None else _cut(found.cut)
+    if cut is not None and cut.message != CUT_TRACEBACK:
+        return _refined(cut, log)
     died = failures.worker_died(log)
     if died is not None:
         return _Cause(CrashKind.WORKER_DIED, None, died.message, ())
-    if found is None:
-        return None
-    quoted = tracebacks.quoted_error(found.traceback.message)
+    quoted = tracebacks.quoted_error(found.traceback.message) if found is not None and found.wrapper else None
     if quoted:
         return _Cause(kinds.classify(None, quoted), None, quoted, ())
+    if cut is not None:
+        return cut
+    if found is None:
+        return None
     wrapper = found.traceback
     return _Cause(CrashKind.ENGINE_DEAD, wrapper.exc_type, wrapper.message, render(wrapper.frames))
+
+
+# What a cut traceback's message is when none is left: the exception's type without it, or nothing.
+CUT_MESSAGE = "message cut off"
+CUT_TRACEBACK = "traceback cut before its exception line"
+
+
+def _cut(traceback: tracebacks.Traceback) -> _Cause:
+    """The cause a traceback cut before its exception line shows (steps 5 and 8 of ``signature_for``)."""
+    raised = tracebacks.raised(traceback.statements[-1]) if traceback.statements else None
+    exc_type, message = raised or (None, "")
+    message = message or traceback.message or (CUT_MESSAGE if exc_type else CUT_TRACEBACK)
+    paths = [path for path, _ in traceback.frames]
+    frame, statement = site(traceback.frames, traceback.statements)
+    frames = render(traceback.frames) or ((frame,) if frame else ())
+    kind = kinds.classify(exc_type, message, paths)
+    return _Cause(kind, exc_type, message, frames, statement=" ".join(statement.split()))
 
 
 # Failures without a Python exception, in the order they are looked for: (kind, or None for the
@@ -165,7 +195,8 @@ _OWN_WORDS = (CrashKind.TIMEOUT, CrashKind.SIGNAL, CrashKind.EXIT, CrashKind.WOR
 def _sign(cause: _Cause, context: CellContext | None) -> CrashInfo:
     message = cause.message if cause.kind in _OWN_WORDS else normalise(cause.message)
     asynchronous = kinds.is_asynchronous(cause.kind, message)
-    key = _key(cause.kind, first_sentence(message), cause.frames, context, asynchronous=asynchronous)
+    sentence = first_sentence(message)
+    key = _key(cause.kind, sentence, cause.frames, context, asynchronous=asynchronous, statement=cause.statement)
     return CrashInfo(
         kind=cause.kind,
         exception_type=cause.exc_type,
@@ -176,38 +207,58 @@ def _sign(cause: _Cause, context: CellContext | None) -> CrashInfo:
     )
 
 
-_BY_KIND_ONLY = (CrashKind.FREE_MEMORY, CrashKind.KV_CACHE_TOO_SMALL)
 _BY_SENTENCE = (
     CrashKind.NCCL_TIMEOUT, CrashKind.WORKER_DIED, CrashKind.COMPILE_ERROR, CrashKind.JIT_ERROR,
     CrashKind.TIMEOUT, CrashKind.EXIT,
 )
 _BY_FRAMES = (CrashKind.CAPTURE_ERROR, CrashKind.SIGNAL)
-_NCCL_REASON = re.compile(
-    r"unhandled system error|unhandled cuda error|internal error|invalid usage|invalid argument"
-    r"|remote process exited or there was a network error"
+# ncclGetErrorString's words for each ncclResult_t that is an error.
+_NCCL_REASONS = (
+    "unhandled system error", "unhandled cuda error", "internal error", "invalid usage", "invalid argument",
+    "remote process exited or there was a network error",
 )
+_NCCL_REASON = re.compile("|".join(_NCCL_REASONS))
+_NCCL_PREFIX = "nccl error: "
+# A message cut mid-word ("NCCL error: unhandled syst") keeps the one reason it begins, from this many characters.
+_REASON_START = 4
 # A first sentence of fewer words names no cause by itself ("'model.layers.<n>'", "drafting failed").
 SPECIFIC_WORDS = 4
 
 
 def _key(
-    kind: CrashKind, sentence: str, frames: tuple[str, ...], context: CellContext | None, *, asynchronous: bool
+    kind: CrashKind, sentence: str, frames: tuple[str, ...], context: CellContext | None, *, asynchronous: bool,
+    statement: str | None = None,
 ) -> list[str]:
-    """What identifies the cause for its kind (see ``signature_for``), one field a line."""
+    """What identifies the cause for its kind (see ``signature_for``), one field a line; ``statement``
+    is a cut traceback's (``_Cause.statement``)."""
     if asynchronous:
         return [kind.value, sentence, *(context.key() if context else [])]
-    if kind in _BY_KIND_ONLY:
+    if kind is CrashKind.KV_CACHE_TOO_SMALL:
+        return [kind.value, kinds.kv_cache_shortage(sentence)]
+    if kind is CrashKind.FREE_MEMORY:
         return [kind.value]
     if kind in _BY_SENTENCE:
         return [kind.value, sentence]
     if kind is CrashKind.NCCL_ERROR:
-        reason = _NCCL_REASON.search(sentence)
-        return [kind.value, reason.group() if reason else sentence]
+        return [kind.value, _nccl_reason(sentence)]
     if kind is CrashKind.OUT_OF_MEMORY:
         return [kind.value, *frames[:1]]
     if kind in _BY_FRAMES:
         return [kind.value, sentence, *frames[:KEY_FRAMES]]
+    if statement is not None:
+        return [kind.value, sentence, *frames[:1], statement]
     return [kind.value, sentence, *(frames[:1] if len(sentence.split()) < SPECIFIC_WORDS else ())]
+
+
+def _nccl_reason(sentence: str) -> str:
+    """The NCCL error's reason (``_NCCL_REASONS``), whole or the one its cut words begin; else the sentence."""
+    reason = _NCCL_REASON.search(sentence)
+    if reason:
+        return reason.group()
+    at = sentence.lower().rfind(_NCCL_PREFIX)
+    tail = sentence[at + len(_NCCL_PREFIX) :].lower() if at != -1 else ""
+    begun = [reason for reason in _NCCL_REASONS if len(tail) >= _REASON_START and reason.startswith(tail)]
+    return begun[0] if len(begun) == 1 else sentence
 
 
 def _signal_name(number: int) -> str:

@@ -5,6 +5,8 @@
   what tells two such faults apart: ``illegal memory access in FlashInfer decode (DFlash draft,
   FULL graphs)``.
 - A failure with a cause of its own (free memory, KV cache, NCCL, a dead worker): that cause in words.
+- A traceback cut before its exception: what was raised, if its ``raise`` line shows, and where:
+  ``traceback cut before its exception line in deepseek_v2.forward``.
 - A compile or JIT failure: ``compile failed: Type: first sentence`` (its frames are the compiler's).
 - Anything else: ``Type: first sentence in module.function`` of the innermost vLLM frame.
 
@@ -13,6 +15,7 @@ At most ``MAX_TITLE`` characters.
 
 from collections.abc import Sequence
 
+from app.crashes import kinds
 from app.crashes.context import CellContext
 from app.crashes.normalise import first_sentence
 from app.enums import CrashKind, GraphMode
@@ -41,7 +44,7 @@ _METHODS = {
 }
 _BUILDS = {CrashKind.COMPILE_ERROR: "compile failed: ", CrashKind.JIT_ERROR: "JIT build failed: "}
 _CAUSES = {
-    CrashKind.FREE_MEMORY: "less free GPU memory at start than gpu_memory_utilization asks for",
+    CrashKind.FREE_MEMORY: "less free memory at start than gpu_memory_utilization asks for",
     CrashKind.KV_CACHE_TOO_SMALL: "KV cache too small for one request of max_model_len",
     CrashKind.ENGINE_DEAD: "engine died; its root cause is not in the log",
 }
@@ -55,6 +58,8 @@ def title(
     sentence = first_sentence(message)
     if asynchronous:
         text = f"{_fault(kind, sentence)}{_place(frames)}{_configuration(context)}"
+    elif kind is CrashKind.KV_CACHE_TOO_SMALL and kinds.kv_cache_shortage(sentence) == "none":
+        text = "no memory left for the KV cache at start"
     elif kind in _CAUSES:
         text = _CAUSES[kind]
     elif kind is CrashKind.NCCL_TIMEOUT:

@@ -9,14 +9,18 @@ What comes off a line, in the order it is printed:
    it is a launcher's (journald's ``Nov 30 00:00:00 host vllm[9]: ``, a CI runner's timestamp, a
    progress bar without its newline);
 3. vLLM's logger header, ``ERROR 11-29 10:12:13 [core.py:42] ``, the older ``ERROR 11-29 10:12:13
-   core.py:42] `` (no opening bracket), with or without the time; without a process label it is looked
+   core.py:42] `` (no opening bracket), with or without the time; after a process label, a tag may come
+   first (vllm-omni's ``(Worker pid=9) [Stage-0] ERROR ...``); without a process label it is looked
    for anywhere in the prefix window, after a launcher's prefix;
-4. torch.distributed's ``[rank0]: `` (repeated when nested);
+4. torch.distributed's ``[rank0]: `` (repeated when nested), and a launcher's tag before it
+   (``[vllm]: [rank0]: ``);
 5. without any of the above, a leading ISO timestamp (``[2026-01-28T23:59:42Z] ``, ``2025-06-27 17:14:23: ``),
    when the log's first line starts with one (a CI runner stamps every line).
 
 Ray's `` [repeated 6x across cluster]`` comes off the end. A traceback header glued after a message
-(``EngineCore hit an exception: Traceback (most recent call last):``) starts its line.
+(``EngineCore hit an exception: Traceback (most recent call last):``) starts its line; the message
+is kept apart (``Log.above``): the V0 executors print the worker's exception there, ``Exception in
+worker VllmWorkerProcess while processing method init_device: NCCL error: ..., Traceback ...``.
 
 Prefixes are looked for in a line's first ``PREFIX_WINDOW`` characters only, and every line is cut at
 ``MAX_LINE`` characters: a line is whatever the crashed code printed (a dumped tensor, megabytes
@@ -26,7 +30,7 @@ kept: tracebacks are read by it.
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 MAX_LINE = 8192
@@ -46,6 +50,8 @@ _HEADER = re.compile(
 # What is left of a header whose line a paste cut: "[multiproc_executor.py:492] ValueError: ...".
 _HEADER_TAIL = re.compile(r"\[[\w./-]{1,200}:\d++\] ?")
 _RANK = re.compile(r"(?:\[rank\d++\]: ?)++")
+_TAG = re.compile(r"\[[\w.-]{1,64}\] ")  # between a process label and the header: "[Stage-0] "
+_RANK_TAG = re.compile(r"\[[\w.-]{1,64}\]: (?=\[rank\d)")  # a launcher's "[vllm]: " before the rank
 _STAMP = re.compile(r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d++)?(?:Z|[+-]\d\d:?\d\d)?\]?:? ?")
 _REPEATED = re.compile(r" *+\[repeated \d++x across cluster\]$")
 _LINE_BREAK = re.compile(r"[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # where str.splitlines splits
@@ -68,6 +74,7 @@ class Log:
 
     lines: list[str]
     streams: list[Stream]
+    above: dict[int, str] = field(default_factory=dict)  # line number: the message a traceback header was glued after
 
     @cached_property
     def text(self) -> str:
@@ -109,25 +116,26 @@ def read(log: str) -> Log:
     if _has_long_line(log, lines):
         lines = [line[:MAX_LINE] for line in lines]
     if any(marker in log for marker in _MARKERS) or _STAMP.match(log[:PREFIX_WINDOW].lstrip()):
-        return _split(_strip_lines(lines))
-    if _glued_header(log):
-        lines = [_unglue(line) for line in lines]
-    return Log(lines, [Stream(range(len(lines)), lines)])
+        stripped = _strip_lines(lines)
+        texts = [text for _, text in stripped]
+        above = _unglue_all(texts) if TRACEBACK_START in log else {}
+        return _split([label for label, _ in stripped], texts, above)
+    above = _unglue_all(lines) if _glued_header(log) else {}
+    return Log(lines, [Stream(range(len(lines)), lines)], above)
 
 
-def _split(stripped: list[tuple[str | None, str]]) -> Log:
+def _split(labels: list[str | None], texts: list[str], above: dict[int, str]) -> Log:
     """The lines in log order, and split by process label (a line without one is of the unlabelled stream)."""
-    texts = [text for _, text in stripped]
     streams: dict[str | None, Stream] = {}
-    for number, (label, text) in enumerate(stripped):
+    for number, (label, text) in enumerate(zip(labels, texts, strict=True)):
         stream = streams.get(label)
         if stream is None:
             stream = streams[label] = Stream([], [])
         stream.numbers.append(number)
         stream.texts.append(text)
     if len(streams) == 1:
-        return Log(texts, [Stream(range(len(texts)), texts)])
-    return Log(texts, list(streams.values()))
+        return Log(texts, [Stream(range(len(texts)), texts)], above)
+    return Log(texts, list(streams.values()), above)
 
 
 def decolour(text: str) -> str:
@@ -138,7 +146,7 @@ def decolour(text: str) -> str:
 def split_line(line: str) -> tuple[str | None, str]:
     """(process label, message) of one line, the message stripped of its prefixes and whitespace."""
     label, text = _strip(decolour(line[:MAX_LINE]))
-    return label, text.strip()
+    return label, _unglue(text)[0].strip()
 
 
 def _strip(line: str) -> tuple[str | None, str]:
@@ -177,6 +185,9 @@ def _prefix(line: str) -> tuple[str | None, int, bool]:
                 break
             label, start = inner.group("label"), inner.end()
         header = _HEADER.match(line, start, PREFIX_WINDOW)
+        if header is None and line.startswith("[", start):
+            tag = _TAG.match(line, start, PREFIX_WINDOW)
+            header = tag and _HEADER.match(line, tag.end(), PREFIX_WINDOW)
     elif line.startswith(LEVELS) or "] " in line:
         header = _HEADER.search(line, 0, PREFIX_WINDOW) or _HEADER_TAIL.match(line, 0, PREFIX_WINDOW)
     else:
@@ -190,19 +201,34 @@ def _prefix(line: str) -> tuple[str | None, int, bool]:
 
 
 def _rest(line: str, start: int) -> str:
-    """The line from ``start``, torch.distributed's rank prefix and Ray's repeat count off, unglued."""
+    """The line from ``start``, torch.distributed's rank prefix (and a tag before it) and Ray's repeat count off."""
+    if line.startswith("[", start) and not line.startswith("[rank", start):
+        tag = _RANK_TAG.match(line, start, PREFIX_WINDOW)
+        start = tag.end() if tag else start
     if line.startswith("[rank", start):
         start = _RANK.match(line, start, PREFIX_WINDOW).end()
     text = line[start:] if start else line
     if text.endswith("cluster]"):
         text = _REPEATED.sub("", text)
-    return _unglue(text) if TRACEBACK_START in text else text
+    return text
 
 
-def _unglue(text: str) -> str:
-    """A traceback header printed after a message starts the line (the message before it says nothing more)."""
+def _unglue(text: str) -> tuple[str, str]:
+    """(the text from a traceback header printed after a message, the message), or (``text``, "")."""
     at = text.find(TRACEBACK_START)
-    return text[at:] if at > 0 and text[:at].strip() else text
+    lead = text[:at].strip() if at > 0 else ""
+    return (text[at:], lead) if lead else (text, "")
+
+
+def _unglue_all(texts: list[str]) -> dict[int, str]:
+    """Every glued header of ``texts`` made to start its line, in place; the messages, by line number."""
+    above = {}
+    for number, text in enumerate(texts):
+        if TRACEBACK_START in text:
+            texts[number], lead = _unglue(text)
+            if lead:
+                above[number] = lead
+    return above
 
 
 def _glued_header(log: str) -> bool:

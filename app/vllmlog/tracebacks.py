@@ -13,6 +13,12 @@ message``. The message goes on over:
 Chained exceptions print their cause first, so log order is cause order within a process. The first
 ``MAX_TRACEBACKS`` traceback headers of each process are read, no more: later ones are consequences.
 
+A traceback **cut** before its exception line (a log excerpt, a log cut at its byte limit, a process
+killed while printing) is kept too, with what is left of its exception: the message its header was
+glued after (the V0 executors' ``Exception in worker X while processing method M: <message>,
+Traceback ...``), and the source lines of its innermost frames (``statements``), where a ``raise
+X("...")`` names the exception and its message (``raised``).
+
 A **wrapper** points at a root cause printed elsewhere: ``EngineDeadError``, ``see root cause above``,
 ``check the stack trace above`` (``Worker failed with error '...'``), ``See stack trace for the root
 cause``. An **inner** exception is the cause a compiler's wrapper carries in its own message:
@@ -30,15 +36,20 @@ from app.vllmlog.lines import MAX_LINE, TRACEBACK_START, Log, Stream
 MAX_QUOTED_LINES = 64
 MAX_TRACEBACKS = 1000  # read per process: a cause printed after a thousand tracebacks is not looked for
 MAX_FRAMES = 256  # the innermost frames kept: a traceback's cause is in its innermost frames
+MAX_STATEMENTS = 8  # a cut traceback's innermost frames whose source lines are kept
+MAX_STATEMENT_LINES = 8  # a statement over more lines (a raise with its message split) is cut
 
 _FRAME = re.compile(r'^\s++File "([^"]++)", line \d++, in (\S++)')
 _FRAME_TEXT = '  File "'
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*+(?:\([\w.]++\))?)(?::\s*+(.*+))?$")
 # A bare exception line outside any traceback: a dotted name whose last part is an exception's,
 # found by that ending (at C speed), then read from its line's start.
-_ENDINGS = ("Error:", "Exception:", "Failed:")
+# Its repr too, ``OutOfMemoryError('CUDA out of memory. ...')``, as V0's engine logs it above the traceback.
+_ENDINGS = ("Error:", "Exception:", "Failed:", "Error('", 'Error("', "Exception('", 'Exception("')
 _EXCEPTION_ENDING = re.compile("|".join(map(re.escape, _ENDINGS)))
-_BARE_EXCEPTION = re.compile(r"((?:[A-Za-z_]\w*+\.)*+[A-Z]\w{0,80}?(?:Error|Exception|Failed)): ?(.*+)")
+_BARE_EXCEPTION = re.compile(
+    r"((?:[A-Za-z_]\w*+\.)*+[A-Z]\w{0,80}?(?:Error|Exception|Failed))(?:: ?(.*+)|\((['\"])(.*+))"
+)
 _WRAPPER = re.compile(
     r"(?:see|check)(?: the)? stack trace \(?above\)?|see root cause above|see stack trace for the root cause",
     re.IGNORECASE,
@@ -47,6 +58,11 @@ _QUOTED_ERROR = "Worker failed with error '"
 _QUOTE_END = "', please check the stack trace above"
 _COMPILER_WRAPPERS = ("BackendCompilerFailed", "InductorError")
 _INNER = re.compile(r"^(?:backend='\w++' raised:\s*+)?((?:[A-Za-z_]\w*+\.)*+[A-Z]\w*+): ?(.*+)$")
+_CARETS = re.compile(r"[\s^~]*+")
+# The V0 executors' lead-in before the worker's exception message, glued to the traceback's header.
+_LEAD_IN = re.compile(r"Exception in worker \S{1,200}? while processing method \S{1,200}?: ")
+_RAISE = re.compile(r"raise ((?:[A-Za-z_]\w*+\.)*+[A-Z]\w*+)\((.*+)")
+_LITERAL = re.compile(r'"([^"]*+)"|\'([^\']*+)\'')
 
 
 class Traceback(NamedTuple):
@@ -55,13 +71,20 @@ class Traceback(NamedTuple):
     message: str  # cut at MAX_LINE
     frames: list[tuple[str, str]]  # (path, function), outermost first as Python prints them; the innermost 256
     wrapped_by: str | None = None  # the compiler wrapper an inner exception was taken out of
+    cut: bool = False  # no exception line: exc_type is "", message the one its header was glued after, or ""
+    statements: tuple[str, ...] = ()  # of a cut traceback: its innermost frames' source lines, innermost last
 
 
 class Root(NamedTuple):
-    """The traceback taken for the cause, and whether it is only a wrapper."""
+    """The traceback taken for the cause, whether it is only a wrapper, and the first cut traceback.
+
+    ``traceback`` is the first whole one that is not a wrapper, else the first wrapper, else the
+    first cut one (then ``wrapper`` is False and ``traceback.cut`` True).
+    """
 
     traceback: Traceback
     wrapper: bool
+    cut: Traceback | None = None
 
 
 def tracebacks(log: Log) -> Iterator[Traceback]:
@@ -75,22 +98,29 @@ def tracebacks(log: Log) -> Iterator[Traceback]:
         return iter(())
     starts = [headless[1] if headless and headless[0] is stream else None for stream in log.streams]
     if len(log.streams) == 1:
-        return _stream_tracebacks(log.streams[0], starts[0])
-    return heapq.merge(*(_stream_tracebacks(stream, start) for stream, start in zip(log.streams, starts)))
+        return _stream_tracebacks(log.streams[0], starts[0], log.above)
+    streams = (_stream_tracebacks(stream, start, log.above) for stream, start in zip(log.streams, starts))
+    return heapq.merge(*streams)
 
 
 def root(found: Iterable[Traceback]) -> Root | None:
-    """The first traceback that is not a wrapper, its inner exception taken out; else the first wrapper.
+    """The first whole traceback that is not a wrapper, its inner exception taken out; else the first
+    wrapper; else the first cut traceback (see ``Root``).
 
     Later tracebacks are consequences of the first: a log of a million tracebacks after the root
     cause costs nothing more.
     """
-    first = None
+    first = cut = None
     for traceback in found:
-        if not is_wrapper(traceback.exc_type, traceback.message):
-            return Root(unwrap(traceback), False)
-        first = first or traceback
-    return None if first is None else Root(first, True)
+        if traceback.cut:
+            cut = cut or traceback
+        elif not is_wrapper(traceback.exc_type, traceback.message):
+            return Root(unwrap(traceback), False, cut)
+        else:
+            first = first or traceback
+    if first is not None:
+        return Root(first, True, cut)
+    return None if cut is None else Root(cut, False, cut)
 
 
 def is_wrapper(exc_type: str | None, message: str) -> bool:
@@ -117,18 +147,30 @@ def quoted_error(message: str) -> str | None:
     return message[at + len(_QUOTED_ERROR) : end if end != -1 else None].strip()
 
 
+def raised(statement: str) -> tuple[str, str] | None:
+    """(type, message) of a ``raise X("...")`` statement: the string literals in its call, joined as
+    Python joins adjacent literals (an f-string's fields stay as written); None for any other statement."""
+    found = _RAISE.match(statement)
+    if found is None:
+        return None
+    literals = (a or b for a, b in _LITERAL.findall(found.group(2)[: 4 * MAX_LINE]))
+    return found.group(1), "".join(literals).strip()
+
+
 def bare_exceptions(log: Log) -> Iterator[tuple[str, str]]:
     """``(type, message)`` of exception lines outside tracebacks too, in log order (a cut log keeps some).
 
-    Only lines that start with the exception, among the first ``MAX_CANDIDATES`` lines holding an
-    exception's ending (``Error:``...).
+    Only lines that start with the exception (``Type: message``, or its repr ``Type('message')``),
+    among the first ``MAX_CANDIDATES`` lines holding an exception's ending (``Error:``...).
     """
     if not any(ending in log.text for ending in _ENDINGS):
         return
     for start, _, end in log.candidates(_EXCEPTION_ENDING):
         found = _BARE_EXCEPTION.fullmatch(log.text, start, end)
-        if found is not None:
-            yield found.group(1), found.group(2).strip()
+        if found is None:
+            continue
+        exc_type, message, quote, quoted = found.groups()
+        yield exc_type, (message if quote is None else quoted.removesuffix(")").removesuffix(quote)).strip()
 
 
 def _headless(log: Log, header: int) -> tuple[Stream, int] | None:
@@ -144,9 +186,9 @@ def _headless(log: Log, header: int) -> tuple[Stream, int] | None:
     return None
 
 
-def _stream_tracebacks(stream: Stream, headless: int | None) -> Iterator[Traceback]:
+def _stream_tracebacks(stream: Stream, headless: int | None, above: dict[int, str]) -> Iterator[Traceback]:
     """Every traceback in one process's lines, in order, read as they are asked for; the first one
-    starts at ``headless`` (a frame line) when given."""
+    starts at ``headless`` (a frame line) when given. ``above``: the log's glued messages by line number."""
     texts, numbers = stream.texts, stream.numbers
     stripped = list(map(str.strip, texts))
     end = len(texts)
@@ -163,13 +205,18 @@ def _stream_tracebacks(stream: Stream, headless: int | None) -> Iterator[Traceba
                 return
             i = start + 1
         frames = []
+        at = []  # the frames' line indices
         while i < end and (not stripped[i] or texts[i].startswith(_INDENT)):
             frame = frame_match(texts[i])
             if frame:
                 frames.append(frame.groups())
+                at.append(i)
             i += 1
         exception = exception_match(stripped[i]) if i < end else None
         if exception is None:
+            message = _lead_message(above.get(numbers[start], ""))
+            statements = _statements(stripped, at[-MAX_STATEMENTS:], i)
+            yield Traceback(numbers[start], "", message, frames[-MAX_FRAMES:], cut=True, statements=statements)
             continue
         exc_type, text = exception.groups("")
         i += 1
@@ -183,6 +230,24 @@ def _stream_tracebacks(stream: Stream, headless: int | None) -> Iterator[Traceba
 
 _INDENT = (" ", "\t")
 _ENDS = ("", TRACEBACK_START)
+
+
+def _lead_message(lead: str) -> str:
+    """The exception's message in the text a header was glued after, when a lead-in (``_LEAD_IN``) says
+    it is one: other leads (``EngineCore hit an exception:``) only announce the traceback."""
+    found = _LEAD_IN.match(lead)
+    return lead[found.end() :].rstrip(", ") if found else ""
+
+
+def _statements(stripped: list[str], at: list[int], end: int) -> tuple[str, ...]:
+    """The source lines under each frame line at ``at`` (up to the next frame line, or ``end``), carets
+    left out, joined by spaces: at most ``MAX_STATEMENT_LINES`` lines each."""
+    statements = []
+    for k, first in enumerate(at):
+        last = min(at[k + 1] if k + 1 < len(at) else end, first + 1 + MAX_STATEMENT_LINES)
+        code = (line for line in stripped[first + 1 : last] if not _CARETS.fullmatch(line))
+        statements.append(" ".join(code)[: 2 * MAX_LINE])
+    return tuple(statements)
 
 
 def _message(texts: list[str], stripped: list[str], i: int, text: str) -> tuple[str, int]:

@@ -1,7 +1,9 @@
 """The crash-log corpus of tests/data/crashlogs and the scores of a grouping of it.
 
 Each log is labelled by its root cause in ``index.json``; a grouping (one signature per log) is
-scored as clusterings are: purity, and precision and recall over pairs of logs.
+scored as clusterings are: purity, and precision and recall over pairs of logs. The corpus is split
+by issue date (``index.json``'s ``split``): rules are tuned on the older part and our own runs, and
+the newer part is held out, scored but never looked into while rules change.
 """
 
 import json
@@ -26,7 +28,14 @@ class Entry:
     exit_code: int | None
     signal: int | None
     cell: dict[str, Any] | None
+    date: str  # ISO date of the issue (or own run)
+    date_basis: str
     note: str | None = None
+    cuts: tuple[str, ...] = ()  # how a log was cut short (``CUTS``)
+
+    @property
+    def own(self) -> bool:
+        return self.source.startswith("own run")
 
     @property
     def log(self) -> str:
@@ -40,8 +49,28 @@ class Entry:
         return cell_context(log=self.log, method=cell["method"], backend=cell["backend"] or "", graph_mode=cell["graph_mode"] or "")
 
 
+# The ways a public log was cut short (index.json's "about" says what each means).
+CUTS = ("traceback-without-exception", "message-above-traceback", "raise-line-only", "exception-line-only", "mid-line")
+TUNING, HELD_OUT = "tuning", "held-out"
+
+
+def _index() -> dict[str, Any]:
+    return json.loads((CORPUS / "index.json").read_text())
+
+
 def load() -> list[Entry]:
-    return [Entry(**entry) for entry in json.loads((CORPUS / "index.json").read_text())["logs"]]
+    return [Entry(**{**entry, "cuts": tuple(entry.get("cuts", ()))}) for entry in _index()["logs"]]
+
+
+def parts(entries: Sequence[Entry]) -> dict[str, list[int]]:
+    """The indices into ``entries`` of each part, tuning first: ``HELD_OUT`` holds the public logs of
+    issues dated on or after the split's date; our own runs are always tuned on (they were written,
+    and read, while the rules were)."""
+    held_out_from = _index()["split"]["held_out_from"]
+    split: dict[str, list[int]] = {TUNING: [], HELD_OUT: []}
+    for i, entry in enumerate(entries):
+        split[HELD_OUT if not entry.own and entry.date >= held_out_from else TUNING].append(i)
+    return split
 
 
 @dataclass(frozen=True)

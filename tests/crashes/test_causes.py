@@ -49,6 +49,37 @@ def test_a_lone_exception_line_is_the_cause_not_exit_code_1(line, kind):
     assert info.kind == kind and "exit code" not in info.title
 
 
+CPU_NODE = "(VllmWorker-0 pid=21844) ERROR 12-01 18:55:09 [multiproc_executor.py:953] ValueError: Available memory on node 0 "
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        ("(9.64/11.71 GiB) on startup is less than desired CPU memory utilization (0.99, 11.6 GiB). On the CPU backend, "
+         "the `--gpu-memory-utilization` flag controls the fraction of CPU memory reserved (despite its name)."),
+        "(3.1/11.71 GiB) on kv cache allocation is less than requested memory for kv (4.0/11.6 GiB). Reduce CPU memory used by other processes.",
+    ],
+)
+def test_the_cpu_backends_available_memory_refusal_is_free_memory(message):
+    # Before: kind exception, a group of its own apart from the GPU's refusal of the same setting.
+    gpu = sign("ValueError: Free memory on device cuda:0 (1.53/22.05 GiB) on startup is less than desired GPU memory utilization (0.9, 19.84 GiB).\n")
+    info = sign(CPU_NODE + message + "\n")
+    assert info.kind == CrashKind.FREE_MEMORY and info.signature == gpu.signature
+    assert "GPU" not in info.title
+
+
+def test_no_kv_cache_memory_left_is_apart_from_a_kv_cache_too_small_for_max_model_len():
+    none_left = sign("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n")
+    too_small = sign(
+        "ValueError: To serve at least one request with the model's max seq len (180000), 3.05 GiB KV cache is needed, "
+        "which is larger than the available KV cache memory (2.17 GiB).\n"
+    )
+    older = sign("ValueError: The model's max seq len (8192) is larger than the maximum number of tokens that can be stored in KV cache (2400).\n")
+    assert none_left.kind == too_small.kind == older.kind == CrashKind.KV_CACHE_TOO_SMALL
+    assert none_left.signature != too_small.signature == older.signature
+    assert none_left.title != too_small.title
+
+
 def test_engine_dead_beside_a_cuda_error_line_is_that_cuda_error():
     log = f"""\
 (EngineCore pid=175) torch.AcceleratorError: {IMA}

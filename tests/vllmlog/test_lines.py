@@ -85,3 +85,21 @@ def test_a_message_mentioning_a_pid_in_its_middle_is_left_alone():
     # Prefixes are looked for at the start of a line only.
     line = "RuntimeError: " + "a" * 300 + " (Worker pid=3) ERROR 11-30 00:00:00 [x.py:1] y"
     assert read(line).lines == [line]
+
+
+def test_a_launchers_tag_before_the_rank_prefix_comes_off():
+    line = '[vllm]: [rank0]:   File "/x/vllm/distributed/parallel_state.py", line 889, in initialize_model_parallel'
+    assert read(line).lines == ['  File "/x/vllm/distributed/parallel_state.py", line 889, in initialize_model_parallel']
+
+
+def test_a_tag_between_the_process_label_and_the_logger_header_comes_off():
+    line = "(Worker pid=2291010) [Stage-0] ERROR 03-12 08:22:28 [multiproc_executor.py:800]     raise ValueError("
+    log = read(line)
+    assert log.lines == ["    raise ValueError("] and log.streams[0].texts == log.lines
+
+
+def test_the_message_a_traceback_header_was_glued_after_is_kept_apart():
+    glued = "ERROR 08-23 08:25:25 multiproc_worker_utils.py:226] Exception in worker W while processing method m: boom, Traceback (most recent call last):"
+    for log in (read(f"INFO x\n{glued}\n"), read("x\nException in worker W while processing method m: boom, Traceback (most recent call last):\n")):
+        assert log.lines[1] == TRACEBACK_START
+        assert log.above == {1: "Exception in worker W while processing method m: boom,"}

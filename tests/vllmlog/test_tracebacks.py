@@ -1,5 +1,7 @@
 """Tracebacks, wrappers and inner exceptions, in the shapes vLLM, torch.compile and the executors print."""
 
+import pytest
+
 from app.vllmlog import lines, tracebacks
 
 VENV = "/usr/local/lib/python3.12/dist-packages"
@@ -103,3 +105,64 @@ def test_only_the_first_thousand_tracebacks_of_a_process_are_read():
     cause = "Traceback (most recent call last):\nValueError: late\n"
     assert root(dead * 999 + cause).traceback.exc_type == "ValueError"
     assert root(dead * tracebacks.MAX_TRACEBACKS + cause).wrapper
+
+
+def test_a_traceback_cut_before_its_exception_line_is_kept_with_its_frames_source_lines():
+    text = f"""\
+Traceback (most recent call last):
+  File "{VENV}/vllm/v1/worker/gpu_worker.py", line 300, in init_device
+    self.requested_memory = request_memory(init_snapshot, self.cache_config)
+                            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "{VENV}/vllm/v1/worker/utils.py", line 413, in request_memory
+    raise ValueError(
+"""
+    found = root(text)
+    assert not found.wrapper and found.cut is found.traceback and found.traceback.cut
+    assert found.traceback.exc_type == "" and found.traceback.frames[-1][1] == "request_memory"
+    assert found.traceback.statements == (
+        "self.requested_memory = request_memory(init_snapshot, self.cache_config)",
+        "raise ValueError(",
+    )
+
+
+def test_a_cut_tracebacks_message_is_the_one_a_v0_header_was_glued_after():
+    text = f"""\
+Exception in worker VllmWorkerProcess while processing method init_device: NCCL error: unhandled system error, Traceback (most recent call last):
+  File "{VENV}/vllm/worker/worker.py", line 132, in init_device
+"""
+    assert root(text).traceback.message == "NCCL error: unhandled system error"
+
+
+def test_a_whole_traceback_is_the_root_before_a_cut_one():
+    text = f"""\
+Traceback (most recent call last):
+  File "{VENV}/vllm/a.py", line 1, in f
+Traceback (most recent call last):
+  File "{VENV}/vllm/b.py", line 2, in g
+KeyError: 'x'
+"""
+    found = root(text)
+    assert (found.traceback.exc_type, found.cut.frames) == ("KeyError", [(f"{VENV}/vllm/a.py", "f")])
+
+
+@pytest.mark.parametrize(
+    ("statement", "raised"),
+    [
+        ("raise ValueError(", ("ValueError", "")),
+        ('raise RuntimeError(f"NCCL error: {error_str}")', ("RuntimeError", "NCCL error: {error_str}")),
+        ('raise ValueError("No available memory for the cache blocks. " "Try increasing " \'it.\')',
+         ("ValueError", "No available memory for the cache blocks. Try increasing it.")),
+        ("raise torch.cuda.OutOfMemoryError(msg)", ("torch.cuda.OutOfMemoryError", "")),
+        ("raise e", None),
+        ("raise self._format_exception(outputs) from None", None),
+        ("return func(*args, **kwargs)", None),
+    ],
+)
+def test_a_raise_statement_gives_its_type_and_its_string_literals_joined(statement, raised):
+    assert tracebacks.raised(statement) == raised
+
+
+def test_a_bare_exception_line_in_its_repr_form_is_read():
+    # V0's engine logs the exception's repr above its traceback.
+    log = lines.read("ERROR 04-27 09:07:04 [engine.py:160] OutOfMemoryError('CUDA out of memory. Tried to allocate 1.50 GiB.')\n")
+    assert list(tracebacks.bare_exceptions(log)) == [("OutOfMemoryError", "CUDA out of memory. Tried to allocate 1.50 GiB.")]
