@@ -50,6 +50,8 @@ def ci(
     fail_on: Annotated[str, typer.Option(help="regression (worse or newly crashing cells), crash, any, or never")] = "regression",
     github_api: Annotated[str, typer.Option(help="GitHub's REST API")] = API_URL,
     github_token_env: Annotated[str, typer.Option(help="The environment variable holding the GitHub token")] = "GITHUB_TOKEN",
+    comment_author: Annotated[str | None, typer.Option(
+        help="The login whose comment is edited (as github-actions\\[bot]); default: the GitHub token's account, asked of GitHub")] = None,
     comment_file: Annotated[Path, typer.Option(help="Where the comment's Markdown is saved")] = Path("draftbench-comment.md"),
     poll: Annotated[float, typer.Option(help="Seconds between progress reads")] = 5.0,
 ) -> None:
@@ -91,7 +93,7 @@ def ci(
     if failing:
         problems.append(f"the check fails (--fail-on {rule}: {', '.join(failing)})")
         code |= EXIT_FAIL_ON
-    not_posted = _post(repo, pr, markdown, api_url=github_api, token_env=github_token_env)
+    not_posted = _post(repo, pr, markdown, api_url=github_api, token_env=github_token_env, author=comment_author)
     if not_posted:
         problems.append(f"the comment was not posted: {not_posted} (it is in {comment_file}"
                         + (" and the step summary)" if summary else ")"))
@@ -142,14 +144,15 @@ def _finished_base(api: Api, head_spec: dict[str, Any], *, build: str, commit: s
     return None
 
 
-def _post(repo: str, pr: int, markdown: str, *, api_url: str, token_env: str) -> str | None:
-    """Create or update the pull request's comment; why it failed, or None."""
+def _post(repo: str, pr: int, markdown: str, *, api_url: str, token_env: str, author: str | None) -> str | None:
+    """Create or update the pull request's comment (``author``'s, by default the token's account's); why it
+    failed, or None."""
     token = os.environ.get(token_env, "").strip()
     if not token:
         return f"${token_env} is not set (--github-token-env names the variable holding the token)"
     try:
         with GitHub(token=token, repo=repo, api_url=api_url) as github:
-            posted = github.upsert_comment(pr, markdown, marker=comment.MARKER)
+            posted = github.upsert_comment(pr, markdown, marker=comment.MARKER, author=author)
     except GitHubError as exc:
         return str(exc)
     print(f"comment {posted.action}: {posted.url}", file=sys.stderr)
