@@ -146,6 +146,28 @@ def test_comment_author_names_the_account_whose_comment_is_edited(
     assert [p for _, p in gh.calls if p in ("/user", "/graphql")] == []  # the account is given: GitHub is not asked
 
 
+def test_the_github_token_shows_nowhere_in_what_is_printed_or_saved(
+        server: str, gh: GitHubState, sweep_file: Path, tmp_path: Path) -> None:
+    gh.refuse["create"] = (422, {}, f"Validation Failed (the request was authorised by {GH_TOKEN})")  # a server that echoes it
+    done = ci(server, gh, sweep_file, tmp_path, same)
+    assert done.returncode == 4, done.stderr
+    assert "Validation Failed (the request was authorised by ***)" in done.stderr and GH_TOKEN not in done.stderr + done.stdout
+    # A token the comparison happens to hold (here the base's build label) is scrubbed from the comment.
+    (tmp_path / "again").mkdir()
+    again = ci(server, gh, sweep_file, tmp_path / "again", same, gh_token=BASE)
+    assert again.returncode == 4, again.stderr
+    saved = [again.stdout, *((tmp_path / "again" / name).read_text() for name in ("draftbench-comment.md", "summary.md"))]
+    assert all(BASE not in text and f"vLLM build {HEAD} (0.32.0) vs ***)" in text for text in saved)
+    assert BASE not in again.stderr.strip().splitlines()[-1]
+
+
+def test_ci_help_says_which_token_each_side_needs() -> None:
+    done = subprocess.run([sys.executable, "-m", "app.cli", "ci", "--help"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env=os.environ | {"COLUMNS": "400"})
+    assert "The service's token with the submit scope" in done.stdout and "worker" not in done.stdout
+    assert "holding the GitHub token (pull-requests: write)" in done.stdout
+
+
 def test_without_a_github_token_the_comment_is_saved_and_the_exit_says_so(
         server: str, gh: GitHubState, sweep_file: Path, tmp_path: Path) -> None:
     done = ci(server, gh, sweep_file, tmp_path, same, gh_token=None)
