@@ -3,11 +3,18 @@
 Pure: reads the ``Comparison`` schema, writes a string. The first line is the verdict; then only what
 changed, said where it happened (a change confined to one backend or graph mode is said that way), worst
 first; the whole table goes in a collapsed block, the first thing cut to fit GitHub's limit.
+
+Every value that comes from the service (what a worker reported, what the database holds: build labels, backend
+names, crash titles, vLLM versions...) goes through ``escape`` where it is written, so it shows as the text it is
+and never renders as a link, an image, HTML, a mention, an issue reference or table markup.
 """
 
 import math
+import re
+import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from app.analysis.verdicts import DEFAULT_THRESHOLD, MIN_HISTORY, REPEATS_FOR_TEST, Change
 from app.enums import Verdict
@@ -48,7 +55,7 @@ def render(comparison: Comparison, context: Context, *, limit: int = LIMIT) -> s
     Over ``limit``, rows of the collapsed table go first (the block says how many are shown), then the
     visible part is cut at a line, saying so.
     """
-    link = f"{context.server.rstrip('/')}/compare?base={comparison.base_sweep}&head={comparison.head_sweep}"
+    link = f"{_link(context.server)}/compare?base={comparison.base_sweep}&head={comparison.head_sweep}"
     head = "\n".join([_headline(comparison, context), "", *_changed(comparison, context)])
     tail = f"\n[The whole comparison]({link}) (base sweep {comparison.base_sweep}, head sweep {comparison.head_sweep})\n{MARKER}\n"
     rows = [_row(c) for c in comparison.changes]
@@ -69,13 +76,13 @@ def _headline(comparison: Comparison, context: Context) -> str:
         said.insert(0, "no regression")
     if not comparison.changes:
         said = ["no common cell to compare"]
-    gpus = sorted({c.gpu_kind for c in comparison.changes}) or ["no GPU"]
-    versions = sorted({v for c in comparison.changes for v in c.head.vllm_versions if v != "?"})
-    build = f"vLLM build {comparison.head_build}" + (f" ({', '.join(versions)})" if versions else "")
+    gpus = sorted({escape(c.gpu_kind) for c in comparison.changes}) or ["no GPU"]
+    versions = sorted({escape(v) for c in comparison.changes for v in c.head.vllm_versions if v != "?"})
+    build = f"vLLM build {escape(comparison.head_build)}" + (f" ({', '.join(versions)})" if versions else "")
     if comparison.base_build != comparison.head_build:
-        build += f" vs {comparison.base_build}"
-    return (f"**draftbench: {', '.join(said)}** (head {_sha(context.head_commit)} vs base {_sha(context.base_commit)}, "
-            f"{', '.join(gpus)}, {_text(build)})")
+        build += f" vs {escape(comparison.base_build)}"
+    return (f"**draftbench: {', '.join(said)}** (head {escape(context.head_commit[:7])} vs base "
+            f"{escape(context.base_commit[:7])}, {', '.join(gpus)}, {build})")
 
 
 def _changed(comparison: Comparison, context: Context) -> list[str]:
@@ -89,7 +96,7 @@ def _changed(comparison: Comparison, context: Context) -> list[str]:
                                         for c in changes if c.verdict is Verdict.FIXED])
     lines += _section("Now running something else", [_fallback(c) for c in changes
                                                        if c.verdict in (Verdict.NOW_DOWNGRADED, Verdict.NOW_EAGER_DRAFT)])
-    lines += _section("Graph-capture alarms (head)", [f"- {_text(a.sentence)}" for a in comparison.alarms])
+    lines += _section("Graph-capture alarms (head)", [f"- {escape(a.sentence)}" for a in comparison.alarms])
     lines += _section("Improvements", _moves(better, changes, Change.BETTER))
     undecided = [c for c in changes if c.verdict is Verdict.UNDECIDED]
     if undecided:
@@ -118,7 +125,7 @@ def _moves(moved: list[CellChange], compared: list[CellChange], direction: Chang
             peers = [c for c in compared if (c.gpu_kind, c.label) == (gpu, label) and c.verdict not in _DIED]
             values = [_value(measure, c) for c in cells]
             size = max(abs(math.log(v.value)) if measure == "speed" else abs(v.value) for v in values)
-            found.append((size, f"- {word} {_localise(cells, peers)} ({_text(label)}, {gpu}): {_amount(measure, values)}"))
+            found.append((size, f"- {word} {_localise(cells, peers)} ({escape(label)}, {escape(gpu)}): {_amount(measure, values)}"))
     return [line for _, line in sorted(found, key=lambda f: -f[0])]
 
 
@@ -143,12 +150,12 @@ def _localise(cells: list[CellChange], peers: list[CellChange]) -> str:
     backends, modes = {b for b, _ in moved}, {g for _, g in moved}
     if len(moved) == 1:
         [(b, g)] = moved
-        return f"{only}on {b} with {g}"
+        return f"{only}on {escape(b)} with {escape(g)}"
     if len(backends) == 1 and moved == {p for p in plane if p[0] in backends}:
-        return f"{only}on {next(iter(backends))}"
+        return f"{only}on {escape(next(iter(backends)))}"
     if len(modes) == 1 and moved == {p for p in plane if p[1] in modes}:
-        return f"{only}with {next(iter(modes))}"
-    return "on " + ", ".join(f"{c.backend} {c.graph_mode}" for c in cells)
+        return f"{only}with {escape(next(iter(modes)))}"
+    return "on " + ", ".join(f"{escape(c.backend)} {escape(c.graph_mode)}" for c in cells)
 
 
 def _amount(measure: str, values: list[Interval]) -> str:
@@ -173,7 +180,7 @@ def _crashes(cells: list[CellChange], context: Context) -> list[str]:
         groups[cell.head.crash_signature].append(cell)
     lines = []
     for signature, group in sorted(groups.items(), key=lambda g: -len(g[1])):
-        link = f" ([crash group]({context.server.rstrip('/')}/crashes/{signature}))" if signature else ""
+        link = f" ([crash group]({_link(context.server)}/crashes/{quote(signature, safe='')}))" if signature else ""
         where = "; ".join(_where(c) for c in group)
         lines.append(f"- {_crash(group[0].head)}{link}, in {len(group)} cell{'s' if len(group) > 1 else ''}: {where}")
     return lines
@@ -181,18 +188,18 @@ def _crashes(cells: list[CellChange], context: Context) -> list[str]:
 
 def _fallback(cell: CellChange) -> str:
     if cell.verdict is Verdict.NOW_DOWNGRADED:
-        ran, before = ", ".join(cell.head.resolved_graph_modes), ", ".join(cell.base.resolved_graph_modes)
+        ran, before = (", ".join(escape(m) for m in side.resolved_graph_modes) for side in (cell.head, cell.base))
         return f"- {_where(cell)}: ran {ran} (the base ran {before})"
     return f"- {_where(cell)}: the draft now runs eager (graphed in the base)"
 
 
 def _where(cell: CellChange) -> str:
-    return f"{cell.backend} {cell.graph_mode} ({_text(cell.label)}, {cell.gpu_kind})"
+    return f"{escape(cell.backend)} {escape(cell.graph_mode)} ({escape(cell.label)}, {escape(cell.gpu_kind)})"
 
 
 def _crash(side: CellSide) -> str:
-    kinds = ", ".join(f"`{k}`" for k in sorted(side.crash_kinds)) or "no crash record"
-    return f"{kinds} {_text(side.crash_title)}" if side.crash_title else kinds
+    kinds = ", ".join(escape(k) for k in sorted(side.crash_kinds)) or "no crash record"
+    return f"{kinds}: {escape(side.crash_title)}" if side.crash_title else kinds
 
 
 _COLUMNS = "| verdict | GPU | method | backend | graph mode | base tok/s | head tok/s | head / base | Δ acceptance (points) | why |"
@@ -210,21 +217,48 @@ def _details(rows: list[str], shown: int, total: int) -> str:
 def _row(c: CellChange) -> str:
     speed = f"{c.speed_ratio.value:.2f}x" if c.speed_ratio else ""
     moved = f"{100 * c.acceptance_difference.value:+.1f}" if c.acceptance_difference else ""
-    cells = [c.verdict.value.replace("_", " "), c.gpu_kind, _text(c.label), c.backend, c.graph_mode,
-             _speed(c.base), _speed(c.head), speed, moved, _text("; ".join(c.reasons))]
+    cells = [c.verdict.value.replace("_", " "), escape(c.gpu_kind), escape(c.label), escape(c.backend), escape(c.graph_mode),
+             _speed(c.base), _speed(c.head), speed, moved, escape("; ".join(c.reasons))]
     return "| " + " | ".join(cells) + " |"
 
 
 def _speed(side: CellSide) -> str:
     if side.tokens_per_s is None:
-        return _text(", ".join(sorted(side.crash_kinds)) or "died")
+        return escape(", ".join(sorted(side.crash_kinds)) or "died")
     return f"{side.tokens_per_s.value:.0f}"
 
 
-def _sha(commit: str) -> str:
-    return _text(commit[:7])
+_ZWJ = "\u200d"  # a zero-width joiner: invisible, and it breaks a mention, a reference or an autolink in two
+# Markdown's syntax characters, made literal: backslash escapes (CommonMark's, for any ASCII punctuation), entities
+# for HTML's; a zero-width joiner after "@" (a mention, an email) and "#" (an issue reference, a heading).
+_LITERAL = {"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "~": "\\~", "[": "\\[", "]": "\\]", "|": "\\|",
+            "$": "\\$", "&": "&amp;", "<": "&lt;", ">": "&gt;", "@": "@" + _ZWJ, "#": "#" + _ZWJ}
+# An underscore between two letters or digits opens no emphasis, so FULL_DECODE_ONLY stays as it reads.
+_SYNTAX = re.compile(r"[\\`*~\[\]|$&<>@#]|_(?![^\W_])|(?<![^\W_])_")
+# Where GitHub links bare text: https://..., www...., GH-123.
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?i:(?<=www)(?=\.))|(?i:(?<=gh-)(?=\d))")
+# What would open a block at the start of a list item: "- x", "+ x", "1. x", "1) x", and "- --", a rule.
+_BLOCK_START = re.compile(r"^(?=[-+])|^(\d+)(?=[.)](?: |$))")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def _text(value: str | None) -> str:
-    """Free text made safe inside a table cell or a line: no pipes, no HTML, one line."""
-    return (value or "").replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+def escape(value: str | None) -> str:
+    """Text from the service as Markdown that shows it and does nothing else, on one line.
+
+    Links, images, footnotes and task boxes (``[``, ``]``), HTML tags and comments (``<``, ``>``, ``&``: a
+    ``<!-- draftbench -->`` in a crash title is not our marker), code (backticks), emphasis and strikethrough,
+    math (``$``), table pipes, mentions and emails (``@``), issue references (``#123``, ``GH-123``), bare URLs
+    (``://``, ``www.``), list markers at the start; control characters become spaces, invisible format
+    characters (bidirectional overrides, zero-width spaces) are dropped, and whitespace, line breaks included,
+    runs together into one space. What GitHub shows is the value, but for the zero-width joiners.
+    """
+    text = _CONTROL.sub(" ", value or "")
+    if not text.isascii():
+        text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    text = _SYNTAX.sub(lambda m: _LITERAL[m.group()], " ".join(text.split()))
+    return _BLOCK_START.sub(lambda m: f"{m.group(1)}\\" if m.group(1) else "\\", _AUTOLINK.sub(_ZWJ, text))
+
+
+def _link(url: str) -> str:
+    """A URL as a link's destination: what would end it (spaces, parentheses, angle brackets) percent-encoded."""
+    return quote(url.rstrip("/"), safe=":/?#[]@!$&'*+,;=%~")

@@ -2,7 +2,8 @@
 
 Submits the head sweep and, unless a finished one of the same matrix exists, the base sweep; waits; reads
 ``GET /api/v1/compare``; prints the comment, appends it to ``$GITHUB_STEP_SUMMARY`` and saves it before
-posting it, so a refusal from GitHub never loses the comparison. The exit code says what failed.
+posting it, so a refusal from GitHub never loses the comparison. The exit code says what failed. Neither token
+ever shows in what it prints or saves, nor a password in the service's address.
 """
 
 import hashlib
@@ -18,10 +19,10 @@ from rich.console import Console
 
 from app.ci import comment, gate
 from app.ci.github import API_URL, GitHub, GitHubError
-from app.cli.errors import CliError
+from app.cli.errors import CliError, redact
 from app.cli.http import Api
 from app.cli.sweeps import follow
-from app.cli.worker import Server, Token
+from app.cli.worker import Server
 from app.config import DEFAULT_SERVER
 from app.schemas.compare import Comparison
 
@@ -35,6 +36,8 @@ _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _FINISHED = "finished"
 # Progress goes to stderr: stdout is the comment's Markdown alone.
 _progress = Console(stderr=True)
+SubmitToken = Annotated[str, typer.Option(
+    envvar="DRAFTBENCH_TOKEN", help="The service's token with the submit scope (`draftbench token create --scope submit`)")]
 
 
 def ci(
@@ -46,10 +49,12 @@ def ci(
     build: Annotated[str, typer.Option(help="Build label of the head (a registered build)")],
     base_build: Annotated[str, typer.Option(help="Build label of the base")],
     server: Server = DEFAULT_SERVER,
-    token: Token = "",
+    token: SubmitToken = "",
     fail_on: Annotated[str, typer.Option(help="regression (worse or newly crashing cells), crash, any, or never")] = "regression",
     github_api: Annotated[str, typer.Option(help="GitHub's REST API")] = API_URL,
-    github_token_env: Annotated[str, typer.Option(help="The environment variable holding the GitHub token")] = "GITHUB_TOKEN",
+    github_token_env: Annotated[str, typer.Option(help="The environment variable holding the GitHub token (pull-requests: write)")] = "GITHUB_TOKEN",
+    comment_author: Annotated[str | None, typer.Option(
+        help="The login whose comment is edited (as github-actions\\[bot]); default: the GitHub token's account, asked of GitHub")] = None,
     comment_file: Annotated[Path, typer.Option(help="Where the comment's Markdown is saved")] = Path("draftbench-comment.md"),
     poll: Annotated[float, typer.Option(help="Seconds between progress reads")] = 5.0,
 ) -> None:
@@ -59,6 +64,7 @@ def ci(
         raise CliError(f"--repo must be OWNER/NAME (letters, digits, '.', '_', '-'), got {repo!r}")
     spec = _read(sweep)
     digest = hashlib.sha256(sweep.read_bytes()).hexdigest()[:16]
+    github_token = os.environ.get(github_token_env, "").strip()
     with Api(server, token) as api:
         head_sweep = _submit(api, spec | {"build": build, "commit": head, "pull_request": pr},
                              key=f"draftbench-ci:{repo}#{pr}:{head}:{build}:{digest}")
@@ -77,6 +83,8 @@ def ci(
             raise CliError(f"the service at {api.server} answered a comparison this client cannot read "
                            f"(is it another version?): {' '.join(str(exc).split())[:300]}") from None
         markdown = comment.render(comparison, comment.Context(head_commit=head, base_commit=base, server=api.server))
+    # The comment goes to a public page: no token in it, whatever a worker reported.
+    markdown = redact(markdown, *(t for secret in (github_token, token) for t in (secret, comment.escape(secret))))
     print(markdown)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     try:
@@ -91,7 +99,8 @@ def ci(
     if failing:
         problems.append(f"the check fails (--fail-on {rule}: {', '.join(failing)})")
         code |= EXIT_FAIL_ON
-    not_posted = _post(repo, pr, markdown, api_url=github_api, token_env=github_token_env)
+    not_posted = _post(repo, pr, markdown, api_url=github_api, token=github_token, token_env=github_token_env,
+                       author=comment_author)
     if not_posted:
         problems.append(f"the comment was not posted: {not_posted} (it is in {comment_file}"
                         + (" and the step summary)" if summary else ")"))
@@ -142,17 +151,17 @@ def _finished_base(api: Api, head_spec: dict[str, Any], *, build: str, commit: s
     return None
 
 
-def _post(repo: str, pr: int, markdown: str, *, api_url: str, token_env: str) -> str | None:
-    """Create or update the pull request's comment; why it failed, or None."""
-    token = os.environ.get(token_env, "").strip()
+def _post(repo: str, pr: int, markdown: str, *, api_url: str, token: str, token_env: str, author: str | None) -> str | None:
+    """Create or update the pull request's comment (``author``'s, by default the token's account's); why it
+    failed, or None."""
     if not token:
         return f"${token_env} is not set (--github-token-env names the variable holding the token)"
     try:
         with GitHub(token=token, repo=repo, api_url=api_url) as github:
-            posted = github.upsert_comment(pr, markdown, marker=comment.MARKER)
+            posted = github.upsert_comment(pr, markdown, marker=comment.MARKER, author=author)
     except GitHubError as exc:
-        return str(exc)
-    print(f"comment {posted.action}: {posted.url}", file=sys.stderr)
+        return redact(str(exc), token)
+    print(redact(f"comment {posted.action}: {posted.url}", token), file=sys.stderr)
     return None
 
 

@@ -13,8 +13,8 @@ import httpx
 import pytest
 import yaml
 
+from tests.ci.github_server import BOT, GitHubState
 from tests.ci.github_server import TOKEN as GH_TOKEN
-from tests.ci.github_server import GitHubState
 from tests.conftest import AUTH, TOKEN
 from tests.factories import cell_result, sweep_body
 
@@ -43,14 +43,14 @@ def sweep_file(tmp_path: Path, dataset: Path) -> Path:
 
 
 def ci(server: str, gh: GitHubState, sweep: Path, tmp_path: Path, speed: Speed, *, head: str = "abc1234",
-       fail_on: str = "regression", gh_token: str | None = GH_TOKEN) -> subprocess.CompletedProcess:
+       fail_on: str = "regression", gh_token: str | None = GH_TOKEN, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     """Run ``draftbench ci`` while this test acts as the worker, reporting ``speed`` for each job it claims."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DRAFTBENCH_", "GITHUB_"))}
     env |= {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")} | ({"GITHUB_TOKEN": gh_token} if gh_token else {})
     command = [sys.executable, "-m", "app.cli", "ci", "--server", server, "--token", TOKEN, "--repo", "octo/vllm",
                "--pr", "12", "--head", head, "--base", "def4567", "--build", HEAD, "--base-build", BASE,
                "--sweep", str(sweep), "--fail-on", fail_on, "--github-api", gh.url, "--poll", "0.2",
-               "--comment-file", str(tmp_path / "draftbench-comment.md")]
+               "--comment-file", str(tmp_path / "draftbench-comment.md"), *extra]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     worker = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": BASE}, {"label": HEAD}]}
     registered = httpx.post(f"{server}/api/v1/workers", json=worker, headers=AUTH, timeout=30).json()
@@ -97,7 +97,7 @@ def test_a_regression_is_flagged_on_its_cell_and_the_next_push_edits_the_comment
     assert len(httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()) == 3
     [edited] = gh.comments[12]
     assert edited["id"] == posted["id"] and "(head bcd2345 vs base def4567" in edited["body"]
-    assert [m for m, _ in gh.calls].count("POST") == 1 and [m for m, _ in gh.calls].count("PATCH") == 1
+    assert gh.calls.count(("POST", "/repos/octo/vllm/issues/12/comments")) == 1 and [m for m, _ in gh.calls].count("PATCH") == 1
 
 
 def test_an_aa_pair_flags_nothing_even_with_fail_on_any(server: str, gh: GitHubState, sweep_file: Path, tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_an_aa_pair_flags_nothing_even_with_fail_on_any(server: str, gh: GitHubS
 ])
 def test_a_refused_comment_keeps_the_comparison_and_says_what_failed(
         server: str, gh: GitHubState, sweep_file: Path, tmp_path: Path, refusal: tuple, said: str) -> None:
-    gh.refuse["POST"] = refusal
+    gh.refuse["create"] = refusal
     done = ci(server, gh, sweep_file, tmp_path, slower_ngram)
     assert done.returncode == 3 | 4, done.stderr
     line = done.stderr.strip().splitlines()[-1]
@@ -124,6 +124,48 @@ def test_a_refused_comment_keeps_the_comparison_and_says_what_failed(
     for kept in (done.stdout, (tmp_path / "draftbench-comment.md").read_text(), (tmp_path / "summary.md").read_text()):
         assert kept.startswith("**draftbench: 1 regression**")
     assert gh.comments == {}
+
+
+def test_someone_elses_comment_holding_the_marker_is_left_alone_and_ours_is_posted(
+        server: str, gh: GitHubState, sweep_file: Path, tmp_path: Path) -> None:
+    theirs = gh.add(12, "quoting draftbench: <!-- draftbench -->", author="mallory")
+    done = ci(server, gh, sweep_file, tmp_path, same)
+    assert done.returncode == 0, done.stderr
+    assert theirs["body"] == "quoting draftbench: <!-- draftbench -->"
+    [ours] = [c for c in gh.comments[12] if c["user"]["login"] == BOT]
+    assert ours["body"].startswith("**draftbench: no regression**") and "PATCH" not in dict(gh.calls)
+
+
+def test_comment_author_names_the_account_whose_comment_is_edited(
+        server: str, gh: GitHubState, sweep_file: Path, tmp_path: Path) -> None:
+    theirs = gh.add(12, "<!-- draftbench -->", author="mallory")
+    ours = gh.add(12, "an old run\n<!-- draftbench -->", author="ci-bot[bot]", kind="Bot")
+    done = ci(server, gh, sweep_file, tmp_path, same, extra=("--comment-author", "ci-bot[bot]"))
+    assert done.returncode == 0, done.stderr
+    assert ours["body"].startswith("**draftbench: no regression**") and theirs["body"] == "<!-- draftbench -->"
+    assert [p for _, p in gh.calls if p in ("/user", "/graphql")] == []  # the account is given: GitHub is not asked
+
+
+def test_the_github_token_shows_nowhere_in_what_is_printed_or_saved(
+        server: str, gh: GitHubState, sweep_file: Path, tmp_path: Path) -> None:
+    gh.refuse["create"] = (422, {}, f"Validation Failed (the request was authorised by {GH_TOKEN})")  # a server that echoes it
+    done = ci(server, gh, sweep_file, tmp_path, same)
+    assert done.returncode == 4, done.stderr
+    assert "Validation Failed (the request was authorised by ***)" in done.stderr and GH_TOKEN not in done.stderr + done.stdout
+    # A token the comparison happens to hold (here the base's build label) is scrubbed from the comment.
+    (tmp_path / "again").mkdir()
+    again = ci(server, gh, sweep_file, tmp_path / "again", same, gh_token=BASE)
+    assert again.returncode == 4, again.stderr
+    saved = [again.stdout, *((tmp_path / "again" / name).read_text() for name in ("draftbench-comment.md", "summary.md"))]
+    assert all(BASE not in text and f"vLLM build {HEAD} (0.32.0) vs ***)" in text for text in saved)
+    assert BASE not in again.stderr.strip().splitlines()[-1]
+
+
+def test_ci_help_says_which_token_each_side_needs() -> None:
+    done = subprocess.run([sys.executable, "-m", "app.cli", "ci", "--help"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env=os.environ | {"COLUMNS": "400"})
+    assert "The service's token with the submit scope" in done.stdout and "worker" not in done.stdout
+    assert "holding the GitHub token (pull-requests: write)" in done.stdout
 
 
 def test_without_a_github_token_the_comment_is_saved_and_the_exit_says_so(

@@ -1,7 +1,19 @@
-"""The pull-request comment: the verdict first, changes localised and worst first, under GitHub's limit."""
+"""The pull-request comment: the verdict first, changes localised and worst first, under GitHub's limit, and
+whatever the service holds shown as inert text."""
+
+import enum
+import html
+import random
+import re
+import unicodedata
+from urllib.parse import unquote
+
+import pytest
+from markdown_it import MarkdownIt
+from pydantic import BaseModel
 
 from app.analysis.verdicts import Change
-from app.ci.comment import LIMIT, MARKER, Context, render
+from app.ci.comment import LIMIT, MARKER, Context, escape, render
 from app.enums import AlarmKind, Verdict
 from app.schemas.compare import CaptureAlarm, CellChange, CellSide, Comparison, Interval
 
@@ -83,9 +95,9 @@ def test_regressions_come_worst_first_then_crashes_fixes_fallbacks_alarms_and_ga
                                            "1 graph-capture alarm, 1 fixed crash, 1 improvement**")
     order = ["#### Regressions", "- slower on FLASHINFER with FULL (ngram k=3, H200): 0.50x [0.45, 0.55]",
              "- accepting less only on FLASH_ATTN with FULL (dflash k=3, H200): -5.0 points [-6.0, -4.0]",
-             "#### New crashes", "- `cuda_illegal_memory_access` illegal memory access in FlashInfer decode "
+             "#### New crashes", "- cuda_illegal_memory_access: illegal memory access in FlashInfer decode "
              "([crash group](http://bench.local:8000/crashes/sig-1)), in 1 cell: FLASHINFER PIECEWISE (dflash k=3, H200)",
-             "#### Fixed crashes", "- FLASH_ATTN PIECEWISE (dflash k=3, H200): runs again; the base died with `out_of_memory`",
+             "#### Fixed crashes", "- FLASH_ATTN PIECEWISE (dflash k=3, H200): runs again; the base died with out_of_memory",
              "#### Now running something else",
              "- FLASH_ATTN FULL_DECODE_ONLY (dflash k=3, H200): ran PIECEWISE (the base ran FULL_DECODE_ONLY)",
              "#### Graph-capture alarms (head)", "#### Improvements", "- faster only on FLASHINFER with FULL_DECODE_ONLY",
@@ -127,7 +139,147 @@ def test_a_huge_visible_part_is_cut_at_a_line_and_says_so() -> None:
     assert len(body) <= 20_000 and "Cut to fit GitHub's 65,536-character limit" in body and body.rstrip().endswith(MARKER)
 
 
+# CommonMark with GitHub's tables and strikethrough; what GitHub adds after it (mentions, references, bare
+# URLs) is looked for in the text it shows.
+MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+ZWJ = "\u200d"
+LIVE_TEXT = re.compile(r"@[\w.-]|#\w|(?i:gh-\d)|://|(?i:www\.)")
+# What a worker or the database may hand the comment: every trick of Markdown and of GitHub's rendering.
+HOSTILE = [
+    "0.32.0 [link](http://x) @here",
+    "![img](http://x/a.png) [![nested](http://x/b.png)](http://y)",
+    "[ref][1] [1]: http://evil.example [^1] [x]: <http://evil.example> 'title'",
+    "<a href='http://x'>click</a> <img src=x onerror=alert(1)> <script>alert(1)</script>",
+    "<!-- draftbench -->", "<!--", "-->", "</details><details open><summary>pwned</summary>", "<br/>x<hr>",
+    "@octocat @org/team cc:@here @-x email bob@evil.example mailto:bob@evil.example",
+    "fixes #123, octo/vllm#5, GH-7, gh-8 and #",
+    "a | b || c |", "\\| escaped pipe \\\\| double \\", "trailing backslash \\",
+    "`code` ``x`` ```fence", "```\nblock\n```", "~~~\nblock\n~~~",
+    "line one\nline two\r\nthree\rfour\u2028five\u2029six\x85seven\x0bvt\x0cff",
+    "**bold** __bold__ *em* _em_ ~~strike~~ ~one~ ***both***",
+    "&lt;script&gt; &#64;here &#x40;here &amp; &copy; &",
+    "http://evil.example https://evil.example/x?y=1 www.evil.example HTTPS://EVIL.EXAMPLE WWW.EVIL.EXAMPLE ftp://x",
+    "# heading", "###### h6", "- item", "+ item", "* item", "1. item", "1) item", "> quote", "---", "***", "___",
+    "    indented code", "\tindented", "- [ ] task", "- [x] done",
+    "$x^2$ and $$\\sum$$ $`code`$",
+    "\x00nul \x1b[31mred\x1b[0m \x07bell \x7fdel \x9bcsi",
+    "\u202eevil\u202c \u2066isolate\u2069 zero\u200bwidth @\u200bhere #\u200b12 \ufeffbom",
+    ":+1: <kbd>x</kbd> <sub>y</sub> <ins>z</ins>", "", " ", "__init__ FULL_DECODE_ONLY _lead trail_ a_b_",
+    "=== setext", "a\n===", "a\n---", "[link](javascript:alert(1))", "<http://autolink.example>", "x" * 300,
+]
+
+
+def _shown(value: str) -> str:
+    """What GitHub must show for ``value``: control characters as spaces, invisible format characters dropped,
+    whitespace runs as one space."""
+    kept = "".join(" " if unicodedata.category(c) == "Cc" else "" if unicodedata.category(c) == "Cf" else c for c in value)
+    return " ".join(kept.split())
+
+
+def _assert_inert(value: str) -> None:
+    out = escape(value)
+    inline = MD.renderInline(out)
+    assert "<" not in inline, (value, out, inline)  # no tag of any kind: a shown "<" is &lt;
+    shown = html.unescape(inline)
+    assert shown.replace(ZWJ, "") == _shown(value), (value, out)
+    assert not LIVE_TEXT.search(shown), (value, out)
+    assert not re.search(r"(?<!\\)\$", out), (value, out)  # every $ escaped: no math
+    cell = MD.render(f"| h | after |\n|---|---|\n| {out} | after |\n")
+    [shown_in_cell] = re.findall(r"<td>(.*?)</td>\n<td>after</td>", cell, re.S)
+    assert html.unescape(shown_in_cell).replace(ZWJ, "") == _shown(value), (value, out, cell)
+    item = MD.render(f"- {out}\n")
+    assert re.fullmatch(r"<ul>\n<li>[^<]*</li>\n</ul>\n", item), (value, out, item)  # no block opened inside
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_reported_text_shows_as_text_and_renders_nothing(value: str) -> None:
+    _assert_inert(value)
+
+
+def test_reported_text_of_any_mix_of_markdown_syntax_renders_nothing() -> None:
+    pieces = [*"\\`*_~[]()!<>&#@|$:/.-+=^{}\"' \n\t\r", "http://", "www.", "GH-", "#1", "@a", "<!--", "-->",
+              "](", "&#64;", "&amp;", "1. ", "- ", "\u200b", "\u202e", "\x00", "é_é", "a_b", "a", "1", " "]
+    rng = random.Random(20261201)
+    for _ in range(3000):
+        _assert_inert("".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))))
+
+
+def _hostile(model: BaseModel, value: str) -> BaseModel:
+    """``model`` with every text it holds (strings, lists of them, mapping keys), at any depth, set to ``value``."""
+    update: dict = {}
+    for name in type(model).model_fields:
+        held = getattr(model, name)
+        if isinstance(held, enum.Enum):
+            continue
+        if isinstance(held, str):
+            update[name] = value
+        elif isinstance(held, BaseModel):
+            update[name] = _hostile(held, value)
+        elif isinstance(held, list) and held and isinstance(held[0], BaseModel):
+            update[name] = [_hostile(h, value) for h in held]
+        elif isinstance(held, list) and held and isinstance(held[0], str):
+            update[name] = [value]
+        elif isinstance(held, dict) and held and all(isinstance(k, str) and not isinstance(k, enum.Enum) for k in held):
+            update[name] = {value: n for n in held.values()}
+    return model.model_copy(update=update)
+
+
+def _every_section() -> Comparison:
+    """A comparison with a cell of every verdict and an alarm: every part of the comment is written."""
+    cells = [
+        _cell("FLASHINFER", "FULL", Verdict.WORSE, speed=(0.5, 0.45, 0.55)),
+        _cell("FLASH_ATTN", "FULL", Verdict.WORSE, moved=(-0.05, -0.06, -0.04)),
+        _cell("FLASHINFER", "PIECEWISE", Verdict.NEWLY_CRASHING, head=_side("pr-12", ran=False, kind="exception", title="t")),
+        _cell("FLASH_ATTN", "PIECEWISE", Verdict.FIXED, base=_side("main", ran=False, kind="out_of_memory", title="t")),
+        _cell("FLASH_ATTN", "FULL_DECODE_ONLY", Verdict.NOW_DOWNGRADED, head=_side("pr-12", modes=("PIECEWISE",))),
+        _cell("FLASHINFER", "FULL_DECODE_ONLY", Verdict.NOW_EAGER_DRAFT),
+        _cell("FLASHINFER", "NONE", Verdict.BETTER, speed=(1.3, 1.2, 1.4)),
+        _cell("FLASH_ATTN", "NONE", Verdict.UNDECIDED, speed=(0.8, 0.5, 1.3)),
+    ]
+    for cell in cells:
+        cell.reasons = ["why"]
+    alarm = CaptureAlarm(kind=AlarmKind.ACCEPTANCE, backend="FLASHINFER", graph_mode="FULL", label="dflash k=3",
+                         difference=Interval(value=-0.09, low=-0.094, high=-0.086), sentence="an alarm")
+    return _comparison(cells, [alarm])
+
+
+SECTIONS = ["Regressions", "New crashes", "Fixed crashes", "Now running something else", "Graph-capture alarms (head)",
+            "Improvements"]
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_every_text_the_service_holds_is_inert_wherever_the_comment_writes_it(value: str) -> None:
+    comparison = _hostile(_every_section(), value)
+    context = Context(head_commit=value, base_commit=value, server=CONTEXT.server)
+    body = render(comparison, context)
+    assert body.count(MARKER) == 1 and body.endswith(f"\n{MARKER}\n")
+    tokens = MD.parse(body)
+    inline = [child for t in tokens for child in (t.children or [])]
+    assert [t.content for t in tokens + inline if t.type.startswith("html")] == [
+        "<details><summary>All 8 compared cells</summary>\n", "</details>\n", f"{MARKER}\n"]
+    links = [t.attrs["href"] for t in inline if t.type == "link_open"]
+    assert links[-1] == "http://bench.local:8000/compare?base=3&head=4"
+    assert [unquote(href.removeprefix("http://bench.local:8000/crashes/")) for href in links[:-1]] == ([value] if value else [])
+    assert not [t for t in tokens + inline if t.type in ("image", "code_inline", "code_block", "fence", "em_open", "s_open",
+                                                           "ordered_list_open", "blockquote_open", "hr")]
+    assert [t.type for t in inline if t.type == "strong_open"] == ["strong_open"]  # the headline alone
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert headings == SECTIONS and all(t.tag == "h4" for t in tokens if t.type == "heading_open")
+    assert sum(t.type == "bullet_list_open" for t in tokens) == len(SECTIONS)  # one list a section, none nested
+    widths: list[int] = []  # cells of each table row
+    for t in tokens:
+        if t.type == "tr_open":
+            widths.append(0)
+        elif t.type in ("td_open", "th_open"):
+            widths[-1] += 1
+    assert widths == [10] * (1 + 8)  # the header and a row a cell
+    text = "".join(t.content for t in inline if t.type == "text")
+    assert not LIVE_TEXT.search(text) and not re.search(r"(?<!\\)\$", body)
+    if _shown(value):
+        assert _shown(value) in text.replace(ZWJ, "")
+
+
 def test_free_text_cannot_break_the_table() -> None:
     cell = _cell("FLASHINFER", "FULL", Verdict.NEWLY_CRASHING, head=_side("pr-12", ran=False, kind="exception", title="a | b <details>"))
     body = render(_comparison([cell]), CONTEXT)
-    assert "a \\| b &lt;details>" in body and "<details>" not in body.replace("<details><summary>", "")
+    assert "a \\| b &lt;details&gt;" in body and "<details>" not in body.replace("<details><summary>", "")

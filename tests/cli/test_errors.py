@@ -1,8 +1,12 @@
 """The CLI fails in one clear line with a non-zero exit; a traceback only with --debug."""
 
+import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -50,6 +54,48 @@ def test_a_service_that_is_down_is_named_with_its_address(sweep_file: Path) -> N
     for args in (("status",), ("status", "3"), ("submit", str(sweep_file), "--token", "t")):
         line = one_line(run(*args, "--server", address))
         assert f"cannot reach the service at {address}" in line
+
+
+@pytest.mark.parametrize(("address", "shown"), [
+    ("http://user:secret@127.0.0.1:9", "cannot reach the service at http://127.0.0.1:9 "),
+    ("https://ci:p@ss:secret@127.0.0.1:9/", "cannot reach the service at https://127.0.0.1:9 "),  # an unencoded "@"
+    ("user:secret@127.0.0.1:9", "must be an http:// or https:// URL with a host, got '127.0.0.1:9'"),
+])
+def test_a_password_in_the_services_address_is_never_printed(sweep_file: Path, address: str, shown: str) -> None:
+    ci = ("ci", "--repo", "o/r", "--pr", "1", "--head", "a", "--base", "b", "--build", "x", "--base-build", "y",
+          "--sweep", str(sweep_file), "--token", "t")
+    for args in (("status",), ("submit", str(sweep_file), "--token", "t"), ci):
+        line = one_line(run(*args, "--server", address))
+        assert shown in line and "secret" not in line and "user" not in line, (args, line)
+
+
+@pytest.fixture
+def echoing_service() -> Iterator[str]:
+    """A service (or a proxy before it) whose refusal repeats the request's Authorization header."""
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            body = json.dumps({"detail": f"no such sweep for {self.headers['Authorization']}"}).encode()
+            self.send_response(400)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+
+
+def test_the_token_never_shows_in_an_error_whatever_the_service_says(echoing_service: str, sweep_file: Path) -> None:
+    line = one_line(run("submit", str(sweep_file), "--server", echoing_service, "--token", "dbk_secret_of_the_test"))
+    assert "refused (400): no such sweep for Bearer ***" in line and "dbk_secret" not in line
 
 
 def test_a_refused_sweep_prints_the_services_words_naming_the_field(server: str, tmp_path: Path, dataset: Path) -> None:
