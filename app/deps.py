@@ -103,6 +103,40 @@ WorkerScope = Annotated[Principal, Depends(require_scope(TokenScope.WORKER))]
 AdminAuth = Depends(require_scope(TokenScope.ADMIN))
 
 
+def _issuing(principal: Principal) -> Principal:
+    """The caller may issue a token only if that token's chain stays within ``MAX_CHAIN`` (403 otherwise)."""
+    if principal.depth >= tokens.MAX_CHAIN:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            f"this token's chain (itself and the tokens that issued it) already holds {tokens.MAX_CHAIN} tokens, "
+            "the most a chain may: it issues none; use a token nearer the root, or `draftbench token create`",
+        )
+    return principal
+
+
+def admin_issuer(principal: Annotated[Principal, AdminAuth]) -> Principal:
+    return _issuing(principal)
+
+
+def registering_host(principal: WorkerScope) -> Principal:
+    """A host's token, which registers workers: never a worker's own credential (403).
+
+    A credential registering workers would mint credentials of its own, and a worker that holds
+    one could then outlive everything its host was given.
+    """
+    if principal.worker_id is not None:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "registering a worker needs a host's token (a 'worker'-scope token from `draftbench token create "
+            "--scope worker` or POST /api/v1/tokens), not a worker's credential",
+        )
+    return _issuing(principal)
+
+
+AdminIssuer = Annotated[Principal, Depends(admin_issuer)]
+RegisteringHost = Annotated[Principal, Depends(registering_host)]
+
+
 def acting_worker(principal: WorkerScope) -> int:
     """The worker the caller's credential belongs to: 403 for any token that is not a worker's own.
 
