@@ -2,6 +2,7 @@
 
 import json
 from functools import lru_cache
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Annotated
 
 from pydantic import field_validator
@@ -35,6 +36,9 @@ class Settings(BaseSettings):
     allowed_dataset_roots: Annotated[list[str], NoDecode] = []
     # Authenticated writes per token and minute, per service process; 0 turns the limit off.
     rate_limit_per_minute: int = 600
+    # Proxies (addresses or CIDR networks, comma separated or a JSON list) whose X-Forwarded-For is
+    # read for the client's address (app.auth.addresses). Empty trusts no forwarded header.
+    trusted_proxies: Annotated[list[IPv4Network | IPv6Network], NoDecode] = []
 
     @field_validator("allowed_model_roots", "allowed_dataset_roots", mode="before")
     @classmethod
@@ -45,6 +49,20 @@ class Settings(BaseSettings):
                 return json.loads(value)
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _networks(cls, value: object) -> object:
+        value = cls._split_roots(value)
+        if not isinstance(value, list):
+            return value
+        networks = []
+        for item in value:
+            try:
+                networks.append(ip_network(str(item).strip()))
+            except ValueError as exc:
+                raise ValueError(f"{item!r} is not an IP address or a network such as 10.0.0.0/8 ({exc})") from None
+        return networks
 
 
 @lru_cache

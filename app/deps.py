@@ -8,6 +8,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
+from app.auth import addresses
 from app.auth import service as tokens
 from app.auth.ratelimit import retry_after
 from app.auth.service import Principal
@@ -49,17 +50,27 @@ def authenticate(
     session: Annotated[Session, _session],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    """Who is calling: 401 for a missing, unknown or revoked token.
+    """Who is calling: 401 for a missing, unknown or revoked token (or one issued under a revoked token).
 
-    Failed attempts are rate-limited per client address (429), so secrets cannot be guessed at speed.
+    Failed attempts are rate-limited per client address, and the limit is checked before the
+    secret: while an address's bucket of failures is spent, every attempt from it gets the same
+    429, the right secret too, so guessing cannot go faster than the limit.
     """
+    settings: Settings = request.app.state.settings
+    limiter = request.app.state.rate_limiter
+    key = f"failed-auth:{addresses.client_key(request, trusted=settings.trusted_proxies)}"
+    wait = limiter.wait(key)
+    if wait:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"too many failed authentications from this address (limit {limiter.per_minute} a minute)",
+            headers={"Retry-After": retry_after(wait)},
+        )
     principal = None
     if credentials is not None:
-        principal = tokens.authenticate(
-            session=session, secret=credentials.credentials, bootstrap=request.app.state.settings.token
-        )
+        principal = tokens.authenticate(session=session, secret=credentials.credentials, bootstrap=settings.token)
     if principal is None:
-        _limit(request, f"failed-auth:{request.client.host if request.client else 'unknown'}")
+        limiter.take(key)
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
             "a valid bearer token is needed for writes" if credentials is None else "unknown or revoked token",
@@ -101,6 +112,40 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 Submitter = Annotated[Principal, Depends(require_scope(TokenScope.SUBMIT))]
 WorkerScope = Annotated[Principal, Depends(require_scope(TokenScope.WORKER))]
 AdminAuth = Depends(require_scope(TokenScope.ADMIN))
+
+
+def _issuing(principal: Principal) -> Principal:
+    """The caller may issue a token only if that token's chain stays within ``MAX_CHAIN`` (403 otherwise)."""
+    if principal.depth >= tokens.MAX_CHAIN:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            f"this token's chain (itself and the tokens that issued it) already holds {tokens.MAX_CHAIN} tokens, "
+            "the most a chain may: it issues none; use a token nearer the root, or `draftbench token create`",
+        )
+    return principal
+
+
+def admin_issuer(principal: Annotated[Principal, AdminAuth]) -> Principal:
+    return _issuing(principal)
+
+
+def registering_host(principal: WorkerScope) -> Principal:
+    """A host's token, which registers workers: never a worker's own credential (403).
+
+    A credential registering workers would mint credentials of its own, and a worker that holds
+    one could then outlive everything its host was given.
+    """
+    if principal.worker_id is not None:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "registering a worker needs a host's token (a 'worker'-scope token from `draftbench token create "
+            "--scope worker` or POST /api/v1/tokens), not a worker's credential",
+        )
+    return _issuing(principal)
+
+
+AdminIssuer = Annotated[Principal, Depends(admin_issuer)]
+RegisteringHost = Annotated[Principal, Depends(registering_host)]
 
 
 def acting_worker(principal: WorkerScope) -> int:

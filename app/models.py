@@ -102,8 +102,6 @@ class Worker(Base):
     registered_at: Mapped[datetime] = mapped_column(default=utcnow)
     # Its last heartbeat or claim: the only clock of liveness (app.workers.liveness).
     last_heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow)
-    # The token that registered it (its host's): revoking that token also ends this worker's credential.
-    token_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id", ondelete="SET NULL", use_alter=True))
 
 
 class ApiToken(Base):
@@ -120,6 +118,10 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column()
     # Set on a worker's own credential, issued at its registration: it acts for that worker only.
     worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="CASCADE"), unique=True)
+    # The token whose holder made this one (a worker's credential: the token that registered it); None
+    # for the bootstrap DRAFTBENCH_TOKEN and `draftbench token create`. A token is valid only while
+    # every token up its chain is (app.auth.service.verify). Deleting an issuer deletes what it issued.
+    issued_by_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"))
 
 
 class Sweep(Base):

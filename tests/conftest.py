@@ -77,13 +77,16 @@ def client(settings: Settings) -> Iterator[TestClient]:
 
 @pytest.fixture
 def make_client(db_url: str) -> Iterator[Callable[..., TestClient]]:
-    """Clients of apps with other settings (``make_client(rate_limit_per_minute=3)``) over the test's database."""
+    """Clients of apps with other settings (``make_client(rate_limit_per_minute=3)``) over the test's database.
+
+    ``peer`` is the address the app sees the client connect from.
+    """
     with ExitStack() as stack:
 
-        def make(**overrides: Any) -> TestClient:
+        def make(*, peer: str = "testclient", **overrides: Any) -> TestClient:
             app = create_app(Settings(database_url=db_url, token=TOKEN, **overrides))
             stack.callback(app.state.engine.dispose)
-            return stack.enter_context(TestClient(app))
+            return stack.enter_context(TestClient(app, client=(peer, 50000)))
 
         yield make
 

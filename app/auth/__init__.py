@@ -1,1 +1,1 @@
-"""API tokens: hashed secrets with scopes, their routes, CLI commands and the per-token rate limit."""
+"""API tokens: hashed secrets with scopes and issuers, their routes, the rate limits and the client address they count by."""

@@ -3,7 +3,7 @@
 from fastapi import APIRouter, status
 
 from app.auth import service
-from app.deps import AdminAuth, SessionDep
+from app.deps import AdminAuth, AdminIssuer, SessionDep
 from app.responses import answers
 from app.schemas.token import TokenCreate, TokenCreated, TokenOut
 
@@ -13,9 +13,12 @@ router = APIRouter(
 
 
 @router.post("", response_model=TokenCreated, status_code=status.HTTP_201_CREATED, responses=answers(413))
-def create_token(body: TokenCreate, session: SessionDep) -> TokenCreated:
-    """A new token with the given scopes; the answer holds its secret, which is never shown again."""
-    token, secret = service.create(session=session, name=body.name, scopes=body.scopes)
+def create_token(by: AdminIssuer, body: TokenCreate, session: SessionDep) -> TokenCreated:
+    """A new token with the given scopes; the answer holds its secret, which is never shown again.
+
+    The new token is issued by the caller's: revoking that one (or any above it) ends this one too.
+    """
+    token, secret = service.create(session=session, name=body.name, scopes=body.scopes, issued_by=by.token_id)
     return TokenCreated(**TokenOut.model_validate(token).model_dump(), secret=secret)
 
 
@@ -27,5 +30,5 @@ def list_tokens(session: SessionDep) -> list[TokenOut]:
 
 @router.delete("/{token_id}", response_model=TokenOut, responses=answers(404))
 def revoke_token(token_id: int, session: SessionDep) -> TokenOut:
-    """Revoke a token: from now on it gets 401. The row stays, for the record."""
+    """Revoke a token: from now on it, and every token issued under it, gets 401. The row stays, for the record."""
     return TokenOut.model_validate(service.revoke(session=session, token_id=token_id))

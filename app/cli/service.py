@@ -13,8 +13,17 @@ DatabaseUrl = Annotated[
 
 
 def settings_for(database_url: str | None) -> Settings:
-    """The service's settings, with the command line's database (if any) over the environment's."""
-    return Settings(**({"database_url": database_url} if database_url else {}))
+    """The service's settings, with the command line's database (if any) over the environment's.
+
+    A bad value is a CliError naming its variable (exit 2), before anything starts.
+    """
+    from pydantic import ValidationError
+
+    try:
+        return Settings(**({"database_url": database_url} if database_url else {}))
+    except ValidationError as exc:
+        wrong = "; ".join(f"DRAFTBENCH_{str(error['loc'][0]).upper()}: {error['msg']}" for error in exc.errors())
+        raise CliError(f"cannot start: {wrong}", code=2) from None
 
 
 def serve(
@@ -47,15 +56,21 @@ def serve(
             upgrade(settings.database_url)
     except SchemaError as exc:
         raise CliError(f"cannot start: {exc}") from exc
+    # No proxy headers: uvicorn's would take X-Forwarded-For from any loopback peer as the client's
+    # address, a fresh failed-authentication bucket per forged header. The app reads the header
+    # itself, from DRAFTBENCH_TRUSTED_PROXIES only (app.auth.addresses).
     if processes == 1:
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        uvicorn.run(app, host=host, port=port, log_level="info", proxy_headers=False)
         return
     os.environ["DRAFTBENCH_DATABASE_URL"] = settings.database_url
     # A scrape reaches one process: they keep their counters in files there, summed by each scrape
     # (app.metrics.service). A new folder per start, so no count of an earlier run is added in.
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = counters = tempfile.mkdtemp(prefix="draftbench-metrics-")
     try:
-        uvicorn.run("app.main:create_app", factory=True, workers=processes, host=host, port=port, log_level="info")
+        uvicorn.run(
+            "app.main:create_app", factory=True, workers=processes, host=host, port=port, log_level="info",
+            proxy_headers=False,
+        )
     finally:
         shutil.rmtree(counters, ignore_errors=True)
 

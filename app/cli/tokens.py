@@ -36,25 +36,29 @@ def create(
     scope: Annotated[list[TokenScope], typer.Option(help="submit, worker or admin; repeatable")],
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Create a token and print its secret: this is the only time it is shown."""
+    """Create a token and print its secret: this is the only time it is shown.
+
+    It is a root: no token issued it, so it stands until it is revoked itself.
+    """
     from app.auth import service
 
     with _session(database_url) as session:
-        token, secret = service.create(session=session, name=name, scopes=scope)
+        token, secret = service.create(session=session, name=name, scopes=scope, issued_by=None)
         console.print(f"token {token.id} '{token.name}' with scopes {', '.join(token.scopes)}; its secret, shown once:")
     print(secret)
 
 
 @token_cli.command("list")
 def list_tokens(database_url: DatabaseUrl = None) -> None:
-    """List tokens (never their secrets); workers' own credentials show their worker."""
+    """List tokens (never their secrets); workers' own credentials show their worker, issued tokens their issuer."""
     from app.auth import service
 
-    table = Table("id", "name", "scopes", "worker", "created", "last used", "revoked")
+    table = Table("id", "name", "scopes", "worker", "issued by", "created", "last used", "revoked")
     with _session(database_url) as session:
         for t in service.list_all(session=session):
             when = [f"{d:%Y-%m-%d %H:%M}" if d else "" for d in (t.created_at, t.last_used_at, t.revoked_at)]
-            table.add_row(str(t.id), t.name, ", ".join(t.scopes), str(t.worker_id or ""), *when)
+            ids = [str(t.worker_id or ""), str(t.issued_by_id or "")]
+            table.add_row(str(t.id), t.name, ", ".join(t.scopes), *ids, *when)
     console.print(table)
 
 
@@ -63,7 +67,7 @@ def revoke(
     token_id: Annotated[int, typer.Argument(help="The token's id, from `draftbench token list`")],
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Revoke a token: every later request with it (and with the credentials of workers it registered) gets 401."""
+    """Revoke a token: later requests with it, or with any token issued under it (workers' credentials too), get 401."""
     from app.auth import service
     from app.errors import NotFoundError
 

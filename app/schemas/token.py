@@ -24,6 +24,8 @@ class TokenOut(BaseModel):
     revoked_at: datetime | None
     # Set on a worker's own credential (issued when the worker registered).
     worker_id: int | None = None
+    # The token that issued it (revoking that one ends this one); None for the bootstrap token's and the CLI's.
+    issued_by_id: int | None = None
 
 
 class TokenCreated(TokenOut):

@@ -4,7 +4,7 @@ import time
 
 from fastapi import APIRouter, Response, status
 
-from app.deps import PathWorker, SessionDep, SettingsDep, WorkerScope
+from app.deps import PathWorker, RegisteringHost, SessionDep, SettingsDep
 from app.jobs import queue
 from app.metrics.service import MetricsDep
 from app.responses import answers
@@ -28,13 +28,15 @@ router = APIRouter(prefix="/api/v1", tags=["workers"])
     status_code=status.HTTP_201_CREATED,
     responses=answers(401, 403, 409, 413, 422, 429),
 )
-def register(body: RegisterRequest, by: WorkerScope, session: SessionDep, settings: SettingsDep) -> WorkerRegistered:
+def register(body: RegisterRequest, by: RegisteringHost, session: SessionDep, settings: SettingsDep) -> WorkerRegistered:
     """A worker announces its host, GPU kinds and builds; the answer holds its id and its own credential.
 
-    Every later call for this worker (claim, heartbeat, log, complete) must carry that credential.
+    Only a host's token registers (``worker`` scope, or admin), never a worker's credential (403).
+    Every later call for this worker (claim, heartbeat, log, complete) must carry that credential,
+    which dies with the token that registered it.
     409 when a build label is already recorded with another vLLM version.
     """
-    worker, credential = service.register(session=session, request=body, token_id=by.token_id)
+    worker, credential = service.register(session=session, request=body, issued_by=by.token_id)
     out = service.to_out(worker, lease_seconds=settings.lease_seconds)
     return WorkerRegistered(**out.model_dump(), credential=credential, lease_seconds=settings.lease_seconds)
 

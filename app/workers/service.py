@@ -19,8 +19,10 @@ from app.workers import liveness
 BUILD_FACTS = ("kind", "base", "patch_sha256", "source", "commit", "committed_at")
 
 
-def register(*, session: Session, request: RegisterRequest, token_id: int | None) -> tuple[Worker, str]:
+def register(*, session: Session, request: RegisterRequest, issued_by: int | None) -> tuple[Worker, str]:
     """A worker process announces itself; returns it and its own credential (shown once).
+
+    The credential is issued by the registering host's token ``issued_by`` and dies with it.
 
     Its builds become valid targets for sweeps, with how each was made (``BUILD_FACTS``). A build
     label keeps the vLLM version and facts first recorded for it: a worker reporting another value
@@ -51,12 +53,15 @@ def register(*, session: Session, request: RegisterRequest, token_id: int | None
         builds=[build.label for build in request.builds],
         registered_at=now,
         last_heartbeat_at=now,
-        token_id=token_id,
     )
     session.add(worker)
     session.flush()
     _, credential = tokens.create(
-        session=session, name=f"worker {worker.id} ({worker.name})", scopes=[TokenScope.WORKER], worker_id=worker.id
+        session=session,
+        name=f"worker {worker.id} ({worker.name})",
+        scopes=[TokenScope.WORKER],
+        issued_by=issued_by,
+        worker_id=worker.id,
     )
     return worker, credential
 

@@ -49,11 +49,20 @@ def test_host_tokens_register_but_act_for_no_worker(client, two_hosts) -> None: 
             response = client.request(method, path, json=body, headers=headers)
             assert response.status_code == 403, (path, response.text)
             assert "credential" in response.json()["detail"]
-    # A credential registers nothing: it is bound to its worker.
-    again = client.post("/api/v1/workers", json={"name": "x", "host": "h", "gpu_kinds": ["cpu"],
+
+
+def test_a_worker_credential_cannot_register_workers(client) -> None:  # noqa: ANN001
+    # The probe: worker A's credential registered worker C2, whose credential outlived A's host token.
+    host = _host_token(client, "host-a")
+    first = register_worker(client, headers=host)
+    again = client.post("/api/v1/workers", json={"name": "c2", "host": "h", "gpu_kinds": ["cpu"],
                                                  "builds": [{"label": "vllm-test"}]}, headers=first.headers)
-    assert again.status_code == 201  # it holds the worker scope, so it may register a new worker of its own
-    assert again.json()["id"] != first.id
+    assert again.status_code == 403, again.text
+    assert "host's token" in again.json()["detail"] and "'worker'-scope" in again.json()["detail"]
+    assert [w["id"] for w in client.get("/api/v1/workers").json()] == [first.id]
+    # The host's token still registers (and an admin's, which holds every scope).
+    assert register_worker(client, headers=host).id != first.id
+    assert register_worker(client, headers=AUTH).id != first.id
 
 
 def test_revoking_a_host_token_ends_its_workers_credentials(client, dataset) -> None:  # noqa: ANN001

@@ -1,0 +1,48 @@
+"""Failed authentications are limited per client address, before the secret is looked at."""
+
+from fastapi.testclient import TestClient
+
+from app.auth.ratelimit import RateLimiter
+from tests.conftest import AUTH
+
+WRONG = {"Authorization": "Bearer dbk_a-wrong-guess"}
+
+
+def _register(client: TestClient, headers: dict[str, str], forwarded_for: str | None = None) -> object:
+    extra = {"X-Forwarded-For": forwarded_for} if forwarded_for else {}
+    body = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "b"}]}
+    return client.post("/api/v1/workers", json=body, headers=headers | extra)
+
+
+def _answer(response) -> tuple:  # noqa: ANN001
+    return response.status_code, response.json().get("detail"), response.headers.get("retry-after")
+
+
+def test_a_spent_failed_auth_bucket_refuses_the_right_secret_too(make_client) -> None:  # noqa: ANN001
+    limited = make_client(rate_limit_per_minute=3)
+    now = [0.0]
+    limited.app.state.rate_limiter = RateLimiter(3, clock=lambda: now[0])
+    assert [_register(limited, WRONG).status_code for _ in range(3)] == [401, 401, 401]
+    # The bucket is spent: the right secret, a wrong one, another guess and none at all get one answer.
+    answers = [_answer(_register(limited, h)) for h in (AUTH, WRONG, {"Authorization": "Bearer guess"}, {})]
+    assert answers[0][0] == 429 and int(answers[0][2]) >= 1 and "failed authentications" in answers[0][1]
+    assert answers == [answers[0]] * 4
+    # Refilled (one failure in 20 s at 3 a minute), the right secret passes and is not counted.
+    now[0] = 20.0
+    assert [_register(limited, AUTH).status_code, _register(limited, WRONG).status_code] == [201, 401]
+    assert _answer(_register(limited, AUTH))[:2] == (429, answers[0][1])
+
+
+def test_forwarded_for_is_read_only_from_a_trusted_proxy(make_client) -> None:  # noqa: ANN001
+    # No proxy trusted (the default): a forged header from loopback gets no fresh bucket.
+    direct = make_client(peer="127.0.0.1", rate_limit_per_minute=2)
+    assert [_register(direct, WRONG, f"198.51.100.{n}").status_code for n in (1, 2, 3)] == [401, 401, 429]
+    behind = make_client(peer="10.0.0.5", rate_limit_per_minute=2, trusted_proxies="10.0.0.0/8")
+    assert [_register(behind, WRONG, "198.51.100.7").status_code for _ in range(2)] == [401, 401]
+    # The right-most address that is not a trusted proxy is the client, whatever the client wrote to its left.
+    for forwarded in ("198.51.100.7", "203.0.113.9, 198.51.100.7", "198.51.100.7, 10.0.0.9", "garbage, 198.51.100.7"):
+        assert _register(behind, WRONG, forwarded).status_code == 429, forwarded
+    assert _register(behind, WRONG, "198.51.100.8").status_code == 401  # another client, its own bucket
+    # A peer outside the trusted networks is counted by its own address, whatever it forwards.
+    stranger = make_client(peer="192.0.2.1", rate_limit_per_minute=2, trusted_proxies="10.0.0.0/8")
+    assert [_register(stranger, WRONG, f"198.51.100.{n}").status_code for n in (10, 11, 12)] == [401, 401, 429]
