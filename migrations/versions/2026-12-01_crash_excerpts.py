@@ -4,7 +4,7 @@ Existing crashes get theirs from their stored logs, one log at a time, around th
 as the page chose it before.
 
 Revision ID: 0014
-Revises: 0011
+Revises: 0012
 """
 
 import zlib
@@ -15,7 +15,7 @@ from alembic import op
 from app.crashes.excerpt import excerpt
 
 revision: str = "0014"
-down_revision: str | None = "0011"
+down_revision: str | None = "0012"
 branch_labels = None
 depends_on = None
 
