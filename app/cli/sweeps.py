@@ -94,7 +94,7 @@ def import_results(
 @contextmanager
 def _importing(database_url: str | None) -> Iterator["Session"]:
     """One transaction for a whole import: stored entirely or not at all; a value the database cannot hold
-    (an integer past 64 bits) is one line, as the API's 422 for it."""
+    (an integer past 64 bits, a NUL in PostgreSQL's text) is one line, as the API's 422 for it."""
     from sqlalchemy.exc import DataError
 
     from app import db
@@ -104,7 +104,8 @@ def _importing(database_url: str | None) -> Iterator["Session"]:
         with db.session_scope(db.make_sessionmaker(engine)) as session:
             yield session
     except (OverflowError, DataError) as exc:
-        raise CliError(f"nothing imported: a value is out of the range the database stores ({str(exc).splitlines()[0][:200]})") from None
+        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0][:200]
+        raise CliError(f"nothing imported: the database cannot store a value of it ({reason})") from None
     finally:
         engine.dispose()
 

@@ -173,3 +173,10 @@ def test_a_malformed_file_leaves_nothing_in_either_database(folder: Path, db_url
     spoil, file, field = MALFORMED[case]
     spoil(folder)
     _refused(_import(folder, db_url), db_url, f"{folder / CELL / file}", field)
+
+
+@pytest.mark.parametrize("field", ["output_tokens", "num_requests"])
+def test_an_integer_past_what_the_database_holds_is_one_line_and_nothing_is_stored(folder: Path, db_url: str, field: str) -> None:
+    # Refused by result.json's schema or, past it, by the database (SQLite: OverflowError; PostgreSQL: out of range).
+    _result_with(**{field: 10**30})(folder)
+    _refused(_import(folder, db_url), db_url)
