@@ -6,6 +6,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from app.builds.facts import read_facts
 
 from tests.builds.conftest import PROPOSER, diff
@@ -79,3 +81,16 @@ def test_create_refuses_a_patch_that_is_not_utf8_or_over_the_log_limit(tmp_path:
                           env={**os.environ, "DRAFTBENCH_MAX_LOG_BYTES": "100"})
     assert "over the limit of 100 (DRAFTBENCH_MAX_LOG_BYTES)" in _one_line(done)
     assert not (tmp_path / "builds" / "pr-1").exists()
+
+
+@pytest.mark.parametrize(("flag", "spec"), [
+    ("--pip", "-r/tmp/reqs.txt"),
+    ("--pip", "--index-url=http://127.0.0.1:9/simple"),
+    ("--pip", "vllm==0.33.0 --index-url http://127.0.0.1:9/simple"),
+    ("--pip", "vllm\n-r /tmp/reqs.txt"),
+    ("--wheel", "-r/tmp/reqs.txt"),
+])
+def test_create_refuses_a_pip_option_given_as_the_requirement(tmp_path: Path, base_python: Path, flag: str, spec: str) -> None:
+    line = _one_line(_draftbench("build", "create", "pr-9", "--from", str(base_python), flag, spec, "--root", str(tmp_path / "builds")))
+    assert line.startswith(f"draftbench: {flag} {spec!r}: ") and ("requirement specifier" in line or "wheel's path or URL" in line), line
+    assert not (tmp_path / "builds" / "pr-9").exists()
