@@ -153,7 +153,7 @@ def _ran(
     finished_at = exit_info.finished_at
     if finished_at is None:
         try:
-            finished_at = imports.plausible(datetime.fromtimestamp(exit_file.mtime, tz=UTC))
+            finished_at = imports.modified(exit_file.mtime)
         except ValueError as exc:
             raise files.FileRefused(f"{cell_dir / 'exit.json'}: no finished_at, and its modification time {exc}") from None
     try:

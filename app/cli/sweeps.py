@@ -180,8 +180,6 @@ def import_bench(
 def _read_bench(path: Path, *, output_len: int | None, concurrency: int | None) -> "tuple[bytes, object, RanCell]":
     """A ``vllm bench`` file (read by app.files' rules) as its bytes, its JSON and the run it stands for;
     FileRefused naming the file and what is wrong."""
-    from datetime import UTC, datetime
-
     import pydantic_core
 
     from app import files
@@ -199,7 +197,7 @@ def _read_bench(path: Path, *, output_len: int | None, concurrency: int | None) 
         raise files.FileRefused(f"{path}: {exc}") from None
     # The file says when it was written only by its modification time.
     try:
-        finished = imports.plausible(datetime.fromtimestamp(found.mtime, tz=UTC))
+        finished = imports.modified(found.mtime)
         started = imports.started(finished, result.generation_s)
     except ValueError as exc:
         raise files.FileRefused(f"{path}: its modification time and duration: {exc}") from None

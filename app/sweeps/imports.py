@@ -52,6 +52,15 @@ def plausible(when: datetime) -> datetime:
     return when
 
 
+def modified(mtime: float) -> datetime:
+    """A file's modification time (``st_mtime``) as when what it records ended, if plausible; ValueError if not."""
+    try:
+        when = datetime.fromtimestamp(mtime, tz=UTC)
+    except (OverflowError, OSError):
+        raise ValueError(f"{mtime:g} s after 1970 is not a plausible time") from None
+    return plausible(when)
+
+
 def started(finished_at: datetime, duration_s: float) -> datetime:
     """When a run that lasted ``duration_s`` and ended at ``finished_at`` began; ValueError if not plausibly."""
     if not 0 <= duration_s <= (finished_at - EARLIEST).total_seconds():

@@ -119,6 +119,14 @@ def _result_with(**fields: object) -> Callable[[Path], None]:
 
 
 _MISSING = object()
+
+
+def _older_folder_modified_in_2099(folder: Path) -> None:
+    # Folders of older offline.py runs have no finished_at: the file's modification time stands for it.
+    _exit_with(finished_at=_MISSING)(folder)
+    stamp = datetime(2099, 1, 1, tzinfo=UTC).timestamp()
+    os.utime(folder / CELL / "exit.json", (stamp, stamp))
+
 DEEP = b"[" * 100_000 + b"]" * 100_000
 TOMORROW = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 MALFORMED = {
@@ -135,6 +143,7 @@ MALFORMED = {
     "finished in 1999": (_exit_with(finished_at="1999-12-31T23:59:59Z"), "exit.json", "finished_at"),
     "finished 'yesterday'": (_exit_with(finished_at="yesterday"), "exit.json", "finished_at"),
     "finished at a number": (_exit_with(finished_at=253402214400), "exit.json", "finished_at"),
+    "no finished_at and modified in 2099": (_older_folder_modified_in_2099, "exit.json", "modification time 2099-01-01T00:00:00Z"),
     "started before 2000": (_exit_with(duration_s=1e9), "exit.json", "duration_s"),
     "an exit code as text": (_exit_with(exit_code="0"), "exit.json", "exit_code"),
     "an exit code of 10**30": (_exit_with(exit_code=10**30), "exit.json", "exit_code"),
