@@ -9,12 +9,17 @@ writes a sweep of the database the same way (``write_runs``, from app.sweeps.exp
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
-from app.schemas.cell import CellSpec
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError, field_validator
+
+from app import files
+from app.errors import InputError
+from app.schemas.cell import CellResult, CellSpec
 from app.schemas.sweep import SweepSpec
-from app.sweeps import matrix
+from app.sweeps import imports, matrix
+from app.sweeps import service as sweeps
 from app.sweeps.imports import RanCell
 from runners.offline import FINISHED_AT_FORMAT, exit_record
 from runners.outcome import outcome_of
@@ -60,51 +65,106 @@ def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanCell], cut_logs: 
         (cell_dir / "exit.json").write_text(json.dumps(exit_info))
 
 
+_EXAMPLE_TIME = "2026-11-30T01:04:59Z"
+
+
+class ExitRecord(BaseModel):
+    """``exit.json`` as runners/offline.py writes it (``exit_record``); ``finished_at`` is missing in older folders."""
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+    exit_code: StrictInt | None
+    signal: StrictInt | None
+    timed_out: StrictBool
+    duration_s: StrictFloat = Field(ge=0)
+    finished_at: datetime | None = None
+
+    @field_validator("finished_at", mode="before")
+    @classmethod
+    def _written_so(cls, value: object) -> object:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise ValueError(f"not a time such as {_EXAMPLE_TIME} (UTC, to the second)")
+        try:
+            when = datetime.strptime(value, FINISHED_AT_FORMAT).replace(tzinfo=UTC)
+        except ValueError:
+            raise ValueError(f"{value[:40]!r} is not a time such as {_EXAMPLE_TIME} (UTC, to the second)") from None
+        return imports.plausible(when)
+
+
 def read_folder(folder: Path) -> tuple[SweepSpec, list[RanCell], str]:
     """The sweep, every cell that ran (``exit.json`` present), and a digest of the folder's content.
 
-    Equal digests mean the same runs: importing a folder twice is recognised by it.
+    Equal digests mean the same runs: importing a folder twice is recognised by it. The folder may come
+    from a host that is not trusted: its files are read by app.files' rules (regular files inside it,
+    never through a link, within the service's size limits) and validated. Raises FileRefused naming the
+    file (and field) of the first one that is refused; nothing is read past it.
     """
-    spec = SweepSpec.model_validate_json((folder / "sweep.json").read_text())
-    digest = hashlib.sha256((folder / "sweep.json").read_bytes())
+    found = files.read_inside(folder, "sweep.json", limit=files.body_limit())
+    if found is None:
+        raise files.FileRefused(f"{folder / 'sweep.json'}: no such file (is {folder} a folder made by `draftbench expand`?)")
+    spec = files.validated(SweepSpec, found.data, name=folder / "sweep.json")
+    try:
+        sweeps.job_count(spec, max_cells=imports.IMPORT_LIMIT)
+    except InputError as exc:
+        raise files.FileRefused(f"{folder / 'sweep.json'}: {'.'.join(map(str, exc.loc[1:]))}: {exc.msg}") from None
+    digest = hashlib.sha256(found.data)
     ran = []
     for cell in matrix.expand(spec):
         for repeat in range(spec.repeats):
-            cell_dir = folder / "cells" / cell_dir_name(cell.index, repeat)
-            if not (cell_dir / "exit.json").is_file():
+            name = cell_dir_name(cell.index, repeat)
+            exit_file = files.read_inside(folder, f"cells/{name}/exit.json", limit=files.body_limit())
+            if exit_file is None:
                 continue
-            for name in ("exit.json", "result.json", "cell.log"):
-                path = cell_dir / name
-                digest.update(f"\n{cell_dir.name}/{name}\n".encode())
-                digest.update(path.read_bytes() if path.is_file() else b"")
-            ran.append(_ran(cell_dir, cell.index, repeat, cell.spec))
+            result = files.read_inside(folder, f"cells/{name}/result.json", limit=files.body_limit())
+            log = files.read_inside(folder, f"cells/{name}/cell.log", limit=files.log_limit())
+            for file, content in (("exit.json", exit_file), ("result.json", result), ("cell.log", log)):
+                digest.update(f"\n{name}/{file}\n".encode())
+                digest.update(content.data if content else b"")
+            ran.append(_ran(folder / "cells" / name, cell.index, repeat, cell.spec, exit_file, result, log))
     return spec, ran, digest.hexdigest()
 
 
-def _ran(cell_dir: Path, cell_index: int, repeat: int, spec: CellSpec) -> RanCell:
-    exit_info = json.loads((cell_dir / "exit.json").read_text())
+def _ran(
+    cell_dir: Path, cell_index: int, repeat: int, spec: CellSpec,
+    exit_file: files.Content, result: files.Content | None, log_file: files.Content | None,
+) -> RanCell:
+    exit_info = files.validated(ExitRecord, exit_file.data, name=cell_dir / "exit.json")
     # Bytes, as the worker reads its cells' logs: text mode would turn vLLM's progress bars' \r into \n.
-    log = (cell_dir / "cell.log").read_bytes().decode(errors="replace") if (cell_dir / "cell.log").is_file() else ""
-    outcome = outcome_of(
-        spec,
-        log=log,
-        result_path=cell_dir / "result.json",
-        exit_code=exit_info["exit_code"],
-        signal=exit_info["signal"],
-        timed_out=exit_info["timed_out"],
-        duration_s=exit_info["duration_s"],
-    )
-    # offline.py records when each cell finished; older folders without it take the files' time.
-    finished_at = (
-        datetime.strptime(exit_info["finished_at"], FINISHED_AT_FORMAT).replace(tzinfo=UTC)
-        if exit_info.get("finished_at")
-        else datetime.fromtimestamp((cell_dir / "exit.json").stat().st_mtime, tz=UTC)
-    )
+    log = log_file.data.decode(errors="replace") if log_file else ""
+    ran_to_end = exit_info.exit_code == 0 and not exit_info.timed_out
+    if ran_to_end and result is not None:
+        # Refused here with its file's name; the worker instead records a cell that wrote such a result as failed.
+        files.validated(CellResult, result.data, name=cell_dir / "result.json")
+    try:
+        outcome = outcome_of(
+            spec,
+            log=log,
+            result_json=result.data if result else None,
+            exit_code=exit_info.exit_code,
+            signal=exit_info.signal,
+            timed_out=exit_info.timed_out,
+            duration_s=exit_info.duration_s,
+        )
+    except ValidationError as exc:
+        raise files.FileRefused(f"{cell_dir / 'exit.json'}: {files.describe(exc)}") from None
+    # offline.py records when each cell finished; older folders without it take the file's time.
+    finished_at = exit_info.finished_at
+    if finished_at is None:
+        try:
+            finished_at = imports.modified(exit_file.mtime)
+        except ValueError as exc:
+            raise files.FileRefused(f"{cell_dir / 'exit.json'}: no finished_at, and its modification time {exc}") from None
+    try:
+        started_at = imports.started(finished_at, exit_info.duration_s)
+    except ValueError as exc:
+        raise files.FileRefused(f"{cell_dir / 'exit.json'}: duration_s: {exc}") from None
     return RanCell(
         cell_index=cell_index,
         repeat=repeat,
         outcome=outcome,
         log=log,
-        started_at=finished_at - timedelta(seconds=exit_info["duration_s"]),
+        started_at=started_at,
         finished_at=finished_at,
     )

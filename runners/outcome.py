@@ -1,7 +1,5 @@
 """What a finished cell process amounts to: its result, what ran, or how it died."""
 
-from pathlib import Path
-
 from pydantic import ValidationError
 
 from app.schemas.cell import CellOutcome, CellResult, CellSpec
@@ -12,13 +10,13 @@ def outcome_of(
     spec: CellSpec,
     *,
     log: str,
-    result_path: Path,
+    result_json: bytes | None,
     exit_code: int | None,
     signal: int | None,
     timed_out: bool,
     duration_s: float,
 ) -> CellOutcome:
-    """Validate the cell's result JSON (only trusted after exit 0) and read from the log what ran."""
+    """Validate the cell's result JSON (only trusted after exit 0; None: it wrote none) and read from the log what ran."""
     outcome = CellOutcome(
         resolved=parse_log(log, backend=spec.backend.value, graph_mode=spec.graph_mode.value, method=spec.method),
         exit_code=exit_code,
@@ -27,8 +25,11 @@ def outcome_of(
         duration_s=duration_s,
     )
     if exit_code == 0 and not timed_out:
+        if result_json is None:
+            outcome.error = "the cell exited 0 but wrote no result JSON"
+            return outcome
         try:
-            outcome.result = CellResult.model_validate_json(result_path.read_bytes())
-        except (OSError, ValidationError) as exc:
+            outcome.result = CellResult.model_validate_json(result_json)
+        except ValidationError as exc:
             outcome.error = f"the cell exited 0 but its result JSON is unusable: {exc}"
     return outcome

@@ -233,7 +233,7 @@ class Worker:
         outcome = outcome_of(
             spec,
             log=_read(log_path),
-            result_path=result_path,
+            result_json=result_path.read_bytes() if result_path.is_file() else None,
             exit_code=finished.exit_code,
             signal=finished.signal,
             timed_out=finished.timed_out,

@@ -1,6 +1,7 @@
 """What a unified diff to vLLM touches, and whether a patched build can take it: pure functions, no I/O."""
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -9,6 +10,12 @@ COMPILED_SUFFIXES = frozenset({".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h",
 COMPILED_DIRS = frozenset({"csrc"})
 # A patched build holds vLLM's package only: the other parts of a pull request (tests, docs, CI) are left out.
 PACKAGE = "vllm"
+# What a patched build may change: Python modules of the package, by names Python can import.
+SOURCE_SUFFIX = ".py"
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+# Git's modes of a regular file; a symbolic link (120000) or a submodule (160000) is no Python source.
+_FILE_MODES = frozenset({"100644", "100755"})
+_MODE = re.compile(r"(?:new file|deleted file|old|new) mode (\S+)")
 
 
 class DiffError(ValueError):
@@ -30,6 +37,15 @@ class FileChange:
     @property
     def in_package(self) -> bool:
         return PurePosixPath(self.path).parts[:1] == (PACKAGE,)
+
+
+def is_source(path: str) -> bool:
+    """Whether a patched build may change ``path`` (a repository path): a ``.py`` file under ``vllm/``."""
+    parts = PurePosixPath(path).parts
+    return (
+        len(parts) > 1 and parts[0] == PACKAGE and path.endswith(SOURCE_SUFFIX)
+        and all(_NAME.fullmatch(part) for part in parts)
+    )
 
 
 def sha256(text: str) -> str:
@@ -64,7 +80,9 @@ def for_package(changes: list[FileChange]) -> list[FileChange]:
     """The parts a patched build applies: those under ``vllm/``.
 
     Raises DiffError naming every compiled source (``csrc/``, or C, C++, CUDA or HIP files) the diff
-    touches, and when nothing is left under ``vllm/``.
+    touches, when nothing is left under ``vllm/``, for a file there that is not a ``.py`` source, and for
+    git's headers of renames, copies, links and binary patches. What ``patch`` really changed is checked
+    again after it ran (app.builds.patched): a part may hold hunks of other formats for other files.
     """
     compiled = [c.path for c in changes if c.compiled]
     if compiled:
@@ -76,7 +94,34 @@ def for_package(changes: list[FileChange]) -> list[FileChange]:
     if not kept:
         paths = ", ".join(c.path for c in changes)
         raise DiffError(f"the patch changes nothing under {PACKAGE}/ (it changes {paths}): there is nothing to build")
+    others = [c.path for c in kept if not is_source(c.path)]
+    if others:
+        raise DiffError(f"the patch changes files under {PACKAGE}/ that are not Python sources ({', '.join(others)}): {ONLY_SOURCES}")
+    for change in kept:
+        _refuse_headers(change)
     return kept
+
+
+ONLY_SOURCES = (
+    f"a patched build takes only changes to {PACKAGE}/'s {SOURCE_SUFFIX} files (no renames, links or other files); "
+    "build a wheel from the branch for anything else (--wheel PATH_OR_URL)"
+)
+
+
+def _refuse_headers(change: FileChange) -> None:
+    """Git's headers that make ``patch`` do more than change a file's lines: renames and copies (which would
+    touch a file the diff does not name), links and submodules (no Python source), binary patches."""
+    for line in change.text.splitlines():
+        mode = _MODE.fullmatch(line.strip())
+        if line.startswith(("rename from ", "rename to ", "copy from ", "copy to ")):
+            what = "renames or copies a file"
+        elif mode and mode.group(1) not in _FILE_MODES:
+            what = f"gives a file mode {mode.group(1)} (a symbolic link or a submodule)"
+        elif line.startswith("GIT binary patch"):
+            what = "holds a binary patch"
+        else:
+            continue
+        raise DiffError(f"the patch {what} ({change.path}: {line.strip()[:120]!r}): {ONLY_SOURCES}")
 
 
 _HEADERS = (

@@ -10,6 +10,8 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from app.builds.facts import BuildError, BuildFacts, folder_for, probe, resolve_base, write_facts, write_wrapper
 from app.enums import BuildKind
 
@@ -32,6 +34,7 @@ def create(
     """
     if kind not in (BuildKind.WHEEL, BuildKind.PIP):
         raise BuildError(f"a wheel build is of kind wheel or pip, not {kind}")
+    _check_requirement(requirement, kind)
     folder = folder_for(label, root=root)
     base_python = resolve_base(base, root=root)
     installed = probe(base_python)
@@ -45,7 +48,8 @@ def create(
         pth = f"import site; site.addsitedir({base_site!r})\n"
         (Path(_ask(python, _SITE_PACKAGES)) / "_draftbench_base.pth").write_text(pth)
         # The base's pip, run as the new environment's interpreter: it installs into the new one.
-        _run([str(python), "-m", "pip", "install", "--no-deps", "--no-input", requirement], "pip install")
+        # After "--" pip reads nothing as an option, whatever the requirement looks like.
+        _run([str(python), "-m", "pip", "install", "--no-deps", "--no-input", "--", requirement], "pip install")
         wrapper = write_wrapper(folder, python)
         built = probe(wrapper)
         if built.package.parent == installed.package.parent:
@@ -59,6 +63,23 @@ def create(
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return facts
+
+
+def _check_requirement(requirement: str, kind: BuildKind) -> None:
+    """A wheel is a path or URL, a pip build one PEP 508 requirement; neither may be read by pip as an option
+    (``-r FILE`` would install what that file names, from the index it names)."""
+    flag = "--wheel" if kind == BuildKind.WHEEL else "--pip"
+    allowed = (
+        "a wheel's path or URL" if kind == BuildKind.WHEEL
+        else "one requirement specifier (PEP 508), e.g. 'vllm==0.33.0' or 'vllm @ https://.../vllm-0.33.0-cp38-abi3-linux_x86_64.whl'"
+    )
+    if requirement.startswith("-") or not requirement.strip():
+        raise BuildError(f"{flag} {requirement!r}: pip options are not accepted; give {allowed}")
+    if kind == BuildKind.PIP:
+        try:
+            Requirement(requirement)
+        except InvalidRequirement as exc:
+            raise BuildError(f"{flag} {requirement!r}: not a requirement ({str(exc).splitlines()[0]}); give {allowed}") from None
 
 
 def _ask(python: Path | str, code: str) -> str:

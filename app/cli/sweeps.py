@@ -2,8 +2,10 @@
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -17,6 +19,11 @@ from app.cli.service import DatabaseUrl, upgraded
 from app.cli.worker import Server, Token
 from app.config import DEFAULT_SERVER
 from app.enums import JobState, SweepState
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from app.sweeps.imports import RanCell
 
 # Piped output (make, CI logs) gets a wide table instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -66,25 +73,39 @@ def import_results(
     """Import cells run elsewhere (runners/offline.py) as a finished sweep, with their logs and crashes.
 
     The same runs imported again are recognised: the first import's sweep is reported, nothing is added.
+    Every file is checked before anything is stored: a refused one names itself and nothing is imported.
     """
-    from pydantic import ValidationError
-
-    from app import db
+    from app.files import FileRefused
     from app.sweeps.imports import import_sweep
     from runners.folders import read_folder
 
     try:
         spec, ran, digest = read_folder(folder)
-    except (OSError, ValueError, ValidationError) as exc:
-        raise CliError(f"{folder} is not a folder of cells that ran: {exc}") from None
+    except FileRefused as exc:
+        raise CliError(f"nothing imported: {exc}") from None
+    with _importing(database_url) as session:
+        sweep, created = import_sweep(session=session, spec=spec, ran=ran, digest=digest)
+        if created:
+            console.print(f"imported sweep {sweep.id} '{sweep.name}': {len(ran)} of {len(sweep.jobs)} jobs ran")
+        else:
+            console.print(f"already imported as sweep {sweep.id} '{sweep.name}': nothing added")
+
+
+@contextmanager
+def _importing(database_url: str | None) -> Iterator["Session"]:
+    """One transaction for a whole import: stored entirely or not at all; a value the database cannot hold
+    (an integer past 64 bits, a NUL in PostgreSQL's text) is one line, as the API's 422 for it."""
+    from sqlalchemy.exc import DataError
+
+    from app import db
+
     engine = db.make_engine(upgraded(database_url))
     try:
         with db.session_scope(db.make_sessionmaker(engine)) as session:
-            sweep, created = import_sweep(session=session, spec=spec, ran=ran, digest=digest)
-            if created:
-                console.print(f"imported sweep {sweep.id} '{sweep.name}': {len(ran)} of {len(sweep.jobs)} jobs ran")
-            else:
-                console.print(f"already imported as sweep {sweep.id} '{sweep.name}': nothing added")
+            yield session
+    except (OverflowError, DataError) as exc:
+        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0][:200]
+        raise CliError(f"nothing imported: the database cannot store a value of it ({reason})") from None
     finally:
         engine.dispose()
 
@@ -123,58 +144,85 @@ def export_sweep(
 
 
 def import_bench(
-    result_file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSON of `vllm bench serve --save-result` or `vllm bench throughput --output-json`")],
-    sweep_file: Annotated[Path, typer.Option("--sweep", exists=True, dir_okay=False, help="A sweep of exactly one cell: the build and config the file measured")],
-    output_len: Annotated[int | None, typer.Option(help="`vllm bench throughput` only: the output length it ran with")] = None,
+    result_file: Annotated[Path, typer.Argument(dir_okay=False, help="JSON of `vllm bench serve --save-result` or `vllm bench throughput --output-json`")],
+    sweep_file: Annotated[Path, typer.Option("--sweep", dir_okay=False, help="A sweep of exactly one cell: the build and config the file measured")],
+    output_len: Annotated[int | None, typer.Option(min=1, help="`vllm bench throughput` only: the output length it ran with")] = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Import a result of vLLM's own benchmark tools as a finished one-cell sweep (once), to compare with sweeps."""
     import hashlib
     import json
-    from datetime import UTC, datetime, timedelta
 
-    from pydantic import ValidationError
-
-    from app import db
-    from app.schemas.cell import CellOutcome
-    from app.sweeps import bench_files, matrix
-    from app.sweeps.imports import RanCell, import_sweep
+    from app.errors import InputError
+    from app.files import FileRefused
+    from app.sweeps import bench_files, imports, matrix
+    from app.sweeps import service as sweeps
 
     spec = _read_sweep(sweep_file)
-    cells = matrix.expand(spec)
-    if len(cells) != 1 or spec.repeats != 1:
-        raise CliError(f"{sweep_file} describes {len(cells)} cells x {spec.repeats} repeats; the file measured one cell once")
-    raw = result_file.read_bytes()
     try:
-        data = json.loads(raw)
-        result = bench_files.to_result(data, output_len=output_len, concurrency=cells[0].spec.concurrency)
-    except (ValueError, ValidationError) as exc:
-        raise CliError(f"{result_file}: {' '.join(str(exc).split())[:500]}") from None
-    finished = datetime.fromtimestamp(result_file.stat().st_mtime, tz=UTC)
-    ran = RanCell(cell_index=0, repeat=0, outcome=CellOutcome(result=result, exit_code=0), log="",
-                  started_at=finished - timedelta(seconds=result.generation_s), finished_at=finished)
+        jobs = sweeps.job_count(spec, max_cells=imports.IMPORT_LIMIT)
+    except InputError as exc:
+        raise CliError(f"{sweep_file}: {'.'.join(map(str, exc.loc[1:]))}: {exc.msg}") from None
+    if jobs != 1:
+        raise CliError(f"{sweep_file} describes {jobs // spec.repeats} cells x {spec.repeats} repeats; the file measured one cell once")
+    cell = matrix.expand(spec)[0]
+    try:
+        raw, data, ran = _read_bench(result_file, output_len=output_len, concurrency=cell.spec.concurrency)
+    except FileRefused as exc:
+        raise CliError(f"nothing imported: {exc}") from None
     digest = hashlib.sha256(raw + json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
-    engine = db.make_engine(upgraded(database_url))
+    with _importing(database_url) as session:
+        sweep, created = imports.import_sweep(session=session, spec=spec, ran=[ran], digest=digest, source="vllm-bench")
+        what = "imported as" if created else "already imported as"
+        console.print(f"{what} sweep {sweep.id} '{sweep.name}' ({bench_files.kind_of(data)}: {ran.outcome.result.tokens_per_s:.1f} output tok/s)")
+
+
+def _read_bench(path: Path, *, output_len: int | None, concurrency: int | None) -> "tuple[bytes, object, RanCell]":
+    """A ``vllm bench`` file (read by app.files' rules) as its bytes, its JSON and the run it stands for;
+    FileRefused naming the file and what is wrong."""
+    import pydantic_core
+
+    from app import files
+    from app.schemas.cell import CellOutcome
+    from app.sweeps import bench_files, imports
+
+    found = files.read_given(path, limit=files.log_limit())
     try:
-        with db.session_scope(db.make_sessionmaker(engine)) as session:
-            sweep, created = import_sweep(session=session, spec=spec, ran=[ran], digest=digest, source="vllm-bench")
-            what = "imported as" if created else "already imported as"
-            console.print(f"{what} sweep {sweep.id} '{sweep.name}' ({bench_files.kind_of(data)}: {result.tokens_per_s:.1f} output tok/s)")
-    finally:
-        engine.dispose()
+        data = pydantic_core.from_json(found.data, allow_inf_nan=False)
+    except ValueError as exc:
+        raise files.FileRefused(f"{path}: not JSON: {exc}") from None
+    try:
+        result = bench_files.to_result(data, output_len=output_len, concurrency=concurrency)
+    except bench_files.BenchFileError as exc:
+        raise files.FileRefused(f"{path}: {exc}") from None
+    # The file says when it was written only by its modification time.
+    try:
+        finished = imports.modified(found.mtime)
+        started = imports.started(finished, result.generation_s)
+    except ValueError as exc:
+        raise files.FileRefused(f"{path}: its modification time and duration: {exc}") from None
+    ran = imports.RanCell(cell_index=0, repeat=0, outcome=CellOutcome(result=result, exit_code=0), log="",
+                          started_at=started, finished_at=finished)
+    return found.data, data, ran
 
 
 def _read_sweep(path: Path):  # noqa: ANN202
-    """A sweep file (YAML or JSON), validated; CliError with the reason otherwise."""
+    """A sweep file (YAML or JSON, read by app.files' rules), validated; CliError with the reason otherwise."""
     import yaml
     from pydantic import ValidationError
 
+    from app import files
     from app.schemas.sweep import SweepSpec
     from app.sweeps import parsing
 
     try:
-        return SweepSpec.model_validate(parsing.load(path.read_bytes(), parsing.YAML_TYPES[0]))
-    except (parsing.BodyError, ValidationError, yaml.YAMLError) as exc:
+        raw = files.read_given(path, limit=files.body_limit()).data
+        return SweepSpec.model_validate(parsing.load(raw, parsing.YAML_TYPES[0]))
+    except files.FileRefused as exc:
+        raise CliError(str(exc)) from None
+    except ValidationError as exc:
+        raise CliError(f"{path}: {files.describe(exc)}") from None
+    except (parsing.BodyError, yaml.YAMLError) as exc:
         raise CliError(f"{path}: {' '.join(str(exc).split())[:800]}") from None
 
 

@@ -7,7 +7,7 @@ ran stays queued, visible rather than lost. The same runs imported twice are one
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
@@ -23,6 +23,10 @@ from app.workers import service as workers
 # Imports are not limited by the service's DRAFTBENCH_MAX_CELLS: the cells already ran.
 IMPORT_LIMIT = 100_000
 SCOPE = "import"
+# A run's times must be ones its host's clock could have shown: not before this, and not later than now
+# by more than a clock may be off (a time past it once made /history answer 500).
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+CLOCK_SKEW = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,33 @@ class RanCell:
     log: str
     started_at: datetime
     finished_at: datetime
+
+
+def plausible(when: datetime) -> datetime:
+    """``when`` (aware), if a clock could have shown it; ValueError saying why not."""
+    latest = datetime.now(UTC) + CLOCK_SKEW
+    if not EARLIEST <= when <= latest:
+        raise ValueError(
+            f"{when:%Y-%m-%dT%H:%M:%SZ} is not a plausible time: it must lie between {EARLIEST:%Y-%m-%d} and now "
+            f"(+{CLOCK_SKEW.total_seconds() / 3600:g} h for the host's clock)"
+        )
+    return when
+
+
+def modified(mtime: float) -> datetime:
+    """A file's modification time (``st_mtime``) as when what it records ended, if plausible; ValueError if not."""
+    try:
+        when = datetime.fromtimestamp(mtime, tz=UTC)
+    except (OverflowError, OSError):
+        raise ValueError(f"{mtime:g} s after 1970 is not a plausible time") from None
+    return plausible(when)
+
+
+def started(finished_at: datetime, duration_s: float) -> datetime:
+    """When a run that lasted ``duration_s`` and ended at ``finished_at`` began; ValueError if not plausibly."""
+    if not 0 <= duration_s <= (finished_at - EARLIEST).total_seconds():
+        raise ValueError(f"{duration_s:g} s would have the run start before {EARLIEST:%Y-%m-%d} (or it is negative)")
+    return finished_at - timedelta(seconds=duration_s)
 
 
 def import_sweep(

@@ -88,9 +88,9 @@ def _same_request(existing: Sweep, digest: str, idempotency: Idempotency) -> Swe
     return existing
 
 
-def build(spec: SweepSpec, *, max_cells: int, max_attempts: int) -> Sweep:
-    """The sweep and one job per cell and repeat, not yet added to a session."""
-    # Counted before expanding, so a hostile matrix (thousands of drafts x every GPU) costs nothing.
+def job_count(spec: SweepSpec, *, max_cells: int) -> int:
+    """How many jobs the sweep makes, counted without expanding it (a hostile matrix of thousands of drafts
+    x every GPU costs nothing); InputError when no cell can run or there are more than ``max_cells``."""
     pairs = sum(matrix.runs_on(backend, gpu) for gpu in spec.gpu_kinds for backend in spec.backends)
     axes = math.prod(len(values) for values in spec.env.values()) * len(matrix.concurrencies(spec))
     count = pairs * len(spec.graph_modes) * (len(spec.speculative) + spec.baseline) * axes
@@ -104,6 +104,12 @@ def build(spec: SweepSpec, *, max_cells: int, max_attempts: int) -> Sweep:
             ["repeats"],
             f"the matrix has {total} jobs ({count} cells x {spec.repeats} repeats), over the limit of {max_cells}",
         )
+    return total
+
+
+def build(spec: SweepSpec, *, max_cells: int, max_attempts: int) -> Sweep:
+    """The sweep and one job per cell and repeat, not yet added to a session."""
+    job_count(spec, max_cells=max_cells)
     cells = matrix.expand(spec)
     sweep = Sweep(
         name=spec.name,

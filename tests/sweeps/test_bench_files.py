@@ -1,8 +1,10 @@
 """vLLM's own benchmark files as results: read by hand-worked numbers, imported once as a one-cell sweep."""
 
 import json
+import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,93 @@ def test_import_bench_makes_one_finished_cell_once(tmp_path: Path, dataset: Path
     two.write_text(yaml.safe_dump(body | {"concurrency": [1, 4]}))
     refused = subprocess.run([*argv[:4], str(two), *argv[5:]], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 1 and "describes 2 cells" in refused.stderr
+
+
+def _cell_sweep(tmp_path: Path) -> Path:
+    sweep = tmp_path / "cell.yaml"
+    sweep.write_text(yaml.safe_dump(sweep_body("draftbench", repeats=1, mode="serve", concurrency=[4], name="peer",
+                                               speculative=[{"method": "ngram", "num_speculative_tokens": 3}])))
+    return sweep
+
+
+def _import_bench(result: Path, sweep: Path, url: str, *more: str, **env: str) -> str:
+    """The one line of a refused ``import-bench``, after checking the database holds no sweep."""
+    from sqlalchemy import func, select
+
+    from app import db
+    from app.models import Sweep
+    from tests.cli.test_errors import one_line, run
+
+    line = one_line(run("import-bench", str(result), "--sweep", str(sweep), "--database-url", url, *more, env=env))
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    with engine.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(Sweep)) == 0
+    engine.dispose()
+    return line
+
+
+def _serve_with(**fields: object) -> bytes:
+    data = json.loads((FILES / "serve.json").read_text()) | fields
+    return json.dumps({k: v for k, v in data.items() if v is not None}).encode()
+
+
+@pytest.mark.parametrize("which", ["result", "sweep"])
+def test_import_bench_refuses_a_file_that_is_a_symlink(tmp_path: Path, db_url: str, which: str) -> None:
+    result, sweep = tmp_path / "serve.json", _cell_sweep(tmp_path)
+    result.write_bytes((FILES / "serve.json").read_bytes())
+    link = result if which == "result" else sweep
+    link.unlink()
+    link.symlink_to("/etc/passwd")
+    line = _import_bench(result, sweep, db_url)
+    assert f"{link}: a symbolic link" in line and "root:" not in line
+
+
+def test_import_bench_holds_the_file_to_the_log_limit(tmp_path: Path, sqlite_url: str) -> None:
+    result = tmp_path / "serve.json"
+    result.write_bytes((FILES / "serve.json").read_bytes() + b" " * 4096)
+    line = _import_bench(result, _cell_sweep(tmp_path), sqlite_url, DRAFTBENCH_MAX_LOG_BYTES="4096")
+    assert "over the limit of 4096 (DRAFTBENCH_MAX_LOG_BYTES)" in line
+
+
+MALFORMED = {
+    "duration as text": (_serve_with(duration="8 s"), "duration"),
+    "duration zero": (_serve_with(duration=0), "duration"),
+    "duration 1e300": (_serve_with(duration=1e300), "1e+300 s"),
+    "duration NaN": (_serve_with(duration=float("nan")), "not JSON"),
+    "throughput 1e400": (_serve_with().replace(b'"output_throughput": 640.0', b'"output_throughput": 1e400'), "output_throughput"),
+    "completed negative": (_serve_with(completed=-40), "completed"),
+    "completed a list": (_serve_with(completed=[40]), "completed"),
+    "no total_output_tokens": (_serve_with(total_output_tokens=None), "total_output_tokens"),
+    "drafts without draft tokens": (_serve_with(spec_decode_draft_tokens=None), "spec_decode_draft_tokens"),
+    "rates not a list": (_serve_with(spec_decode_per_position_acceptance_rates="0.7"), "spec_decode_per_position_acceptance_rates"),
+    "a rate of 1e300": (_serve_with(spec_decode_per_position_acceptance_rates=[1e300]), "spec_decode_per_position_acceptance_rates"),
+    "throughput over zero seconds": (
+        b'{"elapsed_time": 0, "num_requests": 32, "total_num_tokens": 6144, "requests_per_second": 8, "tokens_per_second": 1}',
+        "elapsed_time"),
+    "a list": (b"[1, 2]", "not a result of `vllm bench"),
+    "binary garbage": (bytes(range(256)), "not JSON"),
+    "not UTF-8": (b'{"duration": "\xff"}', "not JSON"),
+    "nested 100,000 deep": (b"[" * 100_000, "not JSON"),
+    "empty": (b"", "not JSON"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED, ids=list(MALFORMED))
+def test_import_bench_refuses_a_malformed_file_in_one_line_naming_the_field(tmp_path: Path, sqlite_url: str, case: str) -> None:
+    data, field = MALFORMED[case]
+    result = tmp_path / "serve.json"
+    result.write_bytes(data)
+    line = _import_bench(result, _cell_sweep(tmp_path), sqlite_url, "--output-len", "128")
+    assert line.startswith(f"draftbench: nothing imported: {result}: ") and field in line, line
+
+
+@pytest.mark.parametrize("when", ["2099-01-01", "1990-01-01"])
+def test_import_bench_refuses_a_file_written_at_an_implausible_time(tmp_path: Path, db_url: str, when: str) -> None:
+    # The file says when it ran only by its modification time, which a copy from another host can carry.
+    result = tmp_path / "serve.json"
+    result.write_bytes((FILES / "serve.json").read_bytes())
+    stamp = datetime.fromisoformat(when).replace(tzinfo=UTC).timestamp()
+    os.utime(result, (stamp, stamp))
+    line = _import_bench(result, _cell_sweep(tmp_path), db_url)
+    assert f"{result}: its modification time" in line and f"{when}T00:00:00Z is not a plausible time" in line

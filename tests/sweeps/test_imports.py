@@ -85,10 +85,11 @@ def test_a_cell_that_never_ran_stays_queued(migrated_sessions, tmp_path: Path) -
     assert states.count("succeeded") == 17 and states.count("queued") == 1
 
 
-def test_exit_zero_without_a_usable_result_is_a_failure_not_a_crash(migrated_sessions, tmp_path: Path) -> None:  # noqa: ANN001
+def test_exit_zero_without_a_result_is_a_failure_not_a_crash(migrated_sessions, tmp_path: Path) -> None:  # noqa: ANN001
+    # A result.json that is there but malformed is refused instead, naming it (tests/sweeps/test_import_refusals.py).
     folder = tmp_path / "broken"
     shutil.copytree(H200, folder)
-    (folder / "cells" / "c0000-r0" / "result.json").write_text("{not json")
+    (folder / "cells" / "c0000-r0" / "result.json").unlink()
     with migrated_sessions.begin() as session:
         job = next(j for j in _import(session, folder)[0].jobs if j.cell_index == 0)
-        assert job.state.value == "failed" and "result JSON is unusable" in job.error
+        assert job.state.value == "failed" and job.error == "the cell exited 0 but wrote no result JSON"

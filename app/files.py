@@ -1,0 +1,149 @@
+"""Files that came from another host (a GPU host's folder of cells, a benchmark's result, a pull request's diff),
+read so that none can show what it points to, block the reader or exhaust it.
+
+A folder is resolved with ``realpath`` once; below it every step is opened with ``O_NOFOLLOW``, so a
+symbolic link anywhere (``cells/c0000-r0`` as well as ``cell.log``) is refused, not followed out to
+``/proc/self/environ`` or ``/etc/passwd``. Only regular files are read (``fstat`` on the open file: a
+FIFO would block the read, a device never ends), and none past the limits the service holds a worker's
+uploads to. Every refusal is a FileRefused naming the file and why.
+"""
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from app.config import get_settings
+
+M = TypeVar("M", bound=BaseModel)
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO must not wait for a writer before fstat can refuse it.
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_LINK = "symbolic link"
+_NEVER_FOLLOWED = " (links are never followed: copy the file itself)"
+
+
+class FileRefused(ValueError):
+    """A file that is not read, or whose content is refused; the message names it and says why."""
+
+
+@dataclass(frozen=True)
+class Limit:
+    """The most bytes a file may hold, and the setting that says so."""
+
+    bytes: int
+    setting: str
+
+
+def body_limit() -> Limit:
+    """JSON files (sweep.json, exit.json, result.json, a sweep file): what the API takes in one body."""
+    return Limit(get_settings().max_body_bytes, "DRAFTBENCH_MAX_BODY_BYTES")
+
+
+def log_limit() -> Limit:
+    """A cell's log, as the service takes a worker's upload of it; also files that grow like logs (a
+    pull request's diff, ``vllm bench serve --save-detailed`` with every request's latencies)."""
+    return Limit(get_settings().max_log_bytes, "DRAFTBENCH_MAX_LOG_BYTES")
+
+
+@dataclass(frozen=True)
+class Content:
+    data: bytes
+    mtime: float
+
+
+def read_inside(folder: Path, relative: str, *, limit: Limit) -> Content | None:
+    """``folder/relative`` (a POSIX path below the folder), or None when it or a folder on its way is absent.
+
+    Raises FileRefused for a symbolic link at any step below ``folder``, anything but a folder on the
+    way or a regular file at the end, a file over ``limit``, or one that cannot be read.
+    """
+    name = folder / relative
+    parts = PurePosixPath(relative).parts
+    if not parts or ".." in parts or PurePosixPath(relative).is_absolute():
+        raise FileRefused(f"{name}: not a path inside {folder}")
+    try:
+        fd = os.open(os.path.realpath(folder), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise FileRefused(f"{folder}: {exc.strerror}") from None
+    try:
+        for step, part in enumerate(parts):
+            last = step == len(parts) - 1
+            where = folder.joinpath(*parts[: step + 1])
+            try:
+                # Classified before opening: a device or socket is never opened.
+                kind = _kind(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
+                wanted = "regular file" if last else "folder"
+                if kind != wanted:
+                    raise FileRefused(f"{where}: {_a(kind)}, not {_a(wanted)}{_NEVER_FOLLOWED if kind == _LINK else ''}")
+                inner = os.open(part, _FILE if last else _DIRECTORY, dir_fd=fd)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                raise FileRefused(f"{where}: {exc.strerror}") from None
+            os.close(fd)
+            fd = inner
+        try:
+            return _read_open(fd, name, limit)
+        except OSError as exc:
+            raise FileRefused(f"{name}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def read_given(path: Path, *, limit: Limit) -> Content:
+    """A file named on the command line: the same rules, below the folder it lies in (a missing file is refused)."""
+    found = read_inside(path.parent, path.name, limit=limit)
+    if found is None:
+        raise FileRefused(f"{path}: no such file")
+    return found
+
+
+def validated(model: type[M], content: bytes, *, name: Path | str) -> M:
+    """``content`` (JSON) as ``model``; FileRefused naming the file and the fields that are wrong."""
+    try:
+        return model.model_validate_json(content)
+    except ValidationError as exc:
+        raise FileRefused(f"{name}: {describe(exc)}") from None
+
+
+def describe(exc: ValidationError, *, most: int = 3) -> str:
+    """A validation error in one line: ``field: message`` for its first errors, without the input's value."""
+    parts = []
+    for error in exc.errors(include_url=False)[:most]:
+        field = ".".join(str(step) for step in error["loc"]) or "the document"
+        message = " ".join(error["msg"].removeprefix("Value error, ").split())
+        parts.append(f"{field}: {message}"[:300])
+    more = exc.error_count() - most
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _read_open(fd: int, name: Path, limit: Limit) -> Content:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise FileRefused(f"{name}: {_a(_kind(info.st_mode))}, not a regular file")
+    if info.st_size > limit.bytes:
+        raise FileRefused(f"{name}: {info.st_size} bytes, over the limit of {limit.bytes} ({limit.setting})")
+    chunks, size = [], 0
+    # Read to the end, not to st_size: a file that grows while it is read is held to the limit too.
+    while chunk := os.read(fd, min(1 << 20, limit.bytes + 1 - size)):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit.bytes:
+            raise FileRefused(f"{name}: over the limit of {limit.bytes} bytes ({limit.setting})")
+    return Content(b"".join(chunks), info.st_mtime)
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISLNK, _LINK), (stat.S_ISDIR, "folder"), (stat.S_ISREG, "regular file"), (stat.S_ISFIFO, "FIFO"),
+             (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
+    return next((name for test, name in kinds if test(mode)), "special file")
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
