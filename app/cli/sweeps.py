@@ -262,24 +262,29 @@ def _print_results(api: Api, sweep_id: int) -> None:
                   title=f"sweep {sweep_id}: {sweep['name']} ({sweep['state']})")
     for cell in sweep["cells"]:
         r = results.get(cell["job_id"])
-        acc = length = tps = ""
-        mode = cell["graph_mode"]
-        if r:
-            mode = f"{cell['graph_mode']} → {r['resolved_graph_mode'] or '?'}"
-            tps = f"{r['tokens_per_s']:.1f}"
-            if r["tokens_per_s_low"] is not None:
-                tps += f" [{r['tokens_per_s_low']:.1f}, {r['tokens_per_s_high']:.1f}]"
-            tps += f" ({r['rounds']})"
-            if r["acceptance_rate"] is not None:
-                acc = f"{r['acceptance_rate']:.3f} [{r['acceptance_rate_low']:.3f}, {r['acceptance_rate_high']:.3f}]"
-                length = f"{r['mean_acceptance_length']:.2f}"
-                if r["mean_acceptance_length_low"] is not None:
-                    length += f" [{r['mean_acceptance_length_low']:.2f}, {r['mean_acceptance_length_high']:.2f}]"
+        mode = f"{cell['graph_mode']} → {r['resolved_graph_mode'] or '?'}" if r else cell["graph_mode"]
+        acc, length, tps = measured_text(r)
         table.add_row(str(cell["job_id"]), cell["gpu_kind"], cell["backend"], mode, cell["method"] or "baseline",
                       str(cell["repeat"]), cell["state"], escape(acc), escape(length), escape(tps))
     console.print(table)
     for warning in sweep.get("warnings", []):
         console.print(f"[yellow]warning:[/] {warning}")
+
+
+def measured_text(r: dict | None) -> tuple[str, str, str]:
+    """A result's acceptance, mean acceptance length and tokens/s as the results table shows them (blank without)."""
+    acc = length = tps = ""
+    if r:
+        tps = f"{r['tokens_per_s']:.1f}"
+        if r["tokens_per_s_low"] is not None:
+            tps += f" [{r['tokens_per_s_low']:.1f}, {r['tokens_per_s_high']:.1f}]"
+        tps += f" ({r['rounds']})"
+        if r["acceptance_rate"] is not None:
+            acc = f"{r['acceptance_rate']:.3f} [{r['acceptance_rate_low']:.3f}, {r['acceptance_rate_high']:.3f}]"
+            length = f"{r['mean_acceptance_length']:.2f}"
+            if r["mean_acceptance_length_low"] is not None:
+                length += f" [{r['mean_acceptance_length_low']:.2f}, {r['mean_acceptance_length_high']:.2f}]"
+    return acc, length, tps
 
 
 def register(cli: typer.Typer) -> None:

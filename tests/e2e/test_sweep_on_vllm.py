@@ -14,7 +14,7 @@ from runners.client import ServiceClient
 from runners.worker import Build, Worker
 from tests.conftest import AUTH, TOKEN
 from tests.live import serve
-from tests.vllm_fixtures import CPU_ENGINE_ARGS
+from tests.vllm_fixtures import CPU_ENGINE_ARGS, MIDDLE_BAND
 
 pytestmark = pytest.mark.vllm
 BUILD = "vllm-cpu-test"
@@ -61,18 +61,21 @@ def _run(service: str, worker: Worker, body: dict) -> int:
     return sweep.json()["id"]
 
 
-def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, prompts) -> None:  # noqa: ANN001
+def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, perturbed_draft, prompts) -> None:  # noqa: ANN001
     speculative = [
         {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1},
         {"method": "draft_model", "model": str(tiny_model), "num_speculative_tokens": 3},
+        {"method": "draft_model", "model": str(perturbed_draft), "num_speculative_tokens": 3},
     ]
     # The prompts shipped with draftbench, by name: nothing outside the checkout is read.
     sweep_id = _run(service, worker, _sweep(tiny_model, "draftbench", speculative, baseline=True))
     sweep = httpx.get(f"{service}/api/v1/sweeps/{sweep_id}").json()
-    assert sweep["state"] == "finished" and sweep["counts"] == {"succeeded": 3}
-    rows = {r["method"]: r for r in httpx.get(f"{service}/api/v1/results", params={"sweep_id": sweep_id}).json()}
-    ngram, draft, base = rows["ngram"], rows["draft_model"], rows[None]
-    for row in rows.values():
+    assert sweep["state"] == "finished" and sweep["counts"] == {"succeeded": 4}
+    # One job per cell, in the matrix's order: the baseline first, then the speculative configs.
+    rows = sorted(httpx.get(f"{service}/api/v1/results", params={"sweep_id": sweep_id}).json(), key=lambda r: r["job_id"])
+    base, ngram, draft, perturbed = rows
+    assert [r["method"] for r in rows] == [None, "ngram", "draft_model", "draft_model"]
+    for row in rows:
         assert row["output_tokens"] == 6 * 32 and row["tokens_per_s"] > 0
         assert row["resolved_backend"] == "CPU_ATTN" and row["resolved_graph_mode"] == "NONE"
         assert row["vllm_version"].startswith("0.32") and row["model_runner"] == "V1"
@@ -84,8 +87,13 @@ def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, prompt
     # The target drafting for itself at temperature 0 must agree with itself.
     assert draft["acceptance_rate"] >= 0.9 and draft["acceptance_rate_low"] <= draft["acceptance_rate"]
     assert draft["mean_acceptance_length"] > 3.5
+    # The perturbed target accepts in part: a middle rate, its interval under the target-as-draft's, not degenerate.
+    low, high = MIDDLE_BAND
+    assert low < perturbed["acceptance_rate"] < high and perturbed["acceptance_rate_high"] < draft["acceptance_rate_low"]
+    assert 1 < perturbed["mean_acceptance_length"] < draft["mean_acceptance_length"]
+    assert not perturbed["degenerate"]
     # Speculation is lossless at temperature 0: same tokens as the baseline.
-    assert draft["lossless_share"] == 1.0 and ngram["lossless_share"] == 1.0
+    assert draft["lossless_share"] == 1.0 and ngram["lossless_share"] == 1.0 and perturbed["lossless_share"] == 1.0
     assert draft["speedup"] > 0 and base["speedup"] is None
     log = httpx.get(f"{service}/api/v1/jobs/{ngram['job_id']}/log")
     assert log.status_code == 200 and "cell result written" in log.text

@@ -90,10 +90,13 @@ def test_baseline_has_no_spec_counters(baseline_cell):
     assert all(r.num_drafts is None and r.num_accepted_tokens is None for r in result.requests)
 
 
-def test_speculation_at_temperature_zero_keeps_the_baseline_output(baseline_cell, ngram_cell, self_draft_cell):
+def test_speculation_at_temperature_zero_keeps_the_baseline_output(baseline_cell, ngram_cell, self_draft_cell,
+                                                                    perturbed_draft_cell):
     baseline = finished(baseline_cell)
     assert finished(ngram_cell).output_fingerprint == baseline.output_fingerprint
     assert finished(self_draft_cell).output_fingerprint == baseline.output_fingerprint
+    # A draft the target accepts in part: rejected tokens are replaced by the target's own.
+    assert finished(perturbed_draft_cell).output_fingerprint == baseline.output_fingerprint
     # Different prompts give different outputs (the tiny model is not stuck on one token).
     assert len({r.fingerprint for r in baseline.requests}) > 1
 
