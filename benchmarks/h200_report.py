@@ -1,7 +1,7 @@
 """The tables of docs/h200-report.md, from the databases benchmarks/h200_proof.py wrote on the H200.
 
     D=tests/data/h200-proof-2026-11-30
-    .venv/bin/python benchmarks/h200_report.py $D/proof.sqlite --capture $D/capture-bug.sqlite \\
+    .venv/bin/python -m benchmarks.h200_report $D/proof.sqlite --capture $D/capture-bug.sqlite \\
         --before tests/data/h200-matrix --more $D/batch2.sqlite --peer batch2=$D/peer
 
 Prints: every cell's tokens/s (median of rounds, order-statistic interval, its relative half-width),
@@ -21,17 +21,14 @@ import json
 import math
 import sqlite3
 import statistics
-import sys
 from datetime import datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from app.analysis.acceptance import calibration_misses, per_pass_counts, per_position  # noqa: E402
-from app.analysis.fallback import CellSpeed, RepeatSpeed, pool_repeats, ratio  # noqa: E402
-from app.analysis.intervals import Z_95  # noqa: E402
-from app.analysis.rounds import aa_check, median_interval  # noqa: E402
-from app.schemas.cell import CellResult  # noqa: E402
+from app.analysis.acceptance import calibration_misses, per_pass_counts, per_position
+from app.analysis.fallback import CellSpeed, RepeatSpeed, pool_repeats, ratio
+from app.analysis.intervals import Z_95
+from app.analysis.rounds import aa_check, median_interval
+from app.schemas.cell import CellResult
 
 CELLS = """
 SELECT s.name, j.build, j.backend, j.graph_mode, r.resolved_graph_mode, r.draft_eager, j.method, r.raw,
