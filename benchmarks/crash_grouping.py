@@ -1,6 +1,6 @@
 """How well crash signatures group the corpus of real vLLM crash logs (tests/data/crashlogs) by root cause.
 
-    .venv/bin/python benchmarks/crash_grouping.py [--module PATH] [--groups [--part tuning|held-out|all]]
+    .venv/bin/python -m benchmarks.crash_grouping [--module PATH] [--groups [--part tuning|held-out|all]]
 
 Each log is signed as the service signs a crashed cell (with the cell's configuration where the report
 gives it), and the grouping is scored against the labelled causes, on the whole corpus and on each of
@@ -10,7 +10,7 @@ holds, and the logs signed only by their exit code. ``--module`` signs with anot
 ``app/crashes/signatures.py``, e.g. the last committed one:
 
     git show HEAD:app/crashes/signatures.py > /tmp/orig_signatures.py
-    .venv/bin/python benchmarks/crash_grouping.py --module /tmp/orig_signatures.py
+    .venv/bin/python -m benchmarks.crash_grouping --module /tmp/orig_signatures.py
 
 A module whose ``signature_for`` takes no ``context`` is called without one. ``--groups`` prints each
 group of one part (the tuning part unless ``--part`` says otherwise: rules are changed by looking at
@@ -19,16 +19,12 @@ the tuning part's failures only) with its members' causes.
 
 import argparse
 import inspect
-import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.signature_worst_cases import load  # noqa: E402
-from tests.crashes.corpus import HELD_OUT, TUNING, parts, score  # noqa: E402
-from tests.crashes.corpus import load as load_corpus  # noqa: E402
+from benchmarks.signature_worst_cases import load
+from tests.crashes.corpus import HELD_OUT, TUNING, parts, score
+from tests.crashes.corpus import load as load_corpus
 
 
 def main() -> None:

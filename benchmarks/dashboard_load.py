@@ -11,8 +11,8 @@ holds the one-time work (compiled SQL and templates, the first drawing of a figu
 it is printed apart (``first``): for the index it also holds reading every cell for the open alerts, which
 the first view or /metrics scrape after each finished job repeats.
 
-    .venv/bin/python benchmarks/dashboard_load.py              # SQLite and PostgreSQL
-    .venv/bin/python benchmarks/dashboard_load.py --sqlite-only --builds 10
+    .venv/bin/python -m benchmarks.dashboard_load              # SQLite and PostgreSQL
+    .venv/bin/python -m benchmarks.dashboard_load --sqlite-only --builds 10
 """
 
 import argparse
@@ -20,23 +20,19 @@ import hashlib
 import os
 import random
 import statistics
-import sys
 import time
 import zlib
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fastapi.testclient import TestClient
+from sqlalchemy import insert
 
-from fastapi.testclient import TestClient  # noqa: E402
-from sqlalchemy import insert  # noqa: E402
-
-from app import db  # noqa: E402
-from app.config import Settings  # noqa: E402
-from app.crashes.excerpt import excerpt  # noqa: E402
-from app.main import create_app  # noqa: E402
-from app.models import Crash, CrashSignature, Job, JobLog, Result, Sweep, Worker  # noqa: E402
-from tests import scratchdb  # noqa: E402
+from app import db
+from app.config import Settings
+from app.crashes.excerpt import excerpt
+from app.main import create_app
+from app.models import Crash, CrashSignature, Job, JobLog, Result, Sweep, Worker
+from tests import scratchdb
 
 GPUS = ["H200", "H100", "B200"]
 BACKENDS = ["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"]

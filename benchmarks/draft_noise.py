@@ -1,6 +1,6 @@
 """Acceptance against noise: the tiny target's perturbed drafts on real vLLM (CPU), greedy.
 
-    .venv/bin/python benchmarks/draft_noise.py [--noise 0 0.01 0.02 0.03 0.05 0.1] [--target-seeds 0 1]
+    .venv/bin/python -m benchmarks.draft_noise [--noise 0 0.01 0.02 0.03 0.05 0.1] [--target-seeds 0 1]
                                                [--workload demo|tests] [--python PATH]
 
 For each target seed it makes the tiny random target (``runners/tiny_model.py --seed``), then for each
@@ -17,18 +17,15 @@ acceptance lies in the band.
 import argparse
 import string
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from app.analysis.acceptance import derive  # noqa: E402
-from app.schemas.cell import CellResult  # noqa: E402
-from tests.vllm_fixtures import DEFAULT_VLLM_PYTHON, NUM_SPECULATIVE_TOKENS, cell_spec, run_cell  # noqa: E402
+from app.analysis.acceptance import derive
+from app.schemas.cell import CellResult
+from tests.vllm_fixtures import DEFAULT_VLLM_PYTHON, NUM_SPECULATIVE_TOKENS, cell_spec, run_cell
 
 PROMPTS = ROOT / "runners" / "prompts" / "draftbench.jsonl"
 TINY_MODEL = ROOT / "runners" / "tiny_model.py"

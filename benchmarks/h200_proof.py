@@ -1,6 +1,6 @@
 """The H200 proof of the measurements issue: sweeps through the real service and worker on one GPU host.
 
-    PYTHONPATH=/tmp/site:. python3 benchmarks/h200_proof.py --work /tmp/h200 --out $OUT \\
+    PYTHONPATH=/tmp/site python3 -m benchmarks.h200_proof --work /tmp/h200 --out $OUT \\
         examples/h200/calibration.yaml examples/h200/matrix.yaml ...
 
 It makes the config-only models (``runners/tiny_model.py``; examples/h200/README.md says which), starts

@@ -1,7 +1,7 @@
 """vLLM's own benchmark tools on the same cell a sweep measures: the peer check of the H200 proof.
 
-    PYTHONPATH=/tmp/site:. python3 benchmarks/peer_check.py throughput SWEEP.yaml --out DIR --gpu 0 --runs 6
-    PYTHONPATH=/tmp/site:. python3 benchmarks/peer_check.py serve SWEEP.yaml --out DIR --gpu 1
+    PYTHONPATH=/tmp/site python3 -m benchmarks.peer_check throughput SWEEP.yaml --out DIR --gpu 0 --runs 6
+    PYTHONPATH=/tmp/site python3 -m benchmarks.peer_check serve SWEEP.yaml --out DIR --gpu 1
 
 SWEEP.yaml is a sweep of one cell (``${NAME}`` placeholders filled from ``--models``, as
 benchmarks/h200_proof.py fills them). Its engine arguments become the tool's flags exactly as the
@@ -30,16 +30,14 @@ import string
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from app.schemas.sweep import SweepSpec
+from app.sweeps import matrix, parsing
+from runners import serving
+from runners.cell import counters_delta, engine_arg_names, engine_kwargs
 
-from app.schemas.sweep import SweepSpec  # noqa: E402
-from app.sweeps import matrix, parsing  # noqa: E402
-from runners import serving  # noqa: E402
-from runners.cell import counters_delta, engine_arg_names, engine_kwargs  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 # Run as ``python -c``: the tool's parser and main, as the ``vllm bench`` command would call them.
 TOOL = """

@@ -10,7 +10,7 @@ requests: one transaction marks the worker alive and claims a job (``app.workers
 Every claimed job id is sent back to the parent, which checks that each job was claimed exactly
 once (no duplicate, none lost) and that the database agrees; any miss makes the script exit 1.
 
-    .venv/bin/python benchmarks/queue_claims.py --jobs 2000 --workers 4 --pg postgresql://postgres@127.0.0.1:5432/test
+    .venv/bin/python -m benchmarks.queue_claims --jobs 2000 --workers 4 --pg postgresql://postgres@127.0.0.1:5432/test
 """
 
 import argparse
@@ -21,19 +21,15 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from sqlalchemy import func, insert, select
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from app import db  # noqa: E402
-from app.enums import JobState  # noqa: E402
-from app.jobs import queue  # noqa: E402
-from app.models import Job, Sweep, Worker  # noqa: E402
-from app.workers import service as worker_service  # noqa: E402
-from tests import scratchdb  # noqa: E402
+from app import db
+from app.enums import JobState
+from app.jobs import queue
+from app.models import Job, Sweep, Worker
+from app.workers import service as worker_service
+from tests import scratchdb
 
 GPU_KIND = "cpu"
 BUILD = "b"

@@ -1,6 +1,6 @@
 """What a seed per request costs: the same cell with seeded and unseeded requests, engine starts alternating.
 
-    .venv/bin/python benchmarks/request_seeds.py [--starts 3] [--temperature 1.0] [--python PATH]
+    .venv/bin/python -m benchmarks.request_seeds [--starts 3] [--temperature 1.0] [--python PATH]
 
 At temperature > 0 vLLM draws a seeded request's sampling noise on its own (one call per request per
 step, in the sampler and in the rejection sampler), while unseeded requests share one draw for the
@@ -15,19 +15,16 @@ start's median tokens/s with its order-statistic interval, then each side pooled
 
 import argparse
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
+from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio
+from app.analysis.intervals import Z_95
+from app.analysis.rounds import median_interval
+from app.schemas.cell import CellResult
+from tests.vllm_fixtures import DEFAULT_VLLM_PYTHON, NUM_SPECULATIVE_TOKENS, cell_spec, run_cell
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio  # noqa: E402
-from app.analysis.intervals import Z_95  # noqa: E402
-from app.analysis.rounds import median_interval  # noqa: E402
-from app.schemas.cell import CellResult  # noqa: E402
-from tests.vllm_fixtures import DEFAULT_VLLM_PYTHON, NUM_SPECULATIVE_TOKENS, cell_spec, run_cell  # noqa: E402
-
 PROMPTS = ROOT / "runners" / "prompts" / "draftbench.jsonl"
 
 

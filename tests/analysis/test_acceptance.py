@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.analysis.acceptance import NO_DRAFTS, derive, lossless_share, per_pass_counts, speedup
+from app.analysis.acceptance import NO_DRAFTS, derive, lossless_share, speedup
 from app.analysis.intervals import wilson_interval
 from app.schemas.cell import RequestOutcome, SpecDecodeCounters
 
@@ -127,15 +127,3 @@ def test_lossless_share_pairs_requests_by_position():
 def test_lossless_share_needs_equal_non_empty_runs(mine, theirs):
     with pytest.raises(ValueError):
         lossless_share(mine, theirs)
-
-
-def test_per_pass_counts_divides_each_round_by_its_passes_where_exact() -> None:
-    def counters(drafts: int, *accepted: int) -> SpecDecodeCounters:
-        return SpecDecodeCounters(num_drafts=drafts, num_draft_tokens=3 * drafts,
-                                  num_accepted_tokens=sum(accepted), accepted_per_position=list(accepted))
-
-    # 8 requests a pass: rounds of 3 and 2 passes replaying one pass (10 drafts, 8/5/3 accepted) ...
-    replayed = [(24, counters(30, 24, 15, 9)), (16, counters(20, 16, 10, 6))]
-    assert per_pass_counts(replayed, 8) == [(10, 8, 5, 3), (10, 8, 5, 3)]
-    # ... and a round of 2 passes whose counts do not split evenly keeps its raw counts.
-    assert per_pass_counts([(16, counters(21, 16, 10, 6))], 8) == [(21, 16, 10, 6)]

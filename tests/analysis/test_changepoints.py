@@ -99,7 +99,7 @@ def test_seeded_noise_with_a_ten_percent_drop() -> None:
 
 
 def test_seeded_noise_alone_has_no_step() -> None:
-    # The default penalty's false-positive rate (benchmarks/changepoint_noise.py measures it): none here.
+    # The default penalty's false-positive rate on pure noise: no step in any of 50 seeded histories of 50.
     rng = random.Random(7)
     assert sum(len(detect_steps([100 + rng.gauss(0, 1) for _ in range(50)])) > 1 for _ in range(50)) == 0
 

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from app.analysis.acceptance import calibration_misses, derive, per_pass_counts, per_position
+from app.analysis.acceptance import calibration_misses, derive, per_position
 from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio
-from app.analysis.rounds import aa_check, median_interval
+from app.analysis.rounds import median_interval
 from app.analysis.samples import pooled
 from app.analysis.verdicts import Change, cell_verdict
 from app.schemas.cell import CellResult
+from benchmarks.stats.acceptance import per_pass_counts
+from benchmarks.stats.rounds import aa_check
 
 PROOF = Path(__file__).resolve().parents[1] / "data" / "h200-proof-2026-11-30"
 ROWS = """

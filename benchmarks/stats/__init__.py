@@ -1,0 +1,1 @@
+"""Statistics that only the benchmarks use: the service, its pages and its worker never call them."""
