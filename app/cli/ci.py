@@ -22,7 +22,7 @@ from app.ci.github import API_URL, GitHub, GitHubError
 from app.cli.errors import CliError, redact
 from app.cli.http import Api
 from app.cli.sweeps import follow
-from app.cli.worker import Server
+from app.cli.options import Server, SubmitToken
 from app.config import DEFAULT_SERVER
 from app.schemas.compare import Comparison
 
@@ -36,8 +36,6 @@ _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _FINISHED = "finished"
 # Progress goes to stderr: stdout is the comment's Markdown alone.
 _progress = Console(stderr=True)
-SubmitToken = Annotated[str, typer.Option(
-    envvar="DRAFTBENCH_TOKEN", help="The service's token with the submit scope (`draftbench token create --scope submit`)")]
 
 
 def ci(

@@ -16,7 +16,7 @@ from rich.table import Table
 from app.cli.errors import CliError
 from app.cli.http import Api
 from app.cli.service import DatabaseUrl, upgraded
-from app.cli.worker import Server, Token
+from app.cli.options import Server, SubmitToken
 from app.config import DEFAULT_SERVER
 from app.enums import JobState, SweepState
 
@@ -33,7 +33,7 @@ FINAL = {s.value for s in JobState if s.is_final}
 def submit(
     sweep_file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Sweep in YAML or JSON")],
     server: Server = DEFAULT_SERVER,
-    token: Token = "",
+    token: SubmitToken = "",
     wait: Annotated[bool, typer.Option(help="Show progress until the sweep finishes")] = True,
     idempotency_key: str | None = None,
     poll: float = 2.0,

@@ -6,17 +6,16 @@ from typing import Annotated
 import typer
 
 from app.cli.errors import CliError
+from app.cli.options import HostToken, Server
 from app.config import DEFAULT_SERVER
 from app.enums import GpuKind
 from runners.execute import DEFAULT_PYCACHE
 
-Server = Annotated[str, typer.Option(envvar="DRAFTBENCH_SERVER", help="The service's base URL")]
-Token = Annotated[str, typer.Option(envvar="DRAFTBENCH_TOKEN", help="Bearer token (a worker or admin token registers)")]
 
 
 def worker(
     server: Server = DEFAULT_SERVER,
-    token: Token = "",
+    token: HostToken = "",
     build: Annotated[list[str], typer.Option(help="LABEL=/path/to/python of a vLLM environment; repeatable")] = [],  # noqa: B006
     gpu_kind: Annotated[str, typer.Option(help="'auto' reads nvidia-smi; or one of the GPU kinds")] = "auto",
     gpu: Annotated[
