@@ -3,7 +3,7 @@
 Its cell, vLLM's EngineCore and, in serving mode, vLLM's API server must be gone within seconds: on a GPU
 host they hold the GPU that the requeued job needs (they ran on about 35 s before runners/lifeline.py).
 The cell's processes are found from the worker's child running runners/cell.py: its process group and
-everything below it in the process tree, taken while the engine runs.
+everything below it in the process tree, taken while the engine runs; all of them share one group.
 """
 
 import os
@@ -76,6 +76,9 @@ def test_a_worker_killed_by_sigkill_leaves_no_cell_or_engine_running(
             titles = [procs.cmdline(pid) for pid in cell]
             assert any("EngineCore" in title for title in titles), titles
             assert mode == "offline" or any("vllm.entrypoints.openai.api_server" in title for title in titles), titles
+            # All in one process group: vLLM's processes stay in the cell's, and so does the server.
+            rows = procs.table()
+            assert {rows[pid][1] for pid in cell if pid in rows} == {rows[leader][1]}, {pid: rows.get(pid) for pid in cell}
 
             os.kill(worker.pid, signal.SIGKILL)
             worker.wait(timeout=30)
