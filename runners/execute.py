@@ -1,7 +1,8 @@
 """Run one command in its own process group with a timeout, capturing its output to a file.
 
 Standard library only: the offline matrix runner uses it on machines that have nothing but vLLM.
-A cell that hangs, segfaults or loses its CUDA context takes only its own process group down.
+A cell that hangs, segfaults or loses its CUDA context takes only its own process group down, and the
+group dies with the process that runs it, however that one ends (``runners/lifeline.py``).
 """
 
 import os
@@ -12,6 +13,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from runners.lifeline import Lifeline
 
 
 # Where cells keep Python's bytecode (``bytecode_env``), shared by the worker and runners/offline.py.
@@ -42,35 +45,40 @@ def run(
 
     stdout and stderr go, merged, to ``log_path`` and line by line to ``on_line``. On timeout or
     stop the whole process group gets SIGTERM, then SIGKILL after 10 s, so vLLM's engine-core
-    children die with it.
+    children die with it. Whatever the command started is killed when it ends, and when this
+    process dies before it (``Lifeline``).
     """
     start = time.monotonic()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        pump = threading.Thread(target=_pump, args=(proc, log, on_line), daemon=True)
-        pump.start()
-        timed_out = stopped = False
-        while proc.poll() is None:
-            if time.monotonic() - start > timeout_s:
-                timed_out = True
-            elif should_stop is not None and should_stop():
-                stopped = True
-            if timed_out or stopped:
-                _terminate_group(proc)
-                break
-            time.sleep(poll_s)
-        proc.wait()
-        # The leader is gone; engine-core children it spawned may not be, and they hold the pipe.
-        _signal_group(proc.pid, signal.SIGKILL)
-        pump.join(timeout=10)
+    lifeline = Lifeline.start()
+    try:
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=lifeline.env(env),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=lifeline.stdin,
+                process_group=lifeline.pgid,
+            )
+            pump = threading.Thread(target=_pump, args=(proc, log, on_line), daemon=True)
+            pump.start()
+            timed_out = stopped = False
+            while proc.poll() is None:
+                if time.monotonic() - start > timeout_s:
+                    timed_out = True
+                elif should_stop is not None and should_stop():
+                    stopped = True
+                if timed_out or stopped:
+                    _terminate_group(proc, lifeline)
+                    break
+                time.sleep(poll_s)
+            proc.wait()
+            # The leader is gone; engine-core children it spawned may not be, and they hold the pipe.
+            lifeline.cut()
+            pump.join(timeout=10)
+    finally:
+        lifeline.cut()
     code = proc.returncode
     # A group killed by us reports the signal; keep the timeout/stop as the reason instead.
     return Finished(
@@ -91,19 +99,12 @@ def _pump(proc: subprocess.Popen, log, on_line: Callable[[str], None] | None) ->
             on_line(raw.decode(errors="replace"))
 
 
-def _terminate_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
-    _signal_group(proc.pid, signal.SIGTERM)
+def _terminate_group(proc: subprocess.Popen, lifeline: Lifeline, grace_s: float = 10.0) -> None:
+    lifeline.signal_group(signal.SIGTERM)
     try:
         proc.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
-        _signal_group(proc.pid, signal.SIGKILL)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+        lifeline.signal_group(signal.SIGKILL)
 
 
 def bytecode_env(env: dict[str, str], cache: Path) -> dict[str, str]:

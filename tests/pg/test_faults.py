@@ -2,9 +2,9 @@
 
 - The database restarts while worker processes claim and complete: the client retries, the pool
   reconnects (pool_pre_ping), every job ends succeeded with exactly one result.
-- ``kill -9`` of a worker (and its cell) in the middle of a real vLLM CPU cell: the service's
-  stalled-job check returns the job once the worker's lease lapses, and another worker completes
-  it; the dead worker's attempt leaves nothing behind.
+- ``kill -9`` of a worker in the middle of a real vLLM CPU cell: its cell dies with it, the
+  service's stalled-job check returns the job once the worker's lease lapses, and another worker
+  completes it; the dead worker's attempt leaves nothing behind.
 - A worker that reports after losing its lease gets 409, and the newer result stands.
 """
 
@@ -25,6 +25,7 @@ from app.schemas.cell import CellOutcome
 from app.schemas.worker import BuildInfo, RegisterRequest
 from runners.client import JobLost, ServiceClient
 from runners.worker import Build, Worker
+from tests import procs
 from tests.conftest import AUTH, PG_ADMIN_URL, TOKEN
 from tests.live import serve
 from tests.pg import Fleet, fake_outcome, job_rows, register_build, result_rows, submit
@@ -165,23 +166,6 @@ VLLM_BUILD = "vllm-cpu-kill"
 VLLM_STARTED = "Initializing a V1 LLM engine"
 
 
-def _children(pid: int) -> list[int]:
-    """Direct children of ``pid``, from /proc (the cell runs in its own session, not the worker's group)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses: the fields after the last ')' are fixed.
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == pid:
-            found.append(int(entry))
-    return found
-
-
 def _killpg(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -247,12 +231,10 @@ def test_a_worker_killed_mid_cell_has_its_job_requeued_and_finished_by_another(
             job = _get(server, f"/api/v1/jobs/{job_id}").json()
             assert (job["state"], job["worker_id"], job["attempts"]) == ("running", a_id, 1)
 
-            # kill -9: A's process group, and the cell's (the cell is in a session of its own).
-            cell_pids = _children(worker_a.pid)
+            # kill -9 of A's process group only: the cell's own group dies with A (runners/lifeline.py).
+            cell_pids = sorted(procs.children(worker_a.pid))
             assert cell_pids, "worker A has no cell process"
             _killpg(worker_a.pid)
-            for pid in cell_pids:
-                _killpg(pid)
             worker_a.wait(timeout=30)
             assert worker_a.returncode == -signal.SIGKILL
             killed_at = time.monotonic()
@@ -287,5 +269,5 @@ def test_a_worker_killed_mid_cell_has_its_job_requeued_and_finished_by_another(
         log = _get(server, f"/api/v1/jobs/{job_id}/log").text
         assert "cell result written" in log  # B's log replaced A's partial one
     # The killed cell left no process behind.
-    assert not [pid for pid in cell_pids if Path(f"/proc/{pid}").exists()]
+    assert not [pid for pid in cell_pids if procs.alive(pid)]
     assert result_rows(pg_url) == [(job_id, row["tokens_per_s"])]
