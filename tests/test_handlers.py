@@ -77,3 +77,58 @@ def test_guessing_tokens_is_rate_limited_per_client(make_client) -> None:  # noq
     assert answers[:5] == [401] * 5 and answers[5:] == [429, 429]
     refused = limited.post("/api/v1/sweeps", json={}, headers=wrong)
     assert "Retry-After" in refused.headers
+
+
+NUL = "\x00"
+
+
+def _worker_with(**build: str) -> dict:
+    return {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "b", **build}]}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "loc"),
+    [("/api/v1/workers", _worker_with() | {"host": "gpu" + NUL}, ["body", "host"]),
+     ("/api/v1/workers", _worker_with() | {"name": NUL}, ["body", "name"]),
+     ("/api/v1/workers", _worker_with(base="vllm-0.32" + NUL), ["body", "builds", 0, "base"]),
+     ("/api/v1/workers", _worker_with(source="fix.diff" + NUL), ["body", "builds", 0, "source"]),
+     ("/api/v1/workers", _worker_with(commit=NUL), ["body", "builds", 0, "commit"]),
+     ("/api/v1/tokens", {"name": "ci" + NUL, "scopes": ["submit"]}, ["body", "name"])],
+    ids=["worker-host", "worker-name", "build-base", "build-source", "build-commit", "token-name"],
+)
+def test_a_nul_in_a_name_or_a_build_fact_is_422_naming_the_field(client, path, body, loc) -> None:  # noqa: ANN001
+    response = client.post(path, json=body, headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["loc"] == loc
+    assert _count(client, Worker) == 0 and _count(client, ApiToken) == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "loc"),
+    [({"name": "nightly" + NUL}, ["body", "name"]),
+     ({"tags": ["ok", "t" + NUL]}, ["body", "tags", 1]),
+     ({"reason": "why" + NUL}, ["body", "reason"]),
+     ({"branch": NUL}, ["body", "branch"]),
+     ({"submitted_by": NUL}, ["body", "submitted_by"]),
+     ({"model": "/models/" + NUL}, ["body", "model"]),
+     ({"engine_args": {"max_num_seqs": 4, "dtype": "half" + NUL}}, ["body", "engine_args"]),
+     ({"pull_request": 2**40}, ["body", "pull_request"]),
+     ({"speculative": [{"method": "ngram", "num_speculative_tokens": 2, "rejection_sample_method": "synthetic",
+                        "synthetic_acceptance_rates": [0.9, 1e308]}]}, ["body", "speculative", 0])],
+    ids=["name", "tag", "reason", "branch", "submitter", "model", "engine-arg", "pull-request-past-32-bits",
+         "acceptance-rate-past-1"],
+)
+def test_a_sweep_the_database_cannot_hold_is_422_naming_the_field(client, dataset, change, loc) -> None:  # noqa: ANN001
+    register_worker(client)
+    response = client.post("/api/v1/sweeps", json=sweep_body(dataset) | change, headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["loc"][: len(loc)] == loc
+    assert _count(client, Sweep) == 0
+
+
+def test_a_heartbeat_for_a_job_id_past_64_bits_is_422_naming_it(client) -> None:  # noqa: ANN001
+    worker = register_worker(client)
+    response = client.post(f"/api/v1/workers/{worker.id}/heartbeat", json={"job_ids": [1, 2**70]}, headers=worker.headers)
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["loc"] == ["body", "job_ids", 1]
+
