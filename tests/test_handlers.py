@@ -5,9 +5,13 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
+from sqlalchemy.exc import DataError
 
+from app import db, handlers
+from app.config import Settings
+from app.main import create_app
 from app.models import ApiToken, Sweep, Worker
-from tests.conftest import AUTH
+from tests.conftest import AUTH, TOKEN
 from tests.factories import register_worker, sweep_body
 
 SURROGATE = "\udc80"
@@ -132,3 +136,39 @@ def test_a_heartbeat_for_a_job_id_past_64_bits_is_422_naming_it(client) -> None:
     assert response.status_code == 422, response.text
     assert response.json()["detail"][0]["loc"] == ["body", "job_ids", 1]
 
+
+@pytest.mark.parametrize(
+    ("columns", "loc", "msg"),
+    [({"host": "h" * 300}, ["request", "workers", "host"], "workers.host holds at most 255 characters, not 300"),
+     ({"name": "w" + NUL}, ["request", "workers", "name"], "workers.name cannot hold a NUL character"),
+     ({"gpu_count": 2**40}, ["request", "workers", "gpu_count"], "workers.gpu_count holds integers of 32 bits")],
+    ids=["too-long", "nul", "past-32-bits"],
+)
+def test_a_write_postgresql_refuses_is_answered_naming_its_column(pg_url, columns, loc, msg) -> None:  # noqa: ANN001
+    # What validation should have caught (app.schemas.text) and did not: the answer still names the column.
+    db.upgrade(pg_url)
+    engine = db.make_engine(pg_url)
+    try:
+        with db.make_sessionmaker(engine)() as session:
+            session.add(Worker(**({"name": "w", "host": "h", "gpu_kinds": [], "builds": []} | columns)))
+            with pytest.raises(DataError) as refused:
+                session.flush()
+    finally:
+        engine.dispose()
+    answer = handlers.database_refusal(refused.value)
+    assert answer["loc"] == loc and answer["msg"].startswith(msg)
+
+
+@pytest.mark.parametrize(
+    ("path", "loc"),
+    [("/api/v1/results?build=vllm%00", ["query", "build"]), ("/api/v1/crashes/abc%00", ["path", "signature"])],
+    ids=["query", "path"],
+)
+def test_a_nul_in_a_filter_postgresql_cannot_compare_is_answered_naming_it(pg_url, path, loc) -> None:  # noqa: ANN001
+    app = create_app(Settings(database_url=pg_url, token=TOKEN))
+    try:
+        with TestClient(app) as client:
+            response = client.get(path)
+    finally:
+        app.state.engine.dispose()
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == loc
