@@ -1,16 +1,19 @@
 """Domain errors and bad input turned into HTTP answers: always a 4xx naming the field, never a 500."""
 
 import logging
+import re
 
 from fastapi import FastAPI, Request, status
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy import BigInteger, Column, Integer, String
 from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException
 
 from app.errors import ConflictError, InputError, NotFoundError
 from app.jobs.queue import NotLeasedError
+from app.models import Base
 from app.schemas.base import unstorable
 
 log = logging.getLogger("draftbench")
@@ -50,13 +53,63 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(OverflowError)
     @app.exception_handler(DataError)
     async def _out_of_range(request: Request, exc: Exception) -> JSONResponse:
-        # An id, offset or count beyond what the database stores (64-bit integers): SQLite's driver
-        # raises OverflowError, PostgreSQL a DataError ("out of range"). Bad input, not a server fault.
+        # A value the database refuses that validation let through: SQLite's driver raises OverflowError
+        # (an integer beyond 64 bits), PostgreSQL a DataError (out of range, too long, a NUL). Bad input,
+        # not a server fault; the schemas (app.schemas.text, app.schemas.physical) mean to catch it first.
         log.warning("refused %s %s: %s", request.method, request.url.path, str(exc).splitlines()[0])
-        return JSONResponse(
-            {"detail": [{"loc": ["request"], "msg": "a value is out of the range the database stores", "type": "value_error"}]},
-            status_code=status.HTTP_422_UNPROCESSABLE_CONTENT,
-        )
+        return JSONResponse({"detail": [database_refusal(exc, request)]}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+
+def database_refusal(exc: Exception, request: Request | None = None) -> dict:
+    """A refused statement as a validation error naming what it can: the table and column of a write whose
+    parameter the column cannot hold (a PostgreSQL DataError carries its statement and parameters), else
+    the path or query parameter holding a NUL (a filter PostgreSQL cannot compare)."""
+    culprit = _culprit(exc) if isinstance(exc, DataError) else None
+    if culprit is not None:
+        column, why = culprit
+        return {"loc": ["request", column.table.name, column.name], "msg": f"{column.table.name}.{column.name} {why}",
+                "type": "value_error"}
+    for where, params in (("path", request.path_params), ("query", request.query_params)) if request else ():
+        for name, value in params.items():
+            if isinstance(value, str) and "\x00" in value:
+                return {"loc": [where, name], "msg": "holds a NUL character, which the database cannot compare",
+                        "type": "value_error"}
+    return {"loc": ["request"], "msg": "a value is out of the range the database stores", "type": "value_error"}
+
+
+_WRITTEN_TABLE = re.compile(r"^\s*(?:INSERT\s+INTO|UPDATE)\s+\"?(\w+)", re.IGNORECASE)
+# executemany and insertmanyvalues number their parameters: name__0, name__1...
+_NUMBERED = re.compile(r"__\d+$")
+
+
+def _culprit(exc: DataError) -> tuple[Column, str] | None:
+    """The column of the statement's table and why its parameter does not fit, if one is plainly wrong."""
+    written = _WRITTEN_TABLE.match(exc.statement or "")
+    table = Base.metadata.tables.get(written.group(1)) if written else None
+    if table is None:
+        return None
+    rows = exc.params if isinstance(exc.params, list | tuple) else [exc.params]
+    for row in rows:
+        for key, value in (row.items() if isinstance(row, dict) else ()):
+            column = table.columns.get(_NUMBERED.sub("", key))
+            why = None if column is None else _misfit(column, value)
+            if why:
+                return column, why
+    return None
+
+
+def _misfit(column: Column, value: object) -> str | None:
+    kind = column.type
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "cannot hold a NUL character"
+        if isinstance(kind, String) and kind.length is not None and len(value) > kind.length:
+            return f"holds at most {kind.length} characters, not {len(value)}"
+    elif isinstance(value, int) and not isinstance(value, bool) and isinstance(kind, Integer):
+        bits = 63 if isinstance(kind, BigInteger) else 31
+        if not -(2**bits) <= value < 2**bits:
+            return f"holds integers of {bits + 1} bits, and this one is larger"
+    return None
 
 
 def _echo_safe(error: dict) -> dict:

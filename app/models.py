@@ -5,6 +5,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Enum,
@@ -220,8 +221,9 @@ class Result(Base):
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), unique=True)
     engine_start_s: Mapped[float] = mapped_column(Float)
     generation_s: Mapped[float] = mapped_column(Float)
-    num_requests: Mapped[int] = mapped_column()
-    output_tokens: Mapped[int] = mapped_column()
+    # Counts are 64-bit: a day-long cell drafts more tokens than 32 bits hold (app.schemas.physical.MAX_COUNT).
+    num_requests: Mapped[int] = mapped_column(BigInteger)
+    output_tokens: Mapped[int] = mapped_column(BigInteger)
     # The median over the cell's measured rounds, with its distribution-free interval (app.analysis.rounds).
     tokens_per_s: Mapped[float] = mapped_column(Float)
     tokens_per_s_low: Mapped[float | None] = mapped_column(Float)
@@ -241,9 +243,9 @@ class Result(Base):
     calibration_miss: Mapped[bool | None] = mapped_column(Boolean)
     # "cell" (runners/cell.py) or "vllm-bench" (a file of vLLM's own benchmark tools, imported).
     source: Mapped[str] = mapped_column(String(32), default="cell", server_default="cell")
-    num_drafts: Mapped[int] = mapped_column(default=0)
-    num_draft_tokens: Mapped[int] = mapped_column(default=0)
-    num_accepted_tokens: Mapped[int] = mapped_column(default=0)
+    num_drafts: Mapped[int] = mapped_column(BigInteger, default=0)
+    num_draft_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    num_accepted_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     accepted_per_position: Mapped[list[Any]] = mapped_column(default=list)
     acceptance_rate: Mapped[float | None] = mapped_column(Float)
     acceptance_rate_low: Mapped[float | None] = mapped_column(Float)
@@ -251,7 +253,7 @@ class Result(Base):
     mean_acceptance_length: Mapped[float | None] = mapped_column(Float)
     mean_acceptance_length_low: Mapped[float | None] = mapped_column(Float)
     mean_acceptance_length_high: Mapped[float | None] = mapped_column(Float)
-    output_fingerprint: Mapped[str] = mapped_column(String(64))
+    output_fingerprint: Mapped[str] = mapped_column(String(128))
     resolved_backend: Mapped[str | None] = mapped_column(String(64))
     resolved_draft_backend: Mapped[str | None] = mapped_column(String(64))
     resolved_graph_mode: Mapped[str | None] = mapped_column(String(32))

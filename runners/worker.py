@@ -12,15 +12,18 @@ import socket
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from app.builds.facts import read_facts
 from app.enums import GpuKind
 from app.schemas.cell import CellOutcome, CellSpec
 from app.schemas.worker import BuildFactsIn, BuildInfo, ClaimedJob, RegisterRequest
 from runners import execute, gpus
-from runners.client import JobLost, ServiceClient
+from runners.client import JobLost, ServiceClient, ServiceRefused
 from runners.execute import DEFAULT_PYCACHE
 from runners.outcome import outcome_of
 
@@ -185,7 +188,13 @@ class Worker:
 
     def run_job(self, job: ClaimedJob) -> CellOutcome | None:
         """Run one claimed cell and report it; None when the service took the job back meanwhile."""
-        spec = CellSpec.model_validate(job.cell)
+        try:
+            spec = CellSpec.model_validate(job.cell)
+        except ValidationError as exc:
+            # A cell this worker cannot read (a newer service's field, say) fails here, not on every worker.
+            error = f"the worker cannot read this cell: {exc}"
+            log.error("job %s: %s", job.job_id, error)
+            return self._report(job.job_id, error + "\n", CellOutcome(error=error))
         folder = self.workdir / f"job-{job.job_id}-{job.attempt}"
         folder.mkdir(parents=True, exist_ok=True)
         log_path = folder / "cell.log"
@@ -202,13 +211,28 @@ class Worker:
             else:
                 log.info("job %s: stopped (cancelled or requeued by the service)", job.job_id)
             return None
+        return self._report(job.job_id, _read(log_path), outcome)
+
+    def _report(self, job_id: int, log_text: str, outcome: CellOutcome) -> CellOutcome | None:
+        """Upload the log and the outcome; returns what the service took, None when the job moved on.
+
+        A report the service refuses (4xx: a value it cannot store, a body over its limit) is one job's
+        problem, not the worker's: the log says why, the job is reported failed with that reason, and
+        the worker goes on claiming (the job, requeued, would otherwise stop every worker in turn).
+        """
         try:
-            self.client.upload_log(job.job_id, _read(log_path))
-            self.client.complete(job.job_id, outcome)
+            if refused := _refusal(self.client.upload_log, job_id, log_text):
+                log.error("job %s: the service refused its log, reporting without it: %s", job_id, refused)
+            if refused := _refusal(self.client.complete, job_id, outcome):
+                log.error("job %s: the service refused its report, reporting the job failed: %s", job_id, refused)
+                outcome = CellOutcome(error=f"the service refused the worker's report ({refused.status}): {refused.detail}")
+                if refused := _refusal(self.client.complete, job_id, outcome):
+                    log.error("job %s: the service refused its failure too: %s", job_id, refused)
+                    return None
         except JobLost as exc:
-            log.warning("job %s: result refused, the job moved on: %s", job.job_id, exc)
+            log.warning("job %s: result refused, the job moved on: %s", job_id, exc)
             return None
-        log.info("job %s: %s", job.job_id, _summary(outcome))
+        log.info("job %s: %s", job_id, _summary(outcome))
         return outcome
 
     def _execute(
@@ -271,6 +295,17 @@ class _Heartbeat(threading.Thread):
     def stop(self) -> None:
         self._done.set()
         self.join(timeout=self.every_s + 5)
+
+
+def _refusal(call: Callable[..., None], *args: object) -> ServiceRefused | None:
+    """Call the service; the refusal it answered, or None. A lost job (409) is raised: nothing more to send."""
+    try:
+        call(*args)
+    except JobLost:
+        raise
+    except ServiceRefused as exc:
+        return exc
+    return None
 
 
 def _read(path: Path, limit: int = 16 * 1024 * 1024) -> str:

@@ -15,6 +15,7 @@ from app.crashes.signatures import CrashInfo, signature_for
 from app.enums import CrashKind
 from app.errors import ConflictError, InputError, NotFoundError
 from app.models import Crash, CrashOverride, CrashSignature, Job, JobLog, utcnow
+from app.schemas import text
 from app.schemas.cell import CellOutcome
 
 
@@ -57,7 +58,12 @@ def excerpt_of(log: str, info: CrashInfo) -> str | None:
 
 
 def sign(*, job: Job, log: str, exit_code: int | None, signal: int | None, timed_out: bool) -> CrashInfo:
-    """The signature of a job's crash: its log, how it ended, and what the log says the cell ran."""
+    """The signature of a job's crash: its log, how it ended, and what the log says the cell ran.
+
+    The log is read made storable (``app.schemas.text.clean``): a message quoting a NUL byte once made
+    PostgreSQL refuse the crash, and the job failed on every worker that claimed it.
+    """
+    log = text.clean(log)
     context = cell_context(log=log, method=job.method, backend=job.backend, graph_mode=job.graph_mode)
     return signature_for(log, exit_code=exit_code, signal=signal, timed_out=timed_out, context=context)
 

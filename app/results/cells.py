@@ -21,6 +21,7 @@ from app.analysis.fallback import CellSpeed, Ratio, RepeatSpeed, pool_repeats, r
 from app.analysis.intervals import Z_95, wilson_interval
 from app.enums import JobState
 from app.models import Crash, CrashSignature, Job, Result, Sweep
+from app.schemas.physical import MAX_TOKENS_PER_S, plausible_speed
 
 # Config keys that place a cell in the matrix; the rest is its variant.
 _AXES = ("build", "gpu_kind", "backend", "graph_mode", "timeout_s")
@@ -98,6 +99,8 @@ class Cell:
     gpu_names: set[str] = field(default_factory=set)
     ran_at: datetime | None = None
     alarms: list = field(default_factory=list)
+    # Stored figures left out because no run can have made them (rows from before ``app.schemas.physical``).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
@@ -224,20 +227,39 @@ def _add(cell: Cell, row) -> None:  # noqa: ANN001
     cell.resolved_graph_modes.add(row.resolved_graph_mode or "?")
     cell.downgraded |= bool(row.graph_downgraded)
     cell.draft_eager |= bool(row.draft_eager)
-    cell.drafts += row.num_drafts
-    cell.draft_tokens += row.num_draft_tokens
-    cell.accepted += row.num_accepted_tokens
-    for i, at in enumerate(row.accepted_per_position or []):
-        if i == len(cell.accepted_per_position):
-            cell.accepted_per_position.append(0)
-        cell.accepted_per_position[i] += at
-    if row.mean_acceptance_length is not None:
-        cell.lengths.append((row.mean_acceptance_length, row.mean_acceptance_length_low, row.mean_acceptance_length_high))
-    if row.tokens_per_s > 0:
+    if (why := impossible_counts(row)) is not None:
+        cell.notes.append(f"job {row.id}: {why}; its acceptance is left out")
+    else:
+        cell.drafts += row.num_drafts
+        cell.draft_tokens += row.num_draft_tokens
+        cell.accepted += row.num_accepted_tokens
+        for i, at in enumerate(row.accepted_per_position or []):
+            if i == len(cell.accepted_per_position):
+                cell.accepted_per_position.append(0)
+            cell.accepted_per_position[i] += at
+        if row.mean_acceptance_length is not None:
+            cell.lengths.append((row.mean_acceptance_length, row.mean_acceptance_length_low, row.mean_acceptance_length_high))
+    speeds = (row.tokens_per_s, row.tokens_per_s_low, row.tokens_per_s_high)
+    if not all(speed is None or plausible_speed(speed) for speed in speeds):
+        shown = ", ".join(f"{speed:g}" for speed in speeds if speed is not None)
+        cell.notes.append(f"job {row.id}: tokens/s ({shown}) beyond {MAX_TOKENS_PER_S:g}, what no GPU does; left out")
+    elif row.tokens_per_s > 0:
         cell.repeats.append(RepeatSpeed(row.tokens_per_s, row.tokens_per_s_low, row.tokens_per_s_high, row.rounds))
     cell.vllm_versions.add(row.vllm_version or "?")
     if row.gpu_name:
         cell.gpu_names.add(row.gpu_name)
+
+
+def impossible_counts(row) -> str | None:  # noqa: ANN001
+    """Why a stored row's spec-decode counters cannot come from one run (its intervals would fail), or None."""
+    per_position = row.accepted_per_position or []
+    if min(row.num_drafts, row.num_draft_tokens, row.num_accepted_tokens, *per_position) < 0:
+        return "a negative count"
+    if row.num_accepted_tokens > row.num_draft_tokens:
+        return f"{row.num_accepted_tokens} accepted of {row.num_draft_tokens} draft tokens"
+    if any(at > row.num_drafts for at in per_position):
+        return f"a position accepted more than the {row.num_drafts} drafts"
+    return None
 
 
 # A job's config hash names its whole config, which never changes: its variant is read once per process,

@@ -3,6 +3,7 @@
 from app.analysis.acceptance import lossless_share, per_position, speedup
 from app.analysis.alarms import is_degenerate
 from app.models import Job, Result, Sweep
+from app.results.cells import impossible_counts
 from app.schemas.result import ResultOut
 
 
@@ -38,7 +39,9 @@ def to_out(rows: list[tuple[Result, Job, Sweep]], baselines: dict[tuple, Result]
                 import_s=result.raw.get("import_s"),
                 speedup=speedup(result.tokens_per_s, base.tokens_per_s) if base and base.tokens_per_s > 0 else None,
                 lossless_share=_lossless(result, base) if base else None,
-                per_position=list(per_position(result.accepted_per_position, result.num_drafts)),
+                # A row from before impossible counts were refused has no intervals to show.
+                per_position=[] if impossible_counts(result)
+                else list(per_position(result.accepted_per_position, result.num_drafts)),
                 degenerate=is_degenerate(result.num_accepted_tokens, result.num_draft_tokens),
                 **{name: getattr(result, name) for name in _RESULT_FIELDS},
             )

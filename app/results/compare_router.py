@@ -49,7 +49,7 @@ def _side(cell: Cell) -> CellSide:
         tokens_per_s=_interval(cell.tokens_per_s), acceptance=_interval(cell.acceptance),
         resolved_graph_modes=sorted(cell.resolved_graph_modes), downgraded=cell.downgraded, draft_eager=cell.draft_eager,
         crash_kinds=dict(cell.crash_kinds), crash_signature=cell.crash_signature, crash_title=cell.crash_title,
-        vllm_versions=sorted(cell.vllm_versions), gpu_names=sorted(cell.gpu_names),
+        vllm_versions=sorted(cell.vllm_versions), gpu_names=sorted(cell.gpu_names), notes=cell.notes,
     )
 
 

@@ -18,6 +18,7 @@ from app.enums import JobState, Verdict
 from app.models import Job, Result, Sweep
 from app.results import cells as cells_service
 from app.results.cells import Cell, CellScope
+from app.schemas.physical import MAX_TOKENS_PER_S
 
 
 MatchKey = tuple[str, str, str, str]
@@ -38,7 +39,8 @@ class Change:
 
     @property
     def reasons(self) -> tuple[str, ...]:
-        return self.numbers.reasons if self.numbers else ()
+        """The statistics' reasons, after what either side left out of them (``Cell.notes``)."""
+        return (*self.base.notes, *self.head.notes, *(self.numbers.reasons if self.numbers else ()))
 
 
 def match_key(cell: Cell) -> MatchKey:
@@ -95,6 +97,8 @@ def histories(*, session: Session, head: list[Cell], exclude: set[str]) -> dict[
     A build's point is the mean of its repeats' medians there (Conbench's per-commit mean), averaged in SQL:
     one grouped query over the succeeded jobs of the head cells' GPU kinds, backends and graph modes, so a
     page reads one row per build and config, not one per job. Builds are ordered by their first finished job.
+    Medians beyond ``MAX_TOKENS_PER_S`` are left out, as ``cells.load`` leaves them out: one stored 1e308
+    overflowed PostgreSQL's mean and refused every comparison of its GPU kind.
     """
     if not head:
         return {}
@@ -111,6 +115,7 @@ def histories(*, session: Session, head: list[Cell], exclude: set[str]) -> dict[
                func.avg(Result.tokens_per_s).label("mean"), func.count().label("n"))
         .join(Result, Result.job_id == Job.id)
         .where(Job.state == JobState.SUCCEEDED, Job.build.in_(recent), Result.tokens_per_s > 0,
+               Result.tokens_per_s <= MAX_TOKENS_PER_S,
                Job.gpu_kind.in_(gpu_kinds), Job.backend.in_(sorted({k[1] for k in wanted})),
                Job.graph_mode.in_(sorted({k[2] for k in wanted})))
         .group_by(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash)

@@ -1,10 +1,11 @@
 """The base of every model that reads input (requests, sweep files, a cell's JSON): only values a database,
 a JSON document and vLLM can all hold get through, each refusal naming its field.
 
-Two kinds of value pass JSON and Pydantic's own checks and then fail later, as a 500: a lone UTF-16
-surrogate (``"\\udc80"``: valid JSON, valid Python, but not encodable as UTF-8, so the database
-driver raises) and NaN or Infinity (``allow_inf_nan`` covers typed floats only, not floats inside
-free-form mappings such as ``engine_args``; and a 422 that echoes NaN cannot itself be rendered).
+Three kinds of value pass JSON and Pydantic's own checks and then fail later: a lone UTF-16 surrogate
+(``"\\udc80"``: valid JSON, valid Python, but not encodable as UTF-8, so the database driver raises), a
+NUL character (PostgreSQL's text holds none) and NaN or Infinity (``allow_inf_nan`` covers typed floats
+only, not floats inside free-form mappings such as ``engine_args``; and a 422 that echoes NaN cannot
+itself be rendered). A worker's report is cleaned of the first two instead (``app.schemas.text``).
 """
 
 import math
@@ -49,6 +50,8 @@ def unstorable(value: Any) -> str | None:  # noqa: ANN401
         if isinstance(item, str):
             if _has_surrogate(item):
                 return f"text{where} holds a lone surrogate (not valid Unicode)"
+            if "\x00" in item:
+                return f"text{where} holds a NUL character, which the database cannot store"
         elif isinstance(item, float):
             if not math.isfinite(item):
                 return f"number{where} must be finite, not {item}"
@@ -57,8 +60,8 @@ def unstorable(value: Any) -> str | None:  # noqa: ANN401
                 return f"value{where} is nested deeper than {MAX_DEPTH} levels"
             if isinstance(item, dict):
                 for key, inner in item.items():
-                    if isinstance(key, str) and _has_surrogate(key):
-                        return f"key{where} holds a lone surrogate (not valid Unicode)"
+                    if isinstance(key, str) and (_has_surrogate(key) or "\x00" in key):
+                        return f"key{where} holds a lone surrogate or a NUL character"
                     stack.append((f"{path}.{key}" if path else str(key), inner, level + 1))
             else:
                 stack.extend((f"{path}[{index}]", inner, level + 1) for index, inner in enumerate(item))

@@ -6,38 +6,46 @@ before anything reaches the service. ``CELL_SCHEMA_VERSION`` is repeated there a
 and tied to this one by ``tests/runners/test_cell.py``.
 """
 
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import (
-    AliasChoices,
-    Field,
-    NonNegativeFloat,
-    NonNegativeInt,
-    model_validator,
-)
+from pydantic import AliasChoices, Field, model_validator
 
 from app.config import DEFAULT_CELL_TIMEOUT_S
 from app.enums import AttentionBackend, BuiltinDataset, GpuKind, GraphMode, Mode
+from app.models import Job, Result
 from app.schemas.base import Input
+from app.schemas.physical import (
+    MAX_REQUESTS_PER_S,
+    MAX_TOKENS_PER_S,
+    Count,
+    Milliseconds,
+    RequestsPerS,
+    Seconds,
+    TokensPerS,
+)
+from app.schemas.text import clean, reported, stored
 
 # 2: CellSpec.backend/graph_mode (were attention_backend/cudagraph_mode), CellResult.spec_decode (was spec).
 # 3: measured rounds, the cell's wall time, the model runner, serving mode (CellSpec.mode, concurrency, env).
 # 4: import_s (offline cells: the seconds before the engine, spent importing vLLM).
 CELL_SCHEMA_VERSION = 4
+# Clients at once, in serving mode.
+MAX_CONCURRENCY = 4096
+# vLLM's environment variables: a name, and a value.
+EnvName = stored(Job.env, 128, min_length=1)
+EnvValue = stored(Job.env, 1024)
 
 
 class Workload(Input):
     """The prompts a cell runs and how: a prompt file, the prompts shipped with draftbench, or random tokens."""
 
-    dataset: str = Field(
+    dataset: stored(Job.config, 1024, min_length=1) = Field(
         default=BuiltinDataset.DRAFTBENCH.value,
-        min_length=1,
-        max_length=1024,
         description="'draftbench' (the prompts shipped in runners/prompts), 'random' (random token ids, as "
         "`vllm bench --dataset-name random`), or a path where the worker runs: Spec-Bench JSONL "
         "(question_id, category, turns) or ShareGPT JSON (a list of {conversations: [{from, value}]})",
     )
-    categories: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+    categories: list[stored(Job.config, 64, min_length=1)] = Field(
         default_factory=list, max_length=64, description="Keep only these categories; empty keeps all"
     )
     num_prompts: int = Field(default=32, ge=1, le=100_000)
@@ -93,10 +101,10 @@ class Workload(Input):
 class CellSpec(Input):
     """One cell exactly as ``runners/cell.py`` receives it (also the job's canonical config)."""
 
-    build: str
+    build: stored(Job.build, min_length=1)
     gpu_kind: GpuKind
-    model: str
-    tokenizer: str | None = None
+    model: stored(Job.config, 1024, min_length=1)
+    tokenizer: stored(Job.config, 1024) | None = None
     workload: Workload
     # None runs the baseline: the same engine without speculation.
     speculative: dict[str, Any] | None
@@ -106,9 +114,9 @@ class CellSpec(Input):
     timeout_s: float = Field(default=DEFAULT_CELL_TIMEOUT_S, gt=0)
     mode: Mode = Mode.OFFLINE
     # Serving mode: how many clients send requests at once.
-    concurrency: int | None = Field(default=None, ge=1, le=4096)
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
     # vLLM's environment variables for this cell (app.sweeps.engine_args.VLLM_ENV).
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict)
 
     @property
     def method(self) -> str | None:
@@ -120,10 +128,10 @@ class SpecDecodeCounters(Input):
 
     model_config = {"extra": "ignore"}
 
-    num_drafts: NonNegativeInt
-    num_draft_tokens: NonNegativeInt
-    num_accepted_tokens: NonNegativeInt
-    accepted_per_position: list[NonNegativeInt] = Field(default_factory=list)
+    num_drafts: Count
+    num_draft_tokens: Count
+    num_accepted_tokens: Count
+    accepted_per_position: list[Count] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self) -> "SpecDecodeCounters":
@@ -143,10 +151,10 @@ class RequestOutcome(Input):
 
     model_config = {"extra": "ignore"}
 
-    num_output_tokens: NonNegativeInt
-    fingerprint: str = Field(max_length=128)
-    num_drafts: NonNegativeInt | None = None
-    num_accepted_tokens: NonNegativeInt | None = None
+    num_output_tokens: Count
+    fingerprint: reported(Result.raw, 128)
+    num_drafts: Count | None = None
+    num_accepted_tokens: Count | None = None
 
 
 class Round(Input):
@@ -154,18 +162,27 @@ class Round(Input):
 
     model_config = {"extra": "ignore"}
 
-    seconds: NonNegativeFloat
-    output_tokens: NonNegativeInt
-    num_requests: NonNegativeInt
+    seconds: Seconds
+    output_tokens: Count
+    num_requests: Count
     spec_decode: SpecDecodeCounters | None = None
+
+    @model_validator(mode="after")
+    def _physical(self) -> "Round":
+        # The service stores the rounds' median of output_tokens / seconds, not the cell's own tokens_per_s.
+        if self.seconds > 0 and self.output_tokens / self.seconds > MAX_TOKENS_PER_S:
+            raise ValueError(f"{self.output_tokens} tokens in {self.seconds} s exceed {MAX_TOKENS_PER_S:g} tokens/s")
+        if self.seconds > 0 and self.num_requests / self.seconds > MAX_REQUESTS_PER_S:
+            raise ValueError(f"{self.num_requests} requests in {self.seconds} s exceed {MAX_REQUESTS_PER_S:g} requests/s")
+        return self
 
 
 class Percentiles(Input):
     """Milliseconds; a file of ``vllm bench serve`` holds only the percentiles it was asked for."""
 
-    p50: NonNegativeFloat
-    p90: NonNegativeFloat | None = None
-    p99: NonNegativeFloat | None = None
+    p50: Milliseconds
+    p90: Milliseconds | None = None
+    p99: Milliseconds | None = None
 
 
 class Serving(Input):
@@ -177,24 +194,32 @@ class Serving(Input):
     ttft_ms: Percentiles
     tpot_ms: Percentiles
     itl_ms: Percentiles
-    output_tokens_per_s: NonNegativeFloat
-    requests_per_s: NonNegativeFloat
-    completed: NonNegativeInt
-    failed: NonNegativeInt = 0
+    output_tokens_per_s: TokensPerS
+    requests_per_s: RequestsPerS
+    completed: Count
+    failed: Count = 0
 
 
 class Versions(Input):
+    """What the cell ran on; vLLM's version and the GPU's name also get columns of their own."""
+
     model_config = {"extra": "allow"}
 
-    vllm: str | None = None
-    vllm_commit: str | None = None
-    torch: str | None = None
-    cuda: str | None = None
-    flashinfer: str | None = None
-    python: str | None = None
-    gpu_name: str | None = None
-    compute_capability: str | None = None
-    driver: str | None = None
+    vllm: reported(Result.vllm_version) | None = None
+    vllm_commit: reported(Result.versions) | None = None
+    torch: reported(Result.versions) | None = None
+    cuda: reported(Result.versions) | None = None
+    flashinfer: reported(Result.versions) | None = None
+    python: reported(Result.versions) | None = None
+    gpu_name: reported(Result.gpu_name) | None = None
+    compute_capability: reported(Result.versions) | None = None
+    driver: reported(Result.versions) | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clean_extras(cls, data: Any) -> Any:  # noqa: ANN401
+        # Keys beyond the fields above are kept as they came, once storable.
+        return clean(data)
 
 
 class CellResult(Input):
@@ -203,43 +228,43 @@ class CellResult(Input):
     model_config = {"extra": "ignore"}
 
     schema_version: int = CELL_SCHEMA_VERSION
-    engine_start_s: NonNegativeFloat
-    warmup_s: NonNegativeFloat
-    generation_s: NonNegativeFloat
-    num_requests: NonNegativeInt
-    prompt_tokens: NonNegativeInt
-    output_tokens: NonNegativeInt
-    tokens_per_s: NonNegativeFloat
-    requests_per_s: NonNegativeFloat
+    engine_start_s: Seconds
+    warmup_s: Seconds
+    generation_s: Seconds
+    num_requests: Count
+    prompt_tokens: Count
+    output_tokens: Count
+    tokens_per_s: TokensPerS
+    requests_per_s: RequestsPerS
     # Summed over the measured rounds; each round's own counts are in ``rounds``.
     spec_decode: SpecDecodeCounters | None = Field(default=None, validation_alias=AliasChoices("spec_decode", "spec"))
     requests: list[RequestOutcome] = Field(default_factory=list)
-    output_fingerprint: str = Field(max_length=128)
+    output_fingerprint: reported(Result.output_fingerprint)
     versions: Versions = Field(default_factory=Versions)
     # Schema 3 (older files: one round, the whole generation window).
     rounds: list[Round] = Field(default_factory=list, max_length=1000)
-    wall_s: NonNegativeFloat | None = Field(default=None, description="The cell process's wall time up to its result")
+    wall_s: Seconds | None = Field(default=None, description="The cell process's wall time up to its result")
     # Schema 4. None for serving cells (their server imports vLLM inside engine_start_s) and older files; left
     # out of dumps then, so a stored result of schema 3 exports and imports back as it was.
-    import_s: NonNegativeFloat | None = Field(
+    import_s: Seconds | None = Field(
         default=None, exclude_if=lambda seconds: seconds is None,
         description="Offline cells: seconds from the cell's start until vLLM's engine API was imported",
     )
-    model_runner: str | None = Field(default=None, max_length=16)
+    model_runner: reported(Result.model_runner) | None = None
     serving: Serving | None = None
 
 
 class Resolved(Input):
     """What the log says ran, beside what the cell requested (``app/vllmlog/ran.py``)."""
 
-    resolved_backend: str | None = Field(default=None, max_length=64)
-    resolved_draft_backend: str | None = Field(default=None, max_length=64)
-    resolved_graph_mode: str | None = Field(default=None, max_length=32)
-    resolved_draft_graph_mode: str | None = Field(default=None, max_length=32)
+    resolved_backend: reported(Result.resolved_backend) | None = None
+    resolved_draft_backend: reported(Result.resolved_draft_backend) | None = None
+    resolved_graph_mode: reported(Result.resolved_graph_mode) | None = None
+    resolved_draft_graph_mode: reported(Result.resolved_draft_graph_mode) | None = None
     graph_downgraded: bool = False
     draft_eager: bool = False
     # The log lines that moved the graph mode or the backend away from the request, verbatim.
-    downgrades: list[str] = Field(default_factory=list, max_length=100)
+    downgrades: list[reported(Result.ran, 2000)] = Field(default_factory=list, max_length=100)
 
 
 class CellOutcome(Input):
@@ -250,6 +275,6 @@ class CellOutcome(Input):
     exit_code: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)
     signal: int | None = Field(default=None, ge=0, le=255)
     timed_out: bool = False
-    duration_s: NonNegativeFloat = 0.0
+    duration_s: Seconds = 0.0
     # Set when the worker itself could not run the cell (bad build path, unreadable result JSON).
-    error: str | None = Field(default=None, max_length=4000)
+    error: reported(Job.error, 4000) | None = None

@@ -32,6 +32,8 @@ class CellSide(BaseModel):
     crash_title: str | None
     vllm_versions: list[str]
     gpu_names: list[str]
+    # Stored figures left out because no run can have made them (tokens/s past the physical ceiling...).
+    notes: list[str] = []
 
 
 class CellChange(BaseModel):

@@ -3,12 +3,26 @@
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from app.config import DEFAULT_CELL_TIMEOUT_S
 from app.enums import AttentionBackend, GpuKind, GraphMode, JobState, Mode, SpecMethod, SweepState
+from app.models import Sweep
 from app.schemas.base import Input
-from app.schemas.cell import Workload
+from app.schemas.cell import MAX_CONCURRENCY, EnvName, EnvValue, Workload
+from app.schemas.physical import Rate
+from app.schemas.text import stored
+
+_RATES = TypeAdapter(Annotated[list[Rate], Field(max_length=64)])
 
 
 class SpeculativeConfig(Input):
@@ -18,7 +32,7 @@ class SpeculativeConfig(Input):
 
     method: SpecMethod
     num_speculative_tokens: int = Field(ge=1, le=64)
-    model: str | None = Field(default=None, max_length=1024)
+    model: stored(Sweep.spec, 1024) | None = None
 
     @field_validator("model")
     @classmethod
@@ -26,6 +40,20 @@ class SpeculativeConfig(Input):
         if value is not None and not value.strip():
             raise ValueError("must not be empty")
         return value
+
+    @model_validator(mode="after")
+    def _rates_are_rates(self) -> "SpeculativeConfig":
+        # Calibration cells (rejection_sample_method: synthetic) pass these to vLLM and are held to them
+        # (expected_per_position); a pass-through key, so that configs without it dump as they always did.
+        rates = (self.__pydantic_extra__ or {}).get("synthetic_acceptance_rates")
+        if rates is not None:
+            try:
+                _RATES.validate_python(rates)
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                where = "".join(f"[{part}]" for part in error["loc"])
+                raise ValueError(f"synthetic_acceptance_rates{where}: {error['msg']}") from None
+        return self
 
 
 class SweepSpec(Input):
@@ -35,10 +63,10 @@ class SweepSpec(Input):
     ``backends``, ``graph_modes`` and ``gpu_kinds``.
     """
 
-    name: str = Field(min_length=1, max_length=200)
-    build: str = Field(min_length=1, max_length=128)
-    model: str = Field(min_length=1, max_length=1024)
-    tokenizer: str | None = Field(default=None, max_length=1024)
+    name: stored(Sweep.name, min_length=1)
+    build: stored(Sweep.build, min_length=1)
+    model: stored(Sweep.spec, 1024, min_length=1)
+    tokenizer: stored(Sweep.spec, 1024) | None = None
     workload: Workload
     speculative: list[SpeculativeConfig] = Field(min_length=1, max_length=10_000)
     backends: list[AttentionBackend] = Field(
@@ -50,11 +78,11 @@ class SweepSpec(Input):
     gpu_kinds: list[GpuKind] = Field(min_length=1, validation_alias=AliasChoices("gpu_kinds", "gpus"))
     repeats: int = Field(default=1, ge=1, le=100, description="Separate engine starts of each cell")
     mode: Mode = Field(default=Mode.OFFLINE, description="offline (LLM.generate) or serve (vLLM's OpenAI server)")
-    concurrency: list[Annotated[int, Field(ge=1, le=4096)]] = Field(
+    concurrency: list[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]] = Field(
         default_factory=list, max_length=32,
         description="serve mode: an axis of client counts, e.g. [1, 4, 16] (default [1])",
     )
-    env: dict[str, Annotated[list[str], Field(min_length=1, max_length=16)]] = Field(
+    env: dict[EnvName, Annotated[list[EnvValue], Field(min_length=1, max_length=16)]] = Field(
         default_factory=dict, max_length=16,
         description="An axis per vLLM variable: {VLLM_USE_V2_MODEL_RUNNER: ['0', '1']}",
     )
@@ -63,12 +91,12 @@ class SweepSpec(Input):
     timeout_s: float = Field(default=DEFAULT_CELL_TIMEOUT_S, gt=0, le=24 * 3600)
     priority: int = Field(default=0, ge=-100, le=100)
     # Who and why: a pull request, a branch, a commit, free tags.
-    pull_request: int | None = Field(default=None, ge=1)
-    branch: str | None = Field(default=None, max_length=255)
-    commit: str | None = Field(default=None, max_length=64)
-    tags: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(default_factory=list, max_length=50)
-    submitted_by: str | None = Field(default=None, max_length=200)
-    reason: str | None = Field(default=None, max_length=10_000)
+    pull_request: int | None = Field(default=None, ge=1, le=2**31 - 1)  # its column's 32-bit integers
+    branch: stored(Sweep.branch) | None = None
+    commit: stored(Sweep.commit) | None = None
+    tags: list[stored(Sweep.tags, 100, min_length=1)] = Field(default_factory=list, max_length=50)
+    submitted_by: stored(Sweep.submitted_by) | None = None
+    reason: stored(Sweep.reason, 10_000) | None = None
 
     @model_validator(mode="after")
     def _concurrency_is_for_serving(self) -> "SweepSpec":

@@ -5,11 +5,13 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.enums import TokenScope
+from app.models import ApiToken
 from app.schemas.base import Input
+from app.schemas.text import stored
 
 
 class TokenCreate(Input):
-    name: str = Field(min_length=1, max_length=200, description="Who or what holds it: 'ci', 'h200-host-3'")
+    name: stored(ApiToken.name, min_length=1) = Field(description="Who or what holds it: 'ci', 'h200-host-3'")
     scopes: list[TokenScope] = Field(min_length=1, description="admin implies every scope")
 
 

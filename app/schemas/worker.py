@@ -1,34 +1,37 @@
 """The worker protocol: register, claim, heartbeat, upload the log, complete."""
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from app.enums import BuildKind, GpuKind, JobState
+from app.models import Build, Worker
 from app.schemas.base import Input
 from app.schemas.cell import CellOutcome
+from app.schemas.text import reported, stored
 
 
 class BuildFactsIn(Input):
     """How a build was made (``draftbench build create`` writes them to its build.json); all optional."""
 
     kind: BuildKind | None = None
-    base: str | None = Field(default=None, max_length=255)
-    patch_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-    source: str | None = Field(default=None, max_length=1024)
-    commit: str | None = Field(default=None, max_length=64)
+    base: stored(Build.base) | None = None
+    patch_sha256: stored(Build.patch_sha256, pattern=r"^[0-9a-f]{64}$") | None = None
+    source: stored(Build.source) | None = None
+    commit: stored(Build.commit) | None = None
     committed_at: AwareDatetime | None = Field(default=None, description="When the commit was made (ISO 8601 with a zone)")
 
 
 class BuildInfo(BuildFactsIn):
-    label: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._+-]+$")
-    vllm_version: str | None = Field(default=None, max_length=64)
+    label: stored(Build.label, min_length=1, pattern=r"^[A-Za-z0-9._+-]+$")
+    # What the build check found, not a name anyone chose: a long development version is cut, not refused.
+    vllm_version: reported(Build.vllm_version) | None = None
 
 
 class RegisterRequest(Input):
-    name: str = Field(min_length=1, max_length=128)
-    host: str = Field(min_length=1, max_length=255)
+    name: stored(Worker.name, min_length=1)
+    host: stored(Worker.host, min_length=1)
     gpu_kinds: list[GpuKind] = Field(min_length=1, max_length=len(GpuKind))
     # GPUs this worker process may use at once: it claims only jobs needing at most this many.
     gpu_count: int = Field(default=0, ge=0, le=1024)
@@ -89,7 +92,7 @@ class ClaimedJob(BaseModel):
 
 
 class HeartbeatRequest(Input):
-    job_ids: list[int] = Field(default_factory=list, max_length=1024)
+    job_ids: list[Annotated[int, Field(ge=0, le=2**62)]] = Field(default_factory=list, max_length=1024)
 
 
 class HeartbeatResponse(BaseModel):

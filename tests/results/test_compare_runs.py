@@ -1,9 +1,13 @@
 """The compare table over stored runs: each head cell judged against its own history on other builds."""
 
+import math
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select, update
 
+from app.models import Job, Result
 from app.results import compare_runs
 from app.results.cells import CellScope
 from tests.factories import register_worker, run_cell
@@ -34,3 +38,42 @@ def test_without_history_one_repeat_a_side_is_not_enough_to_call(client: TestCli
     with client.app.state.sessionmaker() as session:
         *_, [change] = compare_runs.between(session=session, base=CellScope(sweep_id=base), head=CellScope(sweep_id=head))
     assert change.verdict.value == "undecided" and "not enough repeats to call" in change.reasons[0]
+
+
+def _store(client: TestClient, sweep_id: int, **values: object) -> list[int]:
+    """Overwrite the stored results of a sweep, as rows from before the physical ceilings could hold them."""
+    with client.app.state.sessionmaker.begin() as session:
+        jobs = list(session.scalars(select(Job.id).where(Job.sweep_id == sweep_id)))
+        session.execute(update(Result).where(Result.job_id.in_(jobs)).values(**values))
+    return jobs
+
+
+@pytest.mark.parametrize(
+    ("values", "note"),
+    [({"tokens_per_s": 1e308}, "tokens/s (1e+308) beyond 1e+07"),
+     ({"tokens_per_s": math.inf, "tokens_per_s_high": math.inf}, "tokens/s (inf, inf) beyond 1e+07"),
+     ({"num_accepted_tokens": 10**6}, "1000000 accepted of 60 draft tokens; its acceptance is left out"),
+     ({"accepted_per_position": [21, 0, 0]}, "a position accepted more than the 20 drafts; its acceptance is left out"),
+     ({"num_accepted_tokens": -5}, "a negative count; its acceptance is left out")],
+    ids=["1e308-tokens-per-s", "infinite-tokens-per-s", "accepted-past-drafted", "position-past-drafts", "negative-count"],
+)
+def test_one_impossible_stored_result_never_breaks_a_comparison(client: TestClient, dataset: Path, values, note) -> None:  # noqa: ANN001
+    worker = register_worker(client, builds=BUILDS[:3])
+    absurd = run_cell(client, worker, dataset, "b0", [100.0, 101.0])
+    base = run_cell(client, worker, dataset, "b1", [100.0, 101.0])
+    head = run_cell(client, worker, dataset, "b2", [100.0, 102.0])
+    jobs = _store(client, absurd, **values)
+    # b0 is history for b1 against b2 (on PostgreSQL its mean overflowed), and a side of its own comparisons.
+    compared = client.get("/api/v1/compare", params={"base_sweep": base, "head_sweep": head})
+    assert compared.status_code == 200, compared.text
+    assert compared.json()["changes"][0]["verdict"] in {"unchanged", "undecided"}
+    against = client.get("/api/v1/compare", params={"base_sweep": absurd, "head_sweep": head})
+    assert against.status_code == 200, against.text
+    [change] = against.json()["changes"]
+    assert change["base"]["notes"] == [f"job {job}: {note}" + ("" if "acceptance" in note else ", what no GPU does; left out")
+                                       for job in jobs]
+    assert change["reasons"][: len(jobs)] == change["base"]["notes"]
+    for path, params in (("/compare", {"base": absurd, "head": head}), (f"/sweeps/{absurd}", {}), ("/history", {}),
+                         ("/api/v1/alerts", {}), ("/matrix", {"build": "b0"}), ("/fallback", {"build": "b0"}),
+                         ("/alarms", {"build": "b0"}), ("/", {}), ("/api/v1/results", {})):
+        assert client.get(path, params=params).status_code == 200, path

@@ -1,12 +1,26 @@
-"""The worker's cells keep Python's bytecode in one cache, and its build check fills it (real vLLM, CPU)."""
+"""The worker's cells keep Python's bytecode in one cache, and its build check fills it (real vLLM, CPU); one
+job's refused report or unreadable cell fails that job alone, and the worker goes on claiming."""
 
+import json
+import logging
+import sys
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from sqlalchemy import select
 
+from app import db
+from app.config import Settings
 from app.enums import GpuKind
+from app.models import Job
+from runners.client import ServiceClient
 from runners.execute import bytecode_env
 from runners.worker import Build, Worker
+from tests.conftest import AUTH, TOKEN
+from tests.factories import sweep_body
+from tests.live import serve
 
 
 def test_bytecode_env_allows_writing_and_points_python_at_the_cache(tmp_path: Path) -> None:
@@ -37,3 +51,109 @@ def test_the_build_check_compiles_what_a_cell_imports_into_the_cache(vllm_python
     assert version == "0.32.0"
     compiled = {path.name.split(".")[0] for path in cache.rglob("*.pyc") if "vllm" in path.parts}
     assert {"arg_utils", "llm", "__init__"} <= compiled
+
+
+# A build's interpreter that runs no vLLM: it answers the build check with a version and plays the cell its
+# sweep's model names (the last part of the path) as a separate process, as the worker runs every cell.
+FAKE_INTERPRETER = """#!{python}
+import json, sys
+
+if sys.argv[1] == "-c":  # the worker's build check
+    print("0.32.0")
+    sys.exit(0)
+spec = json.load(open(sys.argv[2]))
+play = spec["model"].rsplit("/", 1)[-1]
+if play == "nul-crash":
+    print("Traceback (most recent call last):")
+    print('  File "/venv/lib/python3.11/site-packages/vllm/v1/engine/core.py", line 88, in run_engine_core')
+    print("RuntimeError: unexpected token '" + chr(0) + "' in the vocabulary", flush=True)
+    sys.exit(1)
+n = spec["workload"]["num_prompts"]
+result = {{
+    "engine_start_s": 1.0, "warmup_s": 0.1, "generation_s": 1.0, "num_requests": n, "prompt_tokens": 8 * n,
+    "output_tokens": 8 * n, "tokens_per_s": 8.0 * n, "requests_per_s": float(n), "output_fingerprint": "f" * 64,
+    "requests": [{{"num_output_tokens": 8, "fingerprint": f"{{i:016x}}"}} for i in range(n)],
+}}
+json.dump(result, open(sys.argv[3], "w"))
+print("cell result written")
+"""
+
+
+@pytest.fixture
+def fake_python(tmp_path: Path) -> Path:
+    path = tmp_path / "fake-build" / "python"
+    path.parent.mkdir()
+    path.write_text(FAKE_INTERPRETER.format(python=sys.executable))
+    path.chmod(0o755)
+    return path
+
+
+def _submit(server: str, dataset: Path, play: str, **workload: Any) -> int:  # noqa: ANN401
+    body = sweep_body(dataset, name=play, build="fake", model=f"/models/{play}", repeats=1,
+                      speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
+    body["workload"] |= workload
+    response = httpx.post(f"{server}/api/v1/sweeps", json=body, headers=AUTH, timeout=30)
+    assert response.status_code == 201, response.text
+    [cell] = response.json()["cells"]
+    return cell["job_id"]
+
+
+def _job(server: str, job_id: int) -> dict[str, Any]:
+    return httpx.get(f"{server}/api/v1/jobs/{job_id}", timeout=30).json()
+
+
+def _worker(server: str, python: Path, workdir: Path) -> Worker:
+    client = ServiceClient(server, TOKEN, retry_for_s=10)
+    worker = Worker(client, builds=[Build("fake", python)], gpu_kinds=[GpuKind.CPU], workdir=workdir, heartbeat_s=1,
+                    echo=False, pycache=None)
+    worker.register()
+    return worker
+
+
+def test_a_refused_report_fails_its_job_and_the_worker_goes_on(db_url, dataset, fake_python, tmp_path, caplog) -> None:  # noqa: ANN001
+    # Bodies of at most 64 KiB: the report of 5,000 requests (about 0.3 MB) is refused with 413.
+    limit = 64 * 1024
+    settings = Settings(database_url=db_url, token=TOKEN, max_body_bytes=limit, max_log_bytes=limit, rate_limit_per_minute=0)
+    with serve(settings) as server:
+        worker = _worker(server, fake_python, tmp_path / "work")
+        # On PostgreSQL a NUL byte in the exception line was refused (422) and stopped the worker.
+        crashed = _submit(server, dataset, "nul-crash")
+        refused = _submit(server, dataset, "big-report", num_prompts=5000)
+        ran = _submit(server, dataset, "ok", num_prompts=4)
+        with caplog.at_level(logging.INFO, logger="draftbench.worker"):
+            try:
+                assert worker.run(exit_when_idle=True) == 3
+            finally:
+                worker.client.close()
+        crash = _job(server, crashed)
+        assert crash["state"] == "crashed" and "unexpected token" in crash["error"] and "\x00" not in crash["error"]
+        assert "'\x00'" in httpx.get(f"{server}/api/v1/jobs/{crashed}/log", timeout=30).text
+        job = _job(server, refused)
+        assert job["state"] == "failed"
+        refusal = f"the service refused the worker's report (413): request body is larger than the limit of {limit}"
+        assert job["error"].startswith(refusal)
+        assert f"job {refused}: the service refused its report, reporting the job failed" in caplog.text
+        assert _job(server, ran)["state"] == "succeeded"
+        [row] = httpx.get(f"{server}/api/v1/results", timeout=30).json()
+        assert row["job_id"] == ran and row["num_requests"] == 4
+
+
+def test_a_cell_the_worker_cannot_read_fails_alone(db_url, dataset, fake_python, tmp_path, caplog) -> None:  # noqa: ANN001
+    with serve(Settings(database_url=db_url, token=TOKEN, rate_limit_per_minute=0)) as server:
+        worker = _worker(server, fake_python, tmp_path / "work")
+        unreadable, ran = _submit(server, dataset, "from-a-newer-service"), _submit(server, dataset, "ok", num_prompts=2)
+        # As a newer service would hand out: a field this worker's CellSpec does not know.
+        engine = db.make_engine(db_url)
+        with db.make_sessionmaker(engine).begin() as session:
+            job = session.scalars(select(Job).where(Job.id == unreadable)).one()
+            job.config = job.config | {"a_field_of_tomorrow": 1}
+        engine.dispose()
+        with caplog.at_level(logging.INFO, logger="draftbench.worker"):
+            try:
+                assert worker.run(exit_when_idle=True) == 2
+            finally:
+                worker.client.close()
+        job = _job(server, unreadable)
+        assert job["state"] == "failed" and job["error"].startswith("the worker cannot read this cell:")
+        assert "a_field_of_tomorrow" in job["error"] and "a_field_of_tomorrow" in caplog.text
+        assert _job(server, ran)["state"] == "succeeded"

@@ -1,0 +1,34 @@
+"""How large a measured number can physically be: what ``complete`` and ``import`` accept, and what the
+comparisons read back.
+
+One absurd result (``tokens_per_s: 1e308``) once broke every comparison of its GPU kind: the history's
+mean overflowed in PostgreSQL. The ceilings sit far above anything a GPU does (an H200 runs a tiny model
+at about 1e5 tokens/s) and far below what the arithmetic downstream can no longer carry:
+
+- tokens/s at most 1e7, requests/s at most 1e6;
+- durations at most 30 days (a cell's timeout is at most one), latencies likewise, in milliseconds;
+- counts (requests, tokens, drafts) at most 1e15, within the database's 64-bit integers;
+- rates within [0, 1].
+"""
+
+import math
+from typing import Annotated
+
+from pydantic import Field
+
+MAX_TOKENS_PER_S = 1e7
+MAX_REQUESTS_PER_S = 1e6
+MAX_SECONDS = 30 * 24 * 3600.0
+MAX_COUNT = 10**15
+
+TokensPerS = Annotated[float, Field(ge=0, le=MAX_TOKENS_PER_S)]
+RequestsPerS = Annotated[float, Field(ge=0, le=MAX_REQUESTS_PER_S)]
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+Milliseconds = Annotated[float, Field(ge=0, le=MAX_SECONDS * 1000)]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+Rate = Annotated[float, Field(ge=0, le=1)]
+
+
+def plausible_speed(tokens_per_s: float | None) -> bool:
+    """Whether a stored tokens/s is one the ceilings allow (rows stored before them may hold anything)."""
+    return tokens_per_s is not None and math.isfinite(tokens_per_s) and 0 <= tokens_per_s <= MAX_TOKENS_PER_S
