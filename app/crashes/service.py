@@ -51,10 +51,11 @@ def record(*, session: Session, job: Job, outcome: CellOutcome, log: str, now: d
 
 
 def excerpt_of(log: str, info: CrashInfo) -> str | None:
-    """The lines of a crash's log a reader needs first, around its exception (None without a log)."""
+    """The lines of a crash's log a reader needs first, around its exception (None without a log), made
+    storable as the signature is (``app.schemas.text.clean``)."""
     if not log:
         return None
-    return excerpt(log, info.exception_type or info.message[:40]) or None
+    return text.clean(excerpt(log, info.exception_type or info.message[:40])) or None
 
 
 def sign(*, job: Job, log: str, exit_code: int | None, signal: int | None, timed_out: bool) -> CrashInfo:

@@ -3,7 +3,7 @@
 Existing crashes get theirs from their stored logs, one log at a time, around the group's exception
 as the page chose it before.
 
-Revision ID: 0014
+Revision ID: 0013
 Revises: 0012
 """
 
@@ -14,7 +14,7 @@ from alembic import op
 
 from app.crashes.excerpt import excerpt
 
-revision: str = "0014"
+revision: str = "0013"
 down_revision: str | None = "0012"
 branch_labels = None
 depends_on = None

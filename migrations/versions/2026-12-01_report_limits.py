@@ -1,7 +1,7 @@
 """report limits: 64-bit counts and fingerprints as long as the cell schema allows
 
-Revision ID: 0013
-Revises: 0011
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-12-01
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0013"
-down_revision: str | None = "0011"
+revision: str = "0014"
+down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

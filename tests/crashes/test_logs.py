@@ -74,7 +74,7 @@ def test_the_migration_gives_crashes_stored_before_it_their_excerpts(client, cra
     job_id = crash(RANGE)
     with migrated_sessions() as session:
         kept = session.scalar(select(Crash.excerpt).where(Crash.job_id == job_id))
-    command.downgrade(db.alembic_config(db_url), "0014-1")
+    command.downgrade(db.alembic_config(db_url), "0013-1")
     db.upgrade(db_url)
     with migrated_sessions() as session:
         assert session.scalar(select(Crash.excerpt).where(Crash.job_id == job_id)) == kept

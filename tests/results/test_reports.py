@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from app.files import FileRefused
 from app.models import CrashSignature, Result
 from app.sweeps.imports import import_sweep
 from runners.folders import read_folder
@@ -140,16 +141,16 @@ def _import(session, folder: Path):  # noqa: ANN001, ANN202
     return import_sweep(session=session, spec=spec, ran=ran, digest=digest)[0]
 
 
-def test_an_imported_result_past_the_ceilings_fails_its_job_naming_the_field(migrated_sessions, tmp_path: Path) -> None:  # noqa: ANN001
+def test_an_imported_result_past_the_ceilings_is_refused_naming_the_file_and_field(migrated_sessions, tmp_path: Path) -> None:  # noqa: ANN001
     folder = tmp_path / "absurd"
     shutil.copytree(H200, folder)
     path = folder / "cells" / "c0000-r0" / "result.json"
     path.write_text(json.dumps(json.loads(path.read_text()) | {"tokens_per_s": 1e308}))
-    with migrated_sessions.begin() as session:
-        jobs = {job.cell_index: job for job in _import(session, folder).jobs}
-        assert jobs[0].state.value == "failed" and jobs[0].result is None
-        assert "tokens_per_s" in jobs[0].error and "less than or equal to 10000000" in jobs[0].error
-        assert jobs[1].state.value == "succeeded"
+    # An import is checked whole before the database is touched: the folder is refused, nothing is stored.
+    with pytest.raises(FileRefused, match=r"c0000-r0/result.json: tokens_per_s: .*less than or equal to 10000000"):
+        read_folder(folder)
+    with migrated_sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Result)) == 0
 
 
 def test_an_imported_crash_whose_log_holds_a_nul_byte_is_recorded(migrated_sessions, tmp_path: Path) -> None:  # noqa: ANN001
