@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod, allowed
+from dashboards import frames
 from dashboards.filters import Filters
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -36,17 +37,20 @@ def csv(frame: pd.DataFrame, name: str) -> Response:
 
 
 def number(value: float | None, digits: int = 3) -> str:
-    return "" if value is None or value != value else f"{value:.{digits}f}"
+    value = frames.known_float(value)
+    return "" if value is None else f"{value:.{digits}f}"
 
 
 def interval(value: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
     """``0.910 [0.906, 0.914]``; the point alone when there is no interval."""
-    if value is None or value != value:
+    value, low, high = frames.known_float(value), frames.known_float(low), frames.known_float(high)
+    if value is None:
         return ""
-    if low is None or high is None or low != low or high != high:
+    if low is None or high is None:
         return f"{value:.{digits}f}"
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 templates.env.filters["num"] = number
+templates.env.filters["known"] = frames.known
 templates.env.globals["interval"] = interval
