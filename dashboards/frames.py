@@ -5,6 +5,7 @@ makes the None of a text column NaN). NaN is truthy and ``bool(pd.NA)`` raises, 
 read a frame's cell through ``known``, never with ``or``, ``if`` or ``bool()`` on the raw value.
 """
 
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -26,3 +27,8 @@ def known_time(value: Any) -> datetime | None:  # noqa: ANN401
     """A plain ``datetime`` (a column of dates holds pandas Timestamps), or None."""
     value = known(value)
     return value.to_pydatetime() if isinstance(value, pd.Timestamp) else value
+
+
+def rows(frame: pd.DataFrame) -> Iterator[tuple]:
+    """The frame's rows as tuples of plain values, None where a value is missing."""
+    return frame.astype(object).where(frame.notna(), None).itertuples(index=False, name=None)

@@ -8,6 +8,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from app import spreadsheets
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod, allowed
 from dashboards import frames
 from dashboards.filters import Filters
@@ -29,11 +30,8 @@ def page(request: Request, template: str, filters: Filters | None, **context: An
 
 
 def csv(frame: pd.DataFrame, name: str) -> Response:
-    """The table behind a page's figure, as a spreadsheet opens it (``format=csv``)."""
-    return Response(
-        frame.to_csv(index=False), media_type="text/csv",
-        headers={"Content-Disposition": f'attachment; filename="draftbench-{name}.csv"'},
-    )
+    """The table behind a page's figure, as a spreadsheet opens it (``format=csv``), by the service's one CSV writer."""
+    return spreadsheets.csv_response(list(frame.columns), frames.rows(frame), name=name)
 
 
 def number(value: float | None, digits: int = 3) -> str:
