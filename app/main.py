@@ -26,6 +26,7 @@ from app.results.compare_router import router as compare_router
 from app.results.router import router as results_router
 from app.sweeps.router import router as sweeps_router
 from app.workers.router import router as workers_router
+from dashboards import errors as dashboards_errors
 from dashboards.cache import FinishedSweeps
 from dashboards.views import router as dashboards_router
 
@@ -63,6 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(dashboards_router)
     docs.install(app)
     handlers.install(app)
+    dashboards_errors.install(app)  # after handlers: a page's bad input is answered as a page
     return app
 
 
