@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import Depends, FastAPI
 
-from app import db, docs, handlers, periodic
+from app import db, docs, handlers, periodic, security_headers
 from app.admission import AdmissionMiddleware
 from app.alerts import service as alerts
 from app.alerts.router import router as alerts_router
@@ -59,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics(sessions=app.state.sessionmaker, lease_seconds=settings.lease_seconds)
     app.add_middleware(AdmissionMiddleware, limit=db.POOL_SIZE)
     app.add_middleware(BodyLimitMiddleware, max_body=settings.max_body_bytes, max_log=settings.max_log_bytes)
+    security_headers.install(app)
     for router in API_ROUTERS:
         app.include_router(router)
     app.include_router(dashboards_router)
