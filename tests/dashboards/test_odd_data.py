@@ -163,3 +163,18 @@ def test_pages_answer_with_extreme_stored_speeds(client: TestClient, dataset, sp
     pages = _all_answer(client, _views(*(f"/sweeps/{s}" for s in sweeps), f"/compare?base={sweeps[0]}&head={sweeps[1]}",
                                        "/history?method=ngram&backend=CPU_ATTN&graph_mode=NONE"))
     _no_missing_written(pages)
+
+
+@pytest.mark.parametrize(("base", "head", "verdict"), [(1e308, 5e-324, "worse"), (5e-324, 1e308, "better")])
+def test_compare_answers_between_speeds_whose_ratio_no_float_holds(client: TestClient, dataset, base: float, head: float,  # noqa: ANN001
+                                                                   verdict: str) -> None:
+    """1e308 against 5e-324 tokens/s: the ratio is 0 or infinite, which the verdict once took the logarithm of."""
+    worker = register_worker(client, builds=HISTORY_BUILDS[:2])
+    for build, speed in zip(HISTORY_BUILDS[:2], (base, head), strict=True):
+        submit(client, sweep_body(dataset, build=build, repeats=2, speculative=NGRAM))
+        for _ in range(2):
+            job = claim(client, worker)
+            assert complete(client, job["job_id"], worker, {"result": cell_result(tokens_per_s=speed)}).status_code == 200
+    pages = _all_answer(client, ["/compare", "/compare?format=csv", f"/compare?base_build={HISTORY_BUILDS[0]}&head_build={HISTORY_BUILDS[1]}"])
+    [(_, cells)] = tables(pages["/compare"])["changes"][1:]
+    assert cells[0] == verdict
