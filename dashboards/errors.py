@@ -6,6 +6,7 @@ parameter was wrong, what was given and what is allowed, beside the navigation. 
 
 import inspect
 import json
+from collections.abc import Awaitable, Callable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
@@ -19,7 +20,10 @@ def install(app: FastAPI) -> None:
         app.add_exception_handler(kind, _as_page(answer))
 
 
-def _as_page(answer):  # noqa: ANN001, ANN202
+Handler = Callable[[Request, Exception], Response | Awaitable[Response]]
+
+
+def _as_page(answer: Handler) -> Callable[[Request, Exception], Awaitable[Response]]:
     async def answer_page(request: Request, exc: Exception) -> Response:
         response = answer(request, exc)
         if inspect.isawaitable(response):

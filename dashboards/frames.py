@@ -12,18 +12,18 @@ from typing import Any
 import pandas as pd
 
 
-def known(value: Any) -> Any:  # noqa: ANN401
+def known(value: Any) -> Any:  # noqa: ANN401 (a frame's cell is of any type)
     """``value``, or None where it is missing (None, NaN, ``pd.NA``, NaT)."""
     # pd.isna answers a bool for a scalar (an array for a list, which is never missing).
     return None if value is None or pd.isna(value) is True else value
 
 
-def known_float(value: Any) -> float | None:  # noqa: ANN401
+def known_float(value: object) -> float | None:
     value = known(value)
     return None if value is None else float(value)
 
 
-def known_time(value: Any) -> datetime | None:  # noqa: ANN401
+def known_time(value: object) -> datetime | None:
     """A plain ``datetime`` (a column of dates holds pandas Timestamps), or None."""
     value = known(value)
     return value.to_pydatetime() if isinstance(value, pd.Timestamp) else value
