@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.schemas.sweep import SweepSpec
+from app.security_headers import script_policy
 
 ASSETS = Path(fastapi_offline.__file__).parent / "static"
 STATIC = "/docs-static"
@@ -29,25 +30,30 @@ def install(app: FastAPI) -> None:
 
     @app.get("/docs", include_in_schema=False)
     def swagger() -> HTMLResponse:
-        return get_swagger_ui_html(
+        return _with_policy(get_swagger_ui_html(
             openapi_url=app.openapi_url,
             title=f"{app.title} API",
             swagger_js_url=f"{STATIC}/swagger-ui-bundle.js",
             swagger_css_url=f"{STATIC}/swagger-ui.css",
             swagger_favicon_url=f"{STATIC}/favicon.png",
-        )
+        ))
 
     @app.get("/redoc", include_in_schema=False)
     def redoc() -> HTMLResponse:
-        return get_redoc_html(
+        return _with_policy(get_redoc_html(
             openapi_url=app.openapi_url,
             title=f"{app.title} API",
             redoc_js_url=f"{STATIC}/redoc.standalone.js",
             redoc_favicon_url=f"{STATIC}/favicon.png",
             with_google_fonts=False,
-        )
+        ))
 
     app.openapi = lambda: _openapi(app)
+
+
+def _with_policy(page: HTMLResponse) -> HTMLResponse:
+    page.headers["Content-Security-Policy"] = script_policy(bytes(page.body).decode())
+    return page
 
 
 def _openapi(app: FastAPI) -> dict:

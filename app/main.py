@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import Depends, FastAPI
 
-from app import db, docs, handlers, periodic
+from app import db, docs, handlers, periodic, security_headers
 from app.admission import AdmissionMiddleware
 from app.alerts import service as alerts
 from app.alerts.router import router as alerts_router
@@ -26,6 +26,7 @@ from app.results.compare_router import router as compare_router
 from app.results.router import router as results_router
 from app.sweeps.router import router as sweeps_router
 from app.workers.router import router as workers_router
+from dashboards import errors as dashboards_errors
 from dashboards.cache import FinishedSweeps
 from dashboards.views import router as dashboards_router
 
@@ -58,11 +59,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics(sessions=app.state.sessionmaker, lease_seconds=settings.lease_seconds)
     app.add_middleware(AdmissionMiddleware, limit=db.POOL_SIZE)
     app.add_middleware(BodyLimitMiddleware, max_body=settings.max_body_bytes, max_log=settings.max_log_bytes)
+    security_headers.install(app)
     for router in API_ROUTERS:
         app.include_router(router)
     app.include_router(dashboards_router)
     docs.install(app)
     handlers.install(app)
+    dashboards_errors.install(app)  # after handlers: a page's bad input is answered as a page
     return app
 
 

@@ -70,13 +70,14 @@ def repeat_interval(repeat: RepeatSpeed, z: float = Z_95) -> tuple[float, float]
     Five rounds give the range at 93.75 %, so each side grows by ``1.96 / 1.863 = 1.052`` on the log scale. Kept
     per side because rounds are skewed (a slow first round): a symmetric interval around the median
     (``repeat_se_log``, what ``ratio`` needs) then reaches far above the fastest round. None without an
-    interval or with a bound that is not positive. O(n).
+    interval, with a bound that is not positive, or with an end no float holds (``scaled_ends``). O(n).
     """
     own = _interval_z(repeat)
     if own is None:
         return None
     scale = z / own
-    return repeat.median * (repeat.low / repeat.median) ** scale, repeat.median * (repeat.high / repeat.median) ** scale  # type: ignore[operator]
+    m = repeat.median
+    return scaled_ends(m, scale * (math.log(repeat.low) - math.log(m)), scale * (math.log(repeat.high) - math.log(m)))  # type: ignore[arg-type]
 
 
 def _interval_z(repeat: RepeatSpeed) -> float | None:
@@ -133,4 +134,14 @@ def ratio(a: CellSpeed, b: CellSpeed, z: float = Z_95) -> Ratio:
     if a.se_log is None or b.se_log is None:
         return Ratio(value, None, None)
     half = z * math.hypot(a.se_log, b.se_log)
-    return Ratio(value, value * math.exp(-half), value * math.exp(half))
+    return Ratio(value, *(scaled_ends(value, -half, half) or (None, None)))
+
+
+def scaled_ends(value: float, down: float, up: float) -> tuple[float, float] | None:
+    """``(value exp(down), value exp(up))``, an interval's ends on the log scale; None when a float cannot hold
+    one (stored speeds of 1e300 and 1e-300 spread that far): no interval, never an error or an infinite end. O(1)."""
+    try:
+        ends = value * math.exp(down), value * math.exp(up)
+    except OverflowError:
+        return None
+    return ends if all(math.isfinite(end) for end in ends) else None

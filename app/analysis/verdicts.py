@@ -10,7 +10,6 @@ and with neither it is not called. Acceptance is judged by two-proportion tests 
 """
 
 import enum
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -199,7 +198,9 @@ def throughput_change(
         if ratio.low is not None and ratio.low <= 1.0 <= ratio.high:
             moved = Change.UNCHANGED
         return ThroughputChange(moved, ratio, threshold, None)
-    beyond_noise = abs(math.log(ratio.ratio)) > WITHOUT_HISTORY_FACTOR * math.log(AA_SPREAD)
+    # Compared without a logarithm: stored speeds of 1e308 and 5e-324 make the ratio 0 or infinite.
+    spread = AA_SPREAD ** WITHOUT_HISTORY_FACTOR
+    beyond_noise = not 1 / spread <= ratio.ratio <= spread
     if moved is not Change.UNCHANGED and not beyond_noise:
         moved = Change.UNDECIDED
     return ThroughputChange(moved, ratio, threshold, None)

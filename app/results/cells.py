@@ -7,7 +7,6 @@ Repeats of a cell in several sweeps of one build pool into it.
 
 import hashlib
 import json
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.analysis.acceptance import lossless_share, per_position
 from app.analysis.alarms import is_degenerate
-from app.analysis.fallback import CellSpeed, Ratio, RepeatSpeed, pool_repeats, ratio, repeat_interval
+from app.analysis.fallback import CellSpeed, Ratio, RepeatSpeed, pool_repeats, ratio, repeat_interval, scaled_ends
 from app.analysis.intervals import Z_95, wilson_interval
 from app.enums import JobState
 from app.models import Crash, CrashSignature, Job, Result, Sweep
@@ -155,7 +154,7 @@ class Cell:
             return (m, *own)
         if se is None:
             return (m, None, None)
-        return (m, m * math.exp(-Z_95 * se), m * math.exp(Z_95 * se))
+        return (m, *(scaled_ends(m, -Z_95 * se, Z_95 * se) or (None, None)))
 
     @property
     def fallback(self) -> bool:

@@ -1,13 +1,11 @@
 """``/api/v1/results`` (measured jobs, as JSON or CSV) and the worker's reports that make them: log and complete."""
 
-import csv
-import io
-import json
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import Response, StreamingResponse
 
+from app import spreadsheets
 from app.crashes import service as crashes
 from app.deps import ExistingJob, HeldJob, SessionDep
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
@@ -61,36 +59,12 @@ def list_results(session: SessionDep, where: FilterDep, limit: Limit = 1000, off
 def export_csv(session: SessionDep, where: FilterDep, limit: Limit = 10_000, offset: Offset = 0) -> Response:
     """The same rows as ``GET /api/v1/results``, one CSV line each (lists as JSON text).
 
-    Text that a spreadsheet would run as a formula is neutralised (see ``spreadsheet_safe``).
+    Text that a spreadsheet would run as a formula is neutralised (``app.spreadsheets``).
     """
     rows = service.query_out(session=session, where=where, limit=limit, offset=offset)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(ResultOut.model_fields))
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: spreadsheet_safe(v) for k, v in row.model_dump(mode="json").items()})
-    return Response(
-        buffer.getvalue(),
-        media_type="text/csv",
-        headers={"Content-Disposition": 'attachment; filename="draftbench-results.csv"'},
-    )
-
-
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(value: Any) -> Any:  # noqa: ANN401
-    """A CSV cell that no spreadsheet runs as a formula (OWASP "CSV injection").
-
-    Text (lists are written as JSON text) starting with ``= + - @``, a tab or a carriage return
-    gets a leading single quote, which spreadsheets show as text. Numbers stay numbers: -1.5 is
-    data, not a formula.
-    """
-    if isinstance(value, list):
-        value = json.dumps(value)
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    columns = list(ResultOut.model_fields)
+    dumped = (row.model_dump(mode="json") for row in rows)
+    return spreadsheets.csv_response(columns, ([d[k] for k in columns] for d in dumped), name="results")
 
 
 @router.get(

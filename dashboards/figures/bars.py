@@ -6,7 +6,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from dashboards.figures import to_svg
+from dashboards.figures import drawable, to_svg, whiskers
 
 FALLBACK, HONOURED = "#c44e52", "#4c72b0"
 
@@ -14,18 +14,14 @@ FALLBACK, HONOURED = "#c44e52", "#4c72b0"
 def speed_bars(frame: pd.DataFrame, title: str) -> str | None:
     """One bar per backend x graph mode requested (``frame``: ``cells_frame`` rows of one group); None when
     nothing ran. Whiskers: the 95 % interval of the pooled median (none without one)."""
-    ran = frame.dropna(subset=["tokens_per_s"])
-    if ran.empty:
-        return None
     bars = tuple(
         (f"{r.backend} / {r.graph_mode}" + (f" -> {r.resolved_graph_mode}" if r.downgraded else ""),
-         float(r.tokens_per_s),
-         None if pd.isna(r.tokens_per_s_low) else float(r.tokens_per_s_low),
-         None if pd.isna(r.tokens_per_s_high) else float(r.tokens_per_s_high),
+         speed, drawable(r.tokens_per_s_low), drawable(r.tokens_per_s_high),
          bool(r.downgraded or (r.draft_eager and r.graph_mode != "NONE")))
-        for r in ran.sort_values(["backend", "graph_mode"]).itertuples()
+        for r in frame.sort_values(["backend", "graph_mode"]).itertuples()
+        if (speed := drawable(r.tokens_per_s)) is not None
     )
-    return _draw(bars, title)
+    return _draw(bars, title) if bars else None
 
 
 @lru_cache(maxsize=512)
@@ -33,9 +29,7 @@ def _draw(bars: tuple[tuple[str, float, float | None, float | None, bool], ...],
     labels, speeds, lows, highs, fallback = zip(*bars, strict=True)
     fig = Figure(figsize=(8, 0.38 * len(bars) + 1.4))
     ax = fig.subplots()
-    err = [[s - lo if lo is not None else 0 for s, lo in zip(speeds, lows, strict=True)],
-           [hi - s if hi is not None else 0 for s, hi in zip(speeds, highs, strict=True)]]
-    ax.barh(labels, speeds, xerr=err, capsize=3, color=[FALLBACK if f else HONOURED for f in fallback])
+    ax.barh(labels, speeds, xerr=whiskers(speeds, lows, highs), capsize=3, color=[FALLBACK if f else HONOURED for f in fallback])
     for y, (s, lo) in enumerate(zip(speeds, lows, strict=True)):
         ax.annotate(f"{s:,.0f}" + ("" if lo is not None else " (no interval)"), (s, y), xytext=(4, -9),
                     textcoords="offset points", fontsize=7, color="#333")

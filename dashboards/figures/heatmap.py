@@ -7,7 +7,8 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from dashboards.figures import to_svg
+from dashboards.figures import drawable, to_svg
+from dashboards.frames import known, known_float
 
 METRICS = {
     "acceptance": ("acceptance rate (accepted / draft tokens)", "{:.3f}"),
@@ -27,11 +28,15 @@ def heatmap(frame: pd.DataFrame, metric: str, title: str) -> str:
     backends = sorted(set(frame["backend"]))
     cells = []
     for r in frame.itertuples():
-        value = getattr(r, metric)
-        marks = " ".join(m for m, on in (("v", r.downgraded), ("E", r.draft_eager), ("!", bool(r.alarm)),
+        stored = known_float(getattr(r, metric))
+        value = drawable(stored)
+        marks = " ".join(m for m, on in (("v", r.downgraded), ("E", r.draft_eager), ("!", known(r.alarm)),
                                         ("0/1", r.degenerate)) if on)
-        text = METRICS[metric][1].format(value) if pd.notna(value) else (r.crash_kind or "no data")
-        cells.append((backends.index(r.backend), modes.index(r.graph_mode), None if pd.isna(value) else float(value),
+        if value is not None:
+            text = METRICS[metric][1].format(value)
+        else:
+            text = "off scale" if stored is not None else known(r.crash_kind) or "no data"
+        cells.append((backends.index(r.backend), modes.index(r.graph_mode), value,
                       f"{text}\n{marks}" if marks else text, bool(r.ran == 0 and r.died)))
     return _draw(tuple(backends), tuple(modes), tuple(cells), metric, title)
 
@@ -47,7 +52,7 @@ def _draw(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, metri
     image = ax.imshow(np.ma.masked_invalid(grid), cmap=colormaps["viridis"].with_extremes(bad="#dddddd"), aspect="auto",
                       vmin=low, vmax=high)
     for row, col, value, text, dead in cells:
-        light = value is not None and not np.isnan(value) and image.norm(value) < 0.5
+        light = value is not None and image.norm(value) < 0.5
         ax.text(col, row, text, ha="center", va="center", fontsize=8,
                 color="white" if light or dead else "black", fontweight="bold" if "!" in text else "normal",
                 bbox={"facecolor": "#424242", "edgecolor": "none"} if dead else None)

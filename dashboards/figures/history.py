@@ -1,11 +1,18 @@
 """A cell's acceptance and tokens/s across runs, with intervals, change points ringed in red."""
 
+from datetime import UTC, datetime
 from functools import lru_cache
 
 import pandas as pd
+from matplotlib.dates import date2num
 from matplotlib.figure import Figure
 
-from dashboards.figures import to_svg
+from dashboards.figures import drawable, to_svg, whiskers
+from dashboards.frames import known_time
+
+# Matplotlib places dates from year 1 to 9999, and its ticks and margins reach past a point at either end: a
+# point is drawn no nearer those ends than a day (an imported 9999-12-31; the table shows the stored date).
+FIRST, LAST = date2num(datetime(1, 1, 2, tzinfo=UTC)), date2num(datetime(9999, 12, 30, tzinfo=UTC))
 
 
 def history(series: list[tuple[str, pd.DataFrame]]) -> str | None:
@@ -13,18 +20,21 @@ def history(series: list[tuple[str, pd.DataFrame]]) -> str | None:
     acceptance_change, speed_change (booleans). None when nothing ran."""
     lines = []
     for label, frame in series:
-        ran = frame.dropna(subset=["when"])
-        if ran.empty:
-            continue
-        lines.append((label, tuple(
-            (r.when.to_pydatetime(), *(None if pd.isna(v) else float(v) for v in
+        points = tuple(
+            (_x(when), *(drawable(v) for v in
              (r.acceptance, r.acceptance_low, r.acceptance_high, r.tokens_per_s, r.tokens_per_s_low, r.tokens_per_s_high)),
              bool(r.acceptance_change), bool(r.speed_change))
-            for r in ran.itertuples())))
+            for r in frame.itertuples() if (when := known_time(r.when)) is not None)
+        if points:
+            lines.append((label, points))
     placed = {str(frame["placed_by"].iloc[0]) for _, frame in series if not frame.empty}
     axis = {frozenset({"commit"}): "commit date (UTC)", frozenset({"run"}): "when the run ran (UTC)"}.get(
         frozenset(placed), "commit date, or when it ran for series without commit dates (UTC)")
     return _draw(tuple(lines), axis) if lines else None
+
+
+def _x(when: datetime) -> float:
+    return min(max(float(date2num(when)), FIRST), LAST)
 
 
 @lru_cache(maxsize=256)
@@ -35,13 +45,16 @@ def _draw(lines: tuple, axis: str) -> str:
         when = [p[0] for p in points]
         for ax, offset, change_at in ((top, 1, 7), (bottom, 4, 8)):
             values = [p[offset] for p in points]
-            err = [[v - p[offset + 1] if v is not None and p[offset + 1] is not None else 0 for v, p in zip(values, points, strict=True)],
-                   [p[offset + 2] - v if v is not None and p[offset + 2] is not None else 0 for v, p in zip(values, points, strict=True)]]
+            err = whiskers(values, [p[offset + 1] for p in points], [p[offset + 2] for p in points])
             shown = [v if v is not None else float("nan") for v in values]
             ax.errorbar(when, shown, yerr=err, marker="o", capsize=3, label=label if ax is top else None)
             changed = [(w, v) for w, v, p in zip(when, shown, points, strict=True) if p[change_at]]
             if changed:
                 ax.scatter(*zip(*changed, strict=True), s=160, facecolors="none", edgecolors="red", linewidths=2, zorder=5)
+    xs = [p[0] for _, points in lines for p in points]
+    pad = (max(xs) - min(xs)) * 0.05 or 1.0  # days: matplotlib's own margin, and a day around a single date
+    bottom.xaxis_date(tz=UTC)
+    bottom.set_xlim(max(min(xs) - pad, FIRST), min(max(xs) + pad, LAST))
     top.set_ylabel("acceptance rate")
     bottom.set_ylabel("output tokens/s")
     bottom.set_xlabel(f"{axis}; red ring: change point")

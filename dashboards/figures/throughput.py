@@ -5,7 +5,7 @@ from functools import lru_cache
 import pandas as pd
 from matplotlib.figure import Figure
 
-from dashboards.figures import to_svg
+from dashboards.figures import drawable, to_svg, whiskers
 
 NAN = float("nan")
 Bar = tuple[str, float, float | None, float | None, float | None, bool]
@@ -17,25 +17,19 @@ def throughput_by_cell(frame: pd.DataFrame) -> str | None:
 
     Drawing costs most of a sweep page's time, so a chart is drawn once per distinct content.
     """
-    ran = frame.dropna(subset=["tokens_per_s"]) if not frame.empty else frame
-    if ran.empty:
-        return None
     bars = tuple(
         (
             " / ".join(str(row[k]) for k in ("gpu_kind", "backend", "graph_mode", "method")),
-            float(row["tokens_per_s"]),
-            _maybe(row["tokens_per_s_low"]),
-            _maybe(row["tokens_per_s_high"]),
-            _maybe(row["acceptance"]),
+            speed,
+            drawable(row["tokens_per_s_low"]),
+            drawable(row["tokens_per_s_high"]),
+            drawable(row["acceptance"]),
             bool(row["downgraded"]),
         )
-        for _, row in ran.iterrows()
+        for _, row in frame.iterrows()
+        if (speed := drawable(row["tokens_per_s"])) is not None
     )
-    return _throughput_svg(bars)
-
-
-def _maybe(value: object) -> float | None:
-    return None if value is None or pd.isna(value) else float(value)
+    return _throughput_svg(bars) if bars else None
 
 
 @lru_cache(maxsize=256)
@@ -45,16 +39,14 @@ def _throughput_svg(cells: tuple[Bar, ...]) -> str:
     fig = Figure(figsize=(8, 0.4 * len(cells) + 1.2))
     ax = fig.subplots()
     # A cell without an interval (one round of one start) gets no error bar (NaN draws none).
-    errors = [[s - lo if lo is not None else NAN for s, lo in zip(speeds, lows, strict=True)],
-              [hi - s if hi is not None else NAN for s, hi in zip(speeds, highs, strict=True)]]
-    bars = ax.barh(labels, speeds, xerr=errors, capsize=3, error_kw={"elinewidth": 1},
+    bars = ax.barh(labels, speeds, xerr=whiskers(speeds, lows, highs, missing=NAN), capsize=3, error_kw={"elinewidth": 1},
                    color=["#c44e52" if d else "#4c72b0" for d in downgraded])
     for bar, rate, high, speed in zip(bars, rates, highs, speeds, strict=True):
         if rate is not None:
             ax.annotate(f"acc {rate:.2f}", (high if high is not None else speed, bar.get_y() + bar.get_height() / 2),
                         xytext=(6, 0), textcoords="offset points", va="center", fontsize=8)
     # Room right of the longest bar's interval for its acceptance label.
-    ax.set_xlim(0, max(high if high is not None else speed for high, speed in zip(highs, speeds, strict=True)) * 1.18)
+    ax.set_xlim(0, max([*speeds, *(high for high in highs if high is not None)]) * 1.18)
     ax.invert_yaxis()
     ax.set_xlabel("output tokens/s, repeats pooled, with its 95 % interval; red: graph mode downgraded")
     ax.set_title("Throughput per cell")

@@ -10,6 +10,7 @@ from app.deps import SessionDep
 from app.results.cells import CellScope, latest_cell
 from dashboards import data, render
 from dashboards.figures.history import history
+from dashboards.frames import known_float
 from dashboards.filters import FiltersDep, Format
 
 router = APIRouter()
@@ -54,15 +55,11 @@ def _placed(group: pd.DataFrame) -> pd.DataFrame:
 def _flags(group: pd.DataFrame, column: str, minimum: float) -> list[bool]:
     """Change points of one column of a series in run order, over the runs that measured it (a build whose
     cells all died is skipped, so the builds either side of it are compared)."""
-    measured = [(i, Point(float(v), _num(low), _num(high)))
+    measured = [(i, Point(float(v), known_float(low), known_float(high)))
                 for i, (v, low, high) in enumerate(zip(group[column], group[f"{column}_low"], group[f"{column}_high"], strict=True))
-                if _num(v) is not None]
+                if known_float(v) is not None]
     changed = {measured[k][0] for k in steps([p for _, p in measured], minimum)}
     return [i in changed for i in range(len(group))]
-
-
-def _num(value: object) -> float | None:
-    return None if value is None or pd.isna(value) else float(value)  # type: ignore[arg-type]
 
 
 def _concat(series: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:

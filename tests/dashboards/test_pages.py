@@ -228,3 +228,28 @@ def test_a_finished_sweeps_matrix_is_kept_and_its_page_still_shows_a_cancel(clie
     assert client.post(f"/api/v1/sweeps/{sweep['id']}/cancel", headers=AUTH).status_code == 200
     after = client.get(page).text
     assert 'id="sweep-state">cancelled<' in after and matrix_rows(after) == matrix_rows(finished)
+
+
+def test_a_browser_shows_the_speedup_matrix_of_a_sweep_whose_baseline_crashed(live_server, chromium, dataset) -> None:  # noqa: ANN001
+    """The n-gram cell has no speedup (its baseline crashed): a missing value the heatmap once failed on (a 500).
+    Under the page's Content-Security-Policy both panels draw, rasters and all, beside the table."""
+    with httpx.Client(base_url=live_server, timeout=30) as http:
+        worker, sweep = new_sweep(http, sweep_body(dataset, repeats=1, baseline=True,
+                                                   speculative=[{"method": "ngram", "num_speculative_tokens": 3}]))
+        for job in (claim(http, worker), claim(http, worker)):
+            outcome = {"exit_code": 1} if job["cell"]["speculative"] is None else {"result": cell_result(), "exit_code": 0}
+            assert complete(http, job["job_id"], worker, outcome).status_code == 200
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    refused: list[str] = []
+    page.on("console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None)
+    response = page.goto(f"{live_server}/matrix?sweep_id={sweep['id']}&metric=speedup")
+    assert response.status == 200 and "default-src 'none'" in response.headers["content-security-policy"]
+    panels = page.locator("figure.chart svg")
+    assert panels.count() == 2
+    for i in range(2):
+        assert panels.nth(i).is_visible() and panels.nth(i).bounding_box()["width"] > 200
+        assert panels.nth(i).locator("image").first.bounding_box()["width"] > 50  # the grey cell: an embedded data: PNG
+    rows = {r.locator("td").nth(1).inner_text(): r.inner_text() for r in page.locator("#cells tr").all()[1:]}
+    assert sorted(rows) == ["baseline", "ngram k=3"] and "crashed 1" in rows["baseline"]
+    assert "0.500 [0.377, 0.623]" in rows["ngram k=3"]
+    assert refused == []

@@ -1,22 +1,9 @@
-"""The CSV export: one line per result, and nothing a spreadsheet would run as a formula."""
+"""The CSV export: one line per result, and nothing a spreadsheet would run as a formula (``app.spreadsheets``)."""
 
 import csv
 import io
 
-import pytest
-
-from app.results.router import spreadsheet_safe
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
-
-
-@pytest.mark.parametrize(
-    ("value", "written"),
-    [("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"), ("+1+1", "'+1+1"), ("-2+3", "'-2+3"),
-     ("@SUM(A1)", "'@SUM(A1)"), ("\tx", "'\tx"), ("\rx", "'\rx"), ("plain", "plain"), (-1.5, -1.5), (3, 3), (None, None),
-     ([1, 2], "[1, 2]")],
-)
-def test_text_that_starts_a_formula_gets_a_quote_and_numbers_stay_numbers(value, written) -> None:  # noqa: ANN001
-    assert spreadsheet_safe(value) == written
 
 
 def test_a_sweep_named_like_a_formula_is_exported_as_text(client, dataset) -> None:  # noqa: ANN001

@@ -1,0 +1,43 @@
+"""A page's bad input answered as a page: the same status and errors the API answers as JSON, shown in HTML.
+
+A person follows a link or submits a form; a wrong filter (``/matrix?graph_mode=FULL_GRAPH``) shows which
+parameter was wrong, what was given and what is allowed, beside the navigation. The API keeps its JSON.
+"""
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+
+from dashboards import render
+
+
+def install(app: FastAPI) -> None:
+    """Wrap each of the app's error answers (install after ``app.handlers``): on a page, a 4xx becomes HTML."""
+    for kind, answer in list(app.exception_handlers.items()):
+        app.add_exception_handler(kind, _as_page(answer))
+
+
+Handler = Callable[[Request, Exception], Response | Awaitable[Response]]
+
+
+def _as_page(answer: Handler) -> Callable[[Request, Exception], Awaitable[Response]]:
+    async def answer_page(request: Request, exc: Exception) -> Response:
+        response = answer(request, exc)
+        if inspect.isawaitable(response):
+            response = await response
+        if not (_is_page(request) and 400 <= response.status_code < 500 and response.media_type == "application/json"):
+            return response
+        detail = json.loads(response.body)["detail"]
+        return render.page(request, "error.html", None, status_code=response.status_code,
+                           errors=detail if isinstance(detail, list) else None,
+                           message=detail if isinstance(detail, str) else None)
+
+    return answer_page
+
+
+def _is_page(request: Request) -> bool:
+    endpoint = getattr(request.scope.get("route"), "endpoint", None)
+    return getattr(endpoint, "__module__", "").startswith("dashboards.pages.")

@@ -1,0 +1,34 @@
+"""Reading values out of pandas frames: what counts as missing, in one place.
+
+A frame holds a missing value as None, NaN, ``pd.NA`` or NaT by its column's dtype and pandas' version (pandas 3
+makes the None of a text column NaN). NaN is truthy and ``bool(pd.NA)`` raises, so figures, pages and templates
+read a frame's cell through ``known``, never with ``or``, ``if`` or ``bool()`` on the raw value.
+"""
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+
+def known(value: Any) -> Any:  # noqa: ANN401 (a frame's cell is of any type)
+    """``value``, or None where it is missing (None, NaN, ``pd.NA``, NaT)."""
+    # pd.isna answers a bool for a scalar (an array for a list, which is never missing).
+    return None if value is None or pd.isna(value) is True else value
+
+
+def known_float(value: object) -> float | None:
+    value = known(value)
+    return None if value is None else float(value)
+
+
+def known_time(value: object) -> datetime | None:
+    """A plain ``datetime`` (a column of dates holds pandas Timestamps), or None."""
+    value = known(value)
+    return value.to_pydatetime() if isinstance(value, pd.Timestamp) else value
+
+
+def rows(frame: pd.DataFrame) -> Iterator[tuple]:
+    """The frame's rows as tuples of plain values, None where a value is missing."""
+    return frame.astype(object).where(frame.notna(), None).itertuples(index=False, name=None)

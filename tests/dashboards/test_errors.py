@@ -1,0 +1,67 @@
+"""A page's bad input is answered as a page (422, in HTML, naming the parameter, what was given and what is allowed);
+the API keeps its JSON answers."""
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import Settings
+from app.enums import AttentionBackend, GraphMode, allowed
+from app.main import create_app
+from dashboards.figures.heatmap import METRICS
+from tests.conftest import TOKEN
+from tests.dashboards.test_pages import tables
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """One app for the module: what is answered depends on the route, not on what is stored."""
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('errors') / 'e.db'}", token=TOKEN))
+    with TestClient(app) as test_client:
+        yield test_client
+    app.state.engine.dispose()
+
+
+BAD = [
+    ("/matrix?graph_mode=FULL_GRAPH", "graph_mode", "FULL_GRAPH", allowed(GraphMode)),
+    ("/fallback?backend=FA3", "backend", "FA3", allowed(AttentionBackend)),
+    ("/matrix?metric=colour", "metric", "colour", list(METRICS)),
+    ("/history?format=pdf", "format", "pdf", ["html", "csv"]),
+    ("/alarms?min_effect=2", "min_effect", "2", ["less than or equal to 1"]),
+    ("/history?graphmode=NONE", "graphmode", "", ["allowed: backend, build, format, gpu_kind, graph_mode, method, sweep_id"]),
+    ("/compare?base=x", "base", "x", ["a valid integer"]),
+    ("/matrix?sweep_id=0", "sweep_id", "0", ["greater than or equal to 1"]),
+    ("/sweeps/abc", "sweep_id", "abc", ["a valid integer"]),
+    (f"/crashes/{'f' * 65}", "signature", "f" * 65, ["at most 64 characters"]),
+]
+
+
+@pytest.mark.parametrize(("page", "field", "given", "allowed_values"), BAD)
+def test_a_bad_parameter_on_a_page_is_a_422_page_naming_it_and_what_is_allowed(
+        client: TestClient, page: str, field: str, given: str, allowed_values: list[str]) -> None:
+    response = client.get(page)
+    assert response.status_code == 422 and response.headers["content-type"].startswith("text/html"), response.text[:300]
+    [_, (_, (name, shown, allowed_text))] = tables(response.text)["errors"]
+    assert name.split()[0] == field and shown == given
+    assert all(value in allowed_text for value in allowed_values), allowed_text
+    assert 'id="nav"' in response.text  # the page keeps its navigation
+
+
+def test_a_given_value_is_shown_escaped(client: TestClient) -> None:
+    response = client.get("/matrix", params={"backend": "<script>alert(1)</script>"})
+    assert response.status_code == 422
+    assert "<script>alert(1)</script>" not in response.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in response.text
+
+
+def test_an_unknown_sweep_page_is_a_404_page(client: TestClient) -> None:
+    response = client.get("/sweeps/9999")
+    assert response.status_code == 404 and response.headers["content-type"].startswith("text/html")
+    assert 'id="message">sweep 9999 not found<' in response.text
+
+
+@pytest.mark.parametrize("path", ["/api/v1/results?graph_mode=FULL_GRAPH", "/api/v1/results?graphmode=NONE",
+                                  "/api/v1/sweeps/abc", "/api/v1/sweeps/9999"])
+def test_the_api_keeps_its_json_answers(client: TestClient, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code in (404, 422) and response.headers["content-type"] == "application/json"
+    assert "detail" in response.json()
