@@ -38,7 +38,9 @@ def verdict(base: Side, head: Side, numbers: verdicts.Verdict | None) -> Verdict
     2. ``now_downgraded``: the head was downgraded and the base was not; ``now_eager_draft``: the head's
        draft ran eagerly and the base's did not (both are fallbacks a number may hide);
     3. the change of ``numbers`` (``verdicts.cell_verdict``): ``worse``, ``undecided``, ``better`` or
-       ``unchanged``; ``unchanged`` without numbers. O(1).
+       ``unchanged``; ``undecided`` without numbers (both ran, but a side has no tokens/s the statistics can
+       read: every one was left out as impossible), never ``unchanged``, which would claim what nobody
+       measured. O(1).
     """
     if base.ran and not head.ran:
         return Verdict.NEWLY_CRASHING
@@ -50,4 +52,4 @@ def verdict(base: Side, head: Side, numbers: verdicts.Verdict | None) -> Verdict
         return Verdict.NOW_DOWNGRADED
     if head.draft_eager and not base.draft_eager:
         return Verdict.NOW_EAGER_DRAFT
-    return _BY_CHANGE[numbers.change] if numbers is not None else Verdict.UNCHANGED
+    return _BY_CHANGE[numbers.change] if numbers is not None else Verdict.UNDECIDED

@@ -31,5 +31,10 @@ def test_the_numbers_are_the_statistics_verdict() -> None:
     assert verdict(OK, OK, one_start_each) is Verdict.UNDECIDED
 
 
+def test_two_cells_that_ran_without_numbers_to_compare_are_undecided_not_unchanged() -> None:
+    # Both ran, but one side's every tokens/s was left out (stored beyond what a GPU does).
+    assert verdict(OK, OK, None) is Verdict.UNDECIDED
+
+
 def test_worst_verdicts_sort_first() -> None:
     assert sorted(Verdict, key=SEVERITY.__getitem__)[:2] == [Verdict.NEWLY_CRASHING, Verdict.WORSE]

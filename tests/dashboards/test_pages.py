@@ -112,7 +112,8 @@ def test_index_lists_open_regressions_as_of_the_last_refresh(make_client, datase
     # The first view of a process reads the histories itself; later ones show the schedule's last reading.
     assert 'id="regressions-empty"' in client.get("/").text
     run_history(client, dataset, [100.0, 101.0, 99.0, 100.0, 70.0, 71.0])
-    page = _page_once(client, "/", lambda html: 'id="regressions"' in html)
+    # The schedule may read the histories while the last results arrive: wait for its reading after them.
+    page = _page_once(client, "/", lambda html: 'id="regressions"' in html and "(-29.5 %)" in html)
     [item] = re.findall(r'<ul id="regressions">(.*?)</ul>', page, re.S)
     text = " ".join(re.sub(r"<[^>]+>", " ", item).split())
     assert "tokens/s cpu · ngram k=3 · CPU_ATTN · NONE: 100 → 70 (-29.5 %) from build b4 on (last good b3" in text
