@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from app import files
 from app.errors import InputError
+from app.schemas import times
 from app.schemas.cell import CellResult, CellSpec
 from app.schemas.sweep import SweepSpec
 from app.sweeps import imports, matrix
@@ -90,7 +91,7 @@ class ExitRecord(BaseModel):
             when = datetime.strptime(value, FINISHED_AT_FORMAT).replace(tzinfo=UTC)
         except ValueError:
             raise ValueError(f"{value[:40]!r} is not a time such as {_EXAMPLE_TIME} (UTC, to the second)") from None
-        return imports.plausible(when)
+        return times.plausible(when)
 
 
 def read_folder(folder: Path) -> tuple[SweepSpec, list[RanCell], str]:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from app.cli.errors import CliError
+from app.schemas import times
 
 build_cli = typer.Typer(help="Make vLLM builds of pull requests for a worker to run.", no_args_is_help=True)
 Root = Annotated[Path | None, typer.Option(envvar="DRAFTBENCH_BUILDS", help="Where builds are made (default ~/.cache/draftbench/builds)")]
@@ -61,7 +62,10 @@ def _commit_date(text: str) -> datetime:
         raise CliError(f"--commit-date {text!r}: not an ISO 8601 date and time (e.g. 2026-11-30T12:00:00+00:00)") from None
     if when.tzinfo is None:
         raise CliError(f"--commit-date {text!r}: give its zone (e.g. +00:00 or Z)")
-    return when
+    try:
+        return times.plausible(when)
+    except ValueError as exc:
+        raise CliError(f"--commit-date {text!r}: {exc}") from None
 
 
 def _valid_label(label: str) -> bool:

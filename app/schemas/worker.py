@@ -3,13 +3,14 @@
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.enums import BuildKind, GpuKind, JobState
 from app.models import Build, Worker
 from app.schemas.base import Input
 from app.schemas.cell import CellOutcome
 from app.schemas.text import reported, stored
+from app.schemas.times import PlausibleTime
 
 
 class BuildFactsIn(Input):
@@ -20,7 +21,7 @@ class BuildFactsIn(Input):
     patch_sha256: stored(Build.patch_sha256, pattern=r"^[0-9a-f]{64}$") | None = None
     source: stored(Build.source) | None = None
     commit: stored(Build.commit) | None = None
-    committed_at: AwareDatetime | None = Field(default=None, description="When the commit was made (ISO 8601 with a zone)")
+    committed_at: PlausibleTime | None = Field(default=None, description="When the commit was made (ISO 8601 with a zone)")
 
 
 class BuildInfo(BuildFactsIn):

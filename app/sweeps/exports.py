@@ -15,12 +15,14 @@ queued. Nothing here writes to the database.
 from collections import Counter
 from dataclasses import dataclass
 
+from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.crashes import service as crashes
 from app.enums import JobState
 from app.errors import NotFoundError
+from app.files import describe
 from app.models import Job, Sweep
 from app.schemas.cell import CellOutcome, CellResult, Resolved
 from app.schemas.sweep import SweepSpec
@@ -95,8 +97,15 @@ def _ran(job: Job, log: str) -> RanCell:
     finished = job.finished_at
     started = job.started_at or finished
     if job.state is JobState.SUCCEEDED:
+        try:
+            result = CellResult.model_validate(job.result.raw)
+        except ValidationError as exc:
+            raise ExportError(
+                f"job {job.id} (cells/c{job.cell_index:04d}-r{job.repeat}): its stored result is one an import refuses "
+                f"({describe(exc)}), stored before the service refused such reports"
+            ) from None
         outcome = CellOutcome(
-            result=CellResult.model_validate(job.result.raw),
+            result=result,
             resolved=Resolved.model_validate(job.result.ran),
             exit_code=0,
             duration_s=(finished - started).total_seconds(),

@@ -17,16 +17,13 @@ from app.models import Build, Sweep
 from app.results import service as results
 from app.schemas.cell import CellOutcome
 from app.schemas.sweep import SweepSpec
+from app.schemas.times import EARLIEST, plausible
 from app.sweeps import service as sweeps
 from app.workers import service as workers
 
 # Imports are not limited by the service's DRAFTBENCH_MAX_CELLS: the cells already ran.
 IMPORT_LIMIT = 100_000
 SCOPE = "import"
-# A run's times must be ones its host's clock could have shown: not before this, and not later than now
-# by more than a clock may be off (a time past it once made /history answer 500).
-EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
-CLOCK_SKEW = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -39,17 +36,6 @@ class RanCell:
     log: str
     started_at: datetime
     finished_at: datetime
-
-
-def plausible(when: datetime) -> datetime:
-    """``when`` (aware), if a clock could have shown it; ValueError saying why not."""
-    latest = datetime.now(UTC) + CLOCK_SKEW
-    if not EARLIEST <= when <= latest:
-        raise ValueError(
-            f"{when:%Y-%m-%dT%H:%M:%SZ} is not a plausible time: it must lie between {EARLIEST:%Y-%m-%d} and now "
-            f"(+{CLOCK_SKEW.total_seconds() / 3600:g} h for the host's clock)"
-        )
-    return when
 
 
 def modified(mtime: float) -> datetime:

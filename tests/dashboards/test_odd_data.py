@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 
 from app import db
-from app.models import Job, Result
+from app.models import Build, Job, Result
 from dashboards.figures.heatmap import METRICS
 from tests.conftest import AUTH
 from tests.dashboards.test_pages import tables
@@ -140,14 +140,14 @@ def test_history_answers_with_extreme_stored_finish_times(client: TestClient, da
     assert 'id="history-chart"' in pages["/history"]
 
 
-@pytest.mark.parametrize("committed", [("0001-01-01T00:00:00+00:00", "9999-12-31T23:59:59+00:00"),
-                                       ("9999-12-31T23:59:59.999999+00:00", "9999-12-31T23:59:59.999999+00:00")])
-def test_history_placed_by_extreme_commit_dates_answers(client: TestClient, dataset, committed: tuple[str, str]) -> None:  # noqa: ANN001
-    answer = client.post("/api/v1/workers", headers=AUTH, json={
-        "name": "w", "host": "h", "gpu_kinds": ["cpu"],
-        "builds": [{"label": b, "committed_at": when} for b, when in zip(HISTORY_BUILDS[:2], committed, strict=True)]})
-    assert answer.status_code == 201, answer.text
-    worker = Registered(id=answer.json()["id"], headers={"Authorization": f"Bearer {answer.json()['credential']}"}, info=answer.json())
+@pytest.mark.parametrize("committed", [(datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)),
+                                       (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),) * 2])
+def test_history_placed_by_extreme_commit_dates_answers(client: TestClient, dataset, committed: tuple[datetime, datetime]) -> None:  # noqa: ANN001
+    # Registration refuses such dates now (app.schemas.times); a database written before may hold them.
+    worker = register_worker(client, builds=HISTORY_BUILDS[:2])
+    with client.app.state.sessionmaker.begin() as session:
+        for build, when in zip(HISTORY_BUILDS[:2], committed, strict=True):
+            session.execute(update(Build).where(Build.label == build).values(committed_at=when))
     for build in HISTORY_BUILDS[:2]:
         _sweep(client, worker, sweep_body(dataset, build=build, repeats=2, speculative=NGRAM), ["succeeded", "succeeded"])
     response = client.get("/history")

@@ -198,6 +198,16 @@ def test_history_runs_in_commit_order_once_every_build_has_its_commit_date(tmp_p
         assert client.post("/api/v1/workers", headers=AUTH, json=again).status_code == 409
 
 
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+01:00", "1999-12-31T23:59:59Z", "9999-12-31T23:59:59-01:00", "2999-01-01T00:00:00Z"])
+def test_a_commit_date_no_clock_could_show_is_refused_naming_it(client: TestClient, when: str) -> None:
+    # 0001-01-01 in a zone east of UTC lies before year 1 in UTC: it answered 500.
+    body = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "b", "committed_at": when}]}
+    answer = client.post("/api/v1/workers", headers=AUTH, json=body)
+    assert answer.status_code == 422, answer.text
+    [error] = answer.json()["detail"]
+    assert error["loc"][-1] == "committed_at" and "not a plausible time" in error["msg"]
+
+
 def test_a_commit_date_without_its_zone_is_refused(client: TestClient) -> None:
     body = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "b", "committed_at": "2026-11-20T09:00:00"}]}
     answer = client.post("/api/v1/workers", headers=AUTH, json=body)

@@ -210,3 +210,16 @@ def test_hostile_sweep_refs_and_folders_get_one_line_each(tmp_path: Path) -> Non
         done = _cli("export", ref, str(folder), url=url)
         assert done.returncode == 2 and done.stderr.startswith("draftbench: ") and message in done.stderr, done.stderr
         assert len(done.stderr.splitlines()) == 1
+
+
+def test_a_stored_result_an_import_would_refuse_is_named_not_a_traceback(crashed: str, tmp_path: Path) -> None:
+    # A database written before the ceilings on reports may hold such a row: its folder would not import.
+    engine = db.make_engine(crashed)
+    with db.session_scope(db.make_sessionmaker(engine)) as session:
+        result = session.scalars(select(Result)).one()
+        result.raw = {**result.raw, "tokens_per_s": 1e308}
+        job_id = result.job_id
+    engine.dispose()
+    done = _cli("export", "crashes", str(tmp_path / "out"), url=crashed)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"draftbench: job {job_id} (cells/c0001-r0): its stored result is one an import refuses (tokens_per_s: ")
