@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import platform
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -46,10 +47,15 @@ class Build:
 
     @classmethod
     def parse(cls, text: str) -> "Build":
+        """``LABEL=PYTHON``; PYTHON made absolute, a bare command name looked up on PATH (as the start-up check
+        runs it): cells run in their own folders, where a relative or bare name names nothing, and every cell
+        of the build failed "has no interpreter" (48 jobs of one H200 run). Links are kept: a virtual
+        environment's python is one, and resolving it would leave the environment."""
         label, sep, python = text.partition("=")
         if not sep or not label or not python:
             raise ValueError(f"--build takes LABEL=/path/to/python, got {text!r}")
-        return cls(label=label, python=Path(python))
+        found = shutil.which(python) if os.sep not in python else None
+        return cls(label=label, python=Path(os.path.abspath(found or python)))
 
     def info(self, env: dict[str, str] | None = None) -> BuildInfo:
         """What the worker registers: the label, the version vLLM reports, and how the build was made

@@ -157,3 +157,19 @@ def test_a_cell_the_worker_cannot_read_fails_alone(db_url, dataset, fake_python,
         assert job["state"] == "failed" and job["error"].startswith("the worker cannot read this cell:")
         assert "a_field_of_tomorrow" in job["error"] and "a_field_of_tomorrow" in caplog.text
         assert _job(server, ran)["state"] == "succeeded"
+
+
+def test_a_builds_interpreter_is_made_absolute_and_a_bare_name_found_on_path(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    # Cells run in their own folders: "python3" or "venv/bin/python" given at start named nothing there.
+    on_path = tmp_path / "bin" / "python3"
+    on_path.parent.mkdir()
+    on_path.write_text("#!/bin/sh\n")
+    on_path.chmod(0o755)
+    monkeypatch.setenv("PATH", str(on_path.parent))
+    monkeypatch.chdir(tmp_path)
+    assert Build.parse("b=python3").python == on_path
+    assert Build.parse("b=venv/bin/python").python == tmp_path / "venv" / "bin" / "python"
+    link = tmp_path / "venv" / "bin" / "python"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(on_path)
+    assert Build.parse(f"b={link}").python == link  # not resolved: a virtual environment's python is a link
