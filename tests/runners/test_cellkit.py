@@ -1,17 +1,119 @@
-"""runners/cellkit.py: what the cell's two modes share."""
+"""runners/cellkit.py: what the cell's two modes share; and what the cell script may import (its own folder's
+modules are read from their source, as the build's Python would import them)."""
 
+import ast
 import json
+import re
+import sys
 from pathlib import Path
+
+import pytest
 
 from app.enums import BuiltinDataset
 from app.schemas.cell import CELL_SCHEMA_VERSION
 from runners import cellkit
 
+RUNNERS = Path(__file__).resolve().parents[2] / "runners"
+# Beside the standard library, what a build's Python is sure to hold: vLLM, and the torch it runs on.
+BUILD_PACKAGES = {"vllm", "torch"}
 DRAFTS, DRAFT_TOKENS, ACCEPTED = cellkit.SPEC_DECODE_COUNTERS.values()
 
 
-def test_the_shared_dataset_names_and_schema_version_are_the_services() -> None:
+def _imports(tree: ast.Module) -> list[tuple[str, str | None]]:
+    """``(module, name)`` for every import in ``tree``: ``from runners import cell`` is ("runners", "cell"),
+    ``import http.client`` ("http.client", None); ``importlib.import_module("x")`` and ``__import__("x")``
+    with a constant name count too. A relative import's module starts with its dots."""
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found += [("." * node.level + (node.module or ""), alias.name) for alias in node.names]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            called = node.func
+            name = called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", None)
+            if name in ("import_module", "__import__"):
+                found.append((node.args[0].value, None))
+    return found
+
+
+def _sibling(folder: Path, module: str, name: str | None) -> str | None:
+    """The module of ``folder`` (the runners package) an import names, or None where it names none."""
+    parts = module.lstrip(".").split(".") if module.lstrip(".") else []
+    inside = module.startswith(".") or parts[:1] == [folder.name]
+    if not inside and (folder / f"{parts[0]}.py").is_file():
+        return parts[0]  # ``import serving``, as the script run by path imports its folder's modules
+    if not inside:
+        return None
+    rest = parts[1:] if parts[:1] == [folder.name] else parts
+    target = rest[0] if rest else name
+    return target if target and (folder / f"{target}.py").is_file() else "__init__"
+
+
+def cell_script_imports(folder: Path, entry: str = "cell") -> tuple[set[str], list[str]]:
+    """The modules of ``folder`` that ``entry`` imports, itself and through each other, and every import
+    among them of something neither in the standard library nor in ``BUILD_PACKAGES`` (``file: module``)."""
+    seen, queue, foreign = set(), [entry], []
+    while queue:
+        current = queue.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for module, name in _imports(ast.parse((folder / f"{current}.py").read_text())):
+            sibling = _sibling(folder, module, name)
+            if sibling is not None:
+                queue.append(sibling)
+            elif module.split(".")[0] not in set(sys.stdlib_module_names) | BUILD_PACKAGES:
+                foreign.append(f"{current}.py: {module}")
+    return seen, sorted(foreign)
+
+
+def test_the_cell_script_and_every_module_of_ours_it_imports_use_only_the_standard_library_and_vllm() -> None:
+    modules, foreign = cell_script_imports(RUNNERS)
+    assert modules >= {"cell", "serving", "cellkit"}
+    assert foreign == []
+
+
+@pytest.mark.parametrize(
+    ("source", "offence"),
+    [
+        ("import app.schemas.cell", "app.schemas.cell"),
+        ("from app.enums import BuiltinDataset", "app.enums"),
+        ("import numpy as np", "numpy"),
+        ("import importlib\nimportlib.import_module('httpx')", "httpx"),
+        ("__import__('pydantic')", "pydantic"),
+        ("def f():\n    from sqlalchemy import select", "sqlalchemy"),
+        # A module of ours the script imports is read in turn, however it is named.
+        ("from runners import helper", "helper.py: fastapi"),
+        ("import helper", "helper.py: fastapi"),
+        ("from . import helper", "helper.py: fastapi"),
+        ("import runners.helper", "helper.py: fastapi"),
+    ],
+)
+def test_every_way_of_importing_something_outside_the_build_is_found(tmp_path: Path, source: str, offence: str) -> None:
+    folder = tmp_path / "runners"
+    folder.mkdir()
+    (folder / "cell.py").write_text(f"import json\nimport vllm\n{source}\n")
+    (folder / "helper.py").write_text("import os\nimport torch\nfrom fastapi import FastAPI\n")
+    _, foreign = cell_script_imports(folder)
+    assert foreign == [offence if offence.startswith("helper.py") else f"cell.py: {offence}"]
+
+
+def test_no_module_of_the_cell_script_names_a_schema_version_but_the_contracts() -> None:
+    """cell.py's docstring said schema version 3 while the contract and the result were at 4."""
+    modules, _ = cell_script_imports(RUNNERS)
+    named = {
+        f"{module}.py": [int(n) for n in re.findall(r"schema[ _]version\W{0,4}(\d+)", (RUNNERS / f"{module}.py").read_text(),
+                                                        flags=re.IGNORECASE)]
+        for module in modules
+    }
     assert cellkit.SCHEMA_VERSION == CELL_SCHEMA_VERSION
+    assert {name: numbers for name, numbers in named.items() if set(numbers) - {CELL_SCHEMA_VERSION}} == {}
+    assert named["cellkit.py"] == [CELL_SCHEMA_VERSION]  # the constant itself is found by the same pattern
+
+
+def test_the_shared_dataset_names_are_the_services() -> None:
     assert {cellkit.BUILTIN_PROMPTS, cellkit.RANDOM_DATASET} == {d.value for d in BuiltinDataset}
 
 
