@@ -35,7 +35,8 @@ from pathlib import Path
 from app.schemas.sweep import SweepSpec
 from app.sweeps import matrix, parsing
 from runners import serving
-from runners.cell import counters_delta, engine_arg_names, engine_kwargs
+from runners.cell import engine_arg_names, engine_kwargs
+from runners.cellkit import counters_delta
 
 ROOT = Path(__file__).resolve().parent.parent
 

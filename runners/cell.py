@@ -4,10 +4,11 @@ Usage:
 
     python runners/cell.py SPEC.json RESULT.json
 
-SPEC.json is a ``CellSpec`` and RESULT.json a ``CellResult`` (``app/schemas/cell.py``, schema version 3).
-This file (and ``serving.py`` beside it, for mode "serve") imports only the standard library and vLLM
-(torch only for version and GPU facts), because it runs inside whatever build is being measured; the
-worker validates the JSON it writes.
+SPEC.json is a ``CellSpec`` and RESULT.json a ``CellResult``: the contract is ``app/schemas/cell.py``,
+and the version this script writes is ``cellkit.SCHEMA_VERSION``. This file runs offline mode itself,
+hands mode "serve" to ``serving.py`` and takes what both modes share from ``cellkit.py``, both beside
+it. The three import only the standard library and vLLM (torch only for version and GPU facts),
+because they run inside whatever build is being measured; the worker validates the JSON written.
 
 What is measured and how (offline mode; serving.py says how the serving mode differs):
 - import_s is the time from this script's start until vLLM's engine API is imported. Where the build
@@ -31,7 +32,7 @@ What is measured and how (offline mode; serving.py says how the serving mode dif
   requests: the k-th measured request of the cell gets workload seed + k, so every pass draws anew
   (had each pass repeated its seeds, a pass at temperature > 0 would replay the first one's draws,
   and an interval over the counts of all passes would claim as many independent trials as were
-  replayed); the warm-up's seeds start at ``WARMUP_SEEDS``. ``request_seeds: false`` sends them
+  replayed); the warm-up's seeds start at ``cellkit.WARMUP_SEEDS``. ``request_seeds: false`` sends them
   unseeded instead, as ``vllm bench`` does (to compare with it: vLLM samples seeded requests one by one).
 - Prompts come from the workload's dataset: ``draftbench`` (``runners/prompts/draftbench.jsonl``,
   shipped beside this file), ``random`` (token ids as ``vllm bench --dataset-name random`` makes
@@ -44,100 +45,29 @@ On any exception the traceback is printed, leftover engine processes are killed 
 
 import dataclasses
 import hashlib
-import importlib
-import importlib.metadata
 import itertools
 import json
 import os
-import platform
 import signal
 import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterator
 from typing import Any
 
-# Serving mode lives beside this file (standard library and vLLM only, like this one): run as a script,
-# this folder is on sys.path; imported (tests), it is a module of the runners package.
+# cellkit (what both modes share) and serving live beside this file: run as a script, this folder is on
+# sys.path; imported (tests, benchmarks), they are modules of the runners package.
 if __package__:
-    from runners import serving
+    from runners import cellkit, serving
 else:
+    import cellkit
     import serving
 
 # When this process started: a cell's wall time counts its imports and engine start.
 CELL_STARTED = time.perf_counter()
-# app.schemas.cell.CELL_SCHEMA_VERSION; this script cannot import it (tests/runners/test_cell.py ties them).
-SCHEMA_VERSION = 4
 # How long vLLM may take to stop its engine processes after the result is written.
 SHUTDOWN_GRACE_S = 20.0
-# The warm-up's request seeds start here (workload seed + this + index), far from the measured
-# requests' (workload seed + k for the k-th), so no measured request replays a warm-up draw.
-WARMUP_SEEDS = 1 << 31
-# app.enums.BuiltinDataset, by value (tied by tests/runners/test_cell.py).
-BUILTIN_PROMPTS = "draftbench"
-RANDOM_DATASET = "random"
-PROMPTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prompts", "draftbench.jsonl")
-
-SPEC_DECODE_COUNTERS = {
-    "num_drafts": "vllm:spec_decode_num_drafts",
-    "num_draft_tokens": "vllm:spec_decode_num_draft_tokens",
-    "num_accepted_tokens": "vllm:spec_decode_num_accepted_tokens",
-}
-PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
-
-
-# ---------------------------------------------------------------------------- workload
-
-
-def load_prompts(workload: dict[str, Any]) -> list[str]:
-    """First turns of the workload's prompt file, filtered by category, cycled up to ``num_prompts``.
-
-    Spec-Bench JSONL (``{"category", "turns": [...]}`` per line) or ShareGPT JSON (a list of
-    ``{"conversations": [{"from": "human", "value": ...}, ...]}``; the first human turn, no category).
-    """
-    path = PROMPTS_FILE if workload["dataset"] == BUILTIN_PROMPTS else workload["dataset"]
-    categories = set(workload.get("categories") or [])
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
-    if text.lstrip().startswith("["):
-        questions = [first_human_turn(record) for record in json.loads(text)]
-        questions = [q for q in questions if q is not None and not categories]
-    else:
-        records = [json.loads(line) for line in text.splitlines() if line.strip()]
-        questions = [r["turns"][0] for r in records if not categories or r.get("category") in categories]
-    if not questions:
-        raise ValueError(f"no prompts in {path} for categories {sorted(categories)}")
-    return list(itertools.islice(itertools.cycle(questions), workload["num_prompts"]))
-
-
-def first_human_turn(record: dict[str, Any]) -> str | None:
-    """The first message a user wrote in a ShareGPT conversation."""
-    for turn in record.get("conversations") or []:
-        if turn.get("from") in ("human", "user"):
-            return turn.get("value")
-    return None
-
-
-def random_prompts(workload: dict[str, Any], tokenizer) -> list[dict[str, Any]]:
-    """Token-id prompts as ``vllm bench --dataset-name random`` builds them, seeded by ``workload.seed``.
-
-    Prompt i has a length drawn uniformly from ``input_len * [1 - range_ratio, 1 + range_ratio]``
-    and holds consecutive token ids from a random offset (``(offset_i + i + j) mod V``), skipping
-    special tokens. The ids go to vLLM as they are, so every length is exact.
-    """
-    import random
-
-    rng = random.Random(workload.get("seed", 0))
-    special = set(getattr(tokenizer, "all_special_ids", []) or [])
-    vocabulary = [token for token in range(len(tokenizer)) if token not in special]
-    length, ratio = workload["input_len"], workload.get("range_ratio") or 0.0
-    low, high = max(1, int(length * (1 - ratio))), int(length * (1 + ratio))
-    prompts = []
-    for i in range(workload["num_prompts"]):
-        size, offset = rng.randint(low, max(low, high)), rng.randrange(len(vocabulary))
-        ids = [vocabulary[(offset + i + j) % len(vocabulary)] for j in range(size)]
-        prompts.append({"prompt_token_ids": ids})
-    return prompts
 
 
 # ---------------------------------------------------------------------------- engine
@@ -210,40 +140,18 @@ def run_prompts(llm, prompts: list, params: list, chat: bool) -> list:
 # ---------------------------------------------------------------------------- metrics
 
 
-def add_elementwise(left: list[int], right: list[int], sign: int = 1) -> list[int]:
-    """``left + sign * right`` position by position; the shorter list counts as zero-padded."""
-    size = max(len(left), len(right))
-    left = left + [0] * (size - len(left))
-    right = right + [0] * (size - len(right))
-    return [a + sign * b for a, b in zip(left, right)]
-
-
 def read_spec_decode_counters(llm) -> dict[str, Any]:
     """Current cumulative spec-decode counters, summed over engines (labels) if there are several."""
-    keys = {name: key for key, name in SPEC_DECODE_COUNTERS.items()}
-    totals: dict[str, Any] = {key: 0 for key in SPEC_DECODE_COUNTERS}
-    totals["accepted_per_position"] = []
-    for metric in llm.get_metrics():
-        if metric.name in keys:
-            totals[keys[metric.name]] += int(metric.value)
-        elif metric.name == PER_POSITION:
-            values = [int(value) for value in metric.values]
-            totals["accepted_per_position"] = add_elementwise(totals["accepted_per_position"], values)
-    return totals
+    return cellkit.counters_of(spec_decode_samples(llm.get_metrics()))
 
 
-def counters_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """What the measured run added to the cumulative counters."""
-    delta = {key: after[key] - before[key] for key in SPEC_DECODE_COUNTERS}
-    delta["accepted_per_position"] = add_elementwise(
-        after["accepted_per_position"], before["accepted_per_position"], sign=-1
-    )
-    return delta
-
-
-def fingerprint(token_ids) -> str:
-    """A short, stable identity of one token sequence."""
-    return hashlib.sha256(json.dumps(list(token_ids)).encode()).hexdigest()[:16]
+def spec_decode_samples(metrics: list) -> Iterator[tuple[str, int | None, int]]:
+    """``(name, position, value)`` of vLLM's spec-decode metrics from ``LLM.get_metrics()``."""
+    for metric in metrics:
+        if metric.name == cellkit.PER_POSITION:
+            yield from ((metric.name, position, int(value)) for position, value in enumerate(metric.values))
+        elif metric.name in cellkit.SPEC_DECODE_COUNTERS.values():
+            yield metric.name, None, int(metric.value)
 
 
 def request_outcome(output) -> dict[str, Any]:
@@ -251,7 +159,7 @@ def request_outcome(output) -> dict[str, Any]:
     completion = output.outputs[0]
     outcome: dict[str, Any] = {
         "num_output_tokens": len(completion.token_ids),
-        "fingerprint": fingerprint(completion.token_ids),
+        "fingerprint": cellkit.fingerprint(completion.token_ids),
     }
     metrics = getattr(completion, "spec_decode_metrics", None)
     if metrics is not None:
@@ -270,63 +178,6 @@ def output_fingerprint(outputs: list) -> str:
     return digest.hexdigest()
 
 
-# ---------------------------------------------------------------------------- versions
-
-
-def package_version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def vllm_commit() -> str | None:
-    """The commit vLLM was built from, where the build records it (``vllm._version``)."""
-    try:
-        version_module = importlib.import_module("vllm._version")
-    except ImportError:
-        return None
-    return getattr(version_module, "__commit_id__", None) or getattr(version_module, "commit_id", None)
-
-
-def gpu_versions() -> dict[str, Any]:
-    """torch and CUDA versions, and the GPU's name, capability and driver when CUDA is available."""
-    try:
-        torch = importlib.import_module("torch")
-    except ImportError:
-        return {}
-    facts: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda}
-    if torch.cuda.is_available():
-        major, minor = torch.cuda.get_device_capability(0)
-        facts["gpu_name"] = torch.cuda.get_device_name(0)
-        facts["compute_capability"] = f"{major}.{minor}"
-        facts["driver"] = nvidia_driver()
-    return facts
-
-
-def nvidia_driver() -> str | None:
-    """The NVIDIA driver version from the kernel module, without needing nvidia-smi."""
-    try:
-        with open("/proc/driver/nvidia/version", encoding="utf-8") as handle:
-            first = handle.readline()
-    except OSError:
-        return None
-    words = first.split()
-    return next((w for w in words if w[0].isdigit() and "." in w), None)
-
-
-def versions() -> dict[str, Any]:
-    import vllm
-
-    return {
-        "vllm": vllm.__version__,
-        "vllm_commit": vllm_commit(),
-        "flashinfer": package_version("flashinfer-python") or package_version("flashinfer"),
-        "python": platform.python_version(),
-        **gpu_versions(),
-    }
-
-
 # ---------------------------------------------------------------------------- the cell
 
 
@@ -334,13 +185,13 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """Start the engine, warm up, measure the rounds; return the result dict and what must be shut down."""
     kwargs = engine_kwargs(spec, engine_arg_names())
     if spec.get("mode") == "serve":
-        return serving.run(spec, kwargs, started=CELL_STARTED, cell=sys.modules[__name__])
+        return serving.run(spec, kwargs, started=CELL_STARTED)
     from vllm import LLM
 
     import_s = time.perf_counter() - CELL_STARTED
     workload = spec["workload"]
-    random_tokens = workload["dataset"] == RANDOM_DATASET
-    prompts = [] if random_tokens else load_prompts(workload)
+    random_tokens = workload["dataset"] == cellkit.RANDOM_DATASET
+    prompts = [] if random_tokens else cellkit.load_prompts(workload)
     speculative = spec.get("speculative") is not None
 
     started = time.perf_counter()
@@ -348,43 +199,39 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     engine_start_s = time.perf_counter() - started
     chat = has_chat_template(llm)
     if random_tokens:
-        prompts = random_prompts(workload, llm.get_tokenizer())
+        prompts = cellkit.random_prompts(workload, llm.get_tokenizer())
 
     warmup = list(itertools.islice(itertools.cycle(prompts), workload.get("warmup_prompts", 0)))
     started = time.perf_counter()
     if warmup:
-        run_prompts(llm, warmup, sampling_params(workload, len(warmup), offset=WARMUP_SEEDS), chat)
+        run_prompts(llm, warmup, sampling_params(workload, len(warmup), offset=cellkit.WARMUP_SEEDS), chat)
     warmup_s = time.perf_counter() - started
 
     def run_pass(index: int) -> list:
         return run_prompts(llm, prompts, sampling_params(workload, len(prompts), offset=index * len(prompts)), chat)
 
-    read = read_spec_decode_counters if speculative else None
     rounds, outputs = measure_rounds(
-        run_pass, read=read and (lambda: read(llm)),
+        run_pass, read=(lambda: read_spec_decode_counters(llm)) if speculative else None,
         count=workload.get("rounds", 1), min_window_s=workload.get("min_window_s", 0.0),
     )
-    measured_s = sum(r["seconds"] for r in rounds)
-    spec_decode = sum_counters([r["spec_decode"] for r in rounds]) if speculative else None
-    output_tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
-    speeds = sorted(r["output_tokens"] / r["seconds"] for r in rounds if r["seconds"] > 0)
+    total = cellkit.totals(rounds, speculative=speculative)
     result = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": cellkit.SCHEMA_VERSION,
         "import_s": import_s,
         "engine_start_s": engine_start_s,
         "warmup_s": warmup_s,
-        "generation_s": measured_s,
+        "generation_s": total.seconds,
         # The first pass of the workload: its requests, tokens and outputs.
         "num_requests": len(outputs),
         "prompt_tokens": sum(len(o.prompt_token_ids or []) for o in outputs),
-        "output_tokens": output_tokens,
-        "tokens_per_s": speeds[len(speeds) // 2] if speeds else 0.0,
-        "requests_per_s": sum(r["num_requests"] for r in rounds) / measured_s if measured_s > 0 else 0.0,
-        "spec_decode": spec_decode,
+        "output_tokens": sum(len(o.outputs[0].token_ids) for o in outputs),
+        "tokens_per_s": total.tokens_per_s,
+        "requests_per_s": total.requests_per_s,
+        "spec_decode": total.spec_decode,
         "rounds": rounds,
         "requests": [request_outcome(o) for o in outputs],
         "output_fingerprint": output_fingerprint(outputs),
-        "versions": versions(),
+        "versions": cellkit.versions(),
         "model_runner": model_runner(llm),
         "wall_s": time.perf_counter() - CELL_STARTED,
     }
@@ -400,9 +247,10 @@ def measure_rounds(
     ``read()`` gives the cumulative spec-decode counters (None without speculation): each round's are
     the difference across it.
     """
-    rounds, first, passes = [], None, itertools.count()
-    for _ in range(count):
-        before = read() if read else None
+    first, passes = None, itertools.count()
+
+    def one_round() -> tuple[float, int, int]:
+        nonlocal first
         started = time.perf_counter()
         tokens = requests = 0
         while True:
@@ -412,23 +260,10 @@ def measure_rounds(
             requests += len(outputs)
             elapsed = time.perf_counter() - started
             if elapsed >= min_window_s:
-                break
-        rounds.append({
-            "seconds": elapsed,
-            "output_tokens": tokens,
-            "num_requests": requests,
-            "spec_decode": counters_delta(before, read()) if read else None,
-        })
+                return elapsed, tokens, requests
+
+    rounds = cellkit.timed_rounds(one_round, read=read, count=count)
     return rounds, first
-
-
-def sum_counters(counters: list[dict[str, Any]]) -> dict[str, Any]:
-    """Spec-decode counters of several rounds added up."""
-    total: dict[str, Any] = {key: sum(c[key] for c in counters) for key in SPEC_DECODE_COUNTERS}
-    total["accepted_per_position"] = []
-    for c in counters:
-        total["accepted_per_position"] = add_elementwise(total["accepted_per_position"], c["accepted_per_position"])
-    return total
 
 
 def model_runner(llm) -> str | None:

