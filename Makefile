@@ -57,28 +57,29 @@ bench: install vllm-env postgres
 	$(VPY) -m benchmarks.queue_claims --pg $(PG_URL)
 	DRAFTBENCH_VLLM_PYTHON=$(VLLM_PY) $(VPY) -m benchmarks.worker_overhead
 
-# tests/data/h200-2026-11-30/DB/SWEEP: each sweep `draftbench export` writes from the H200 databases of
-# tests/data/h200-proof-2026-11-30 (copied first: export migrates the database it reads). One line per sweep.
-H200_DATA   := tests/data/h200-2026-11-30
-H200_SWEEPS := proof:h200-matrix
-H200_SWEEPS += batch2:h200-matrix-rest
-H200_SWEEPS += batch2:h200-qwen3-8b-shape
-H200_SWEEPS += batch2:h200-serving
-H200_SWEEPS += batch2:h200-fallback-repeats
-H200_SWEEPS += capture-bug:h200-capture-bug
-H200_SWEEPS += batch3:h200-serving-8b-shape
-H200_SWEEPS += batch3:h200-fallback-repeats
-H200_SWEEPS += batch3:h200-qwen3-8b-shape
-H200_SWEEPS += batch4:h200-calibration-t1
-H200_SWEEPS += batch4:h200-peer-throughput
-H200_SWEEPS += alone:h200-peer-alone
+# tests/data/h200-DATE/DB/SWEEP: each sweep `draftbench export` writes from the H200 databases of
+# tests/data/h200-proof-DATE (copied first: export migrates the database it reads). One line per sweep.
+H200_SWEEPS := 2026-11-30/proof:h200-matrix
+H200_SWEEPS += 2026-11-30/batch2:h200-matrix-rest
+H200_SWEEPS += 2026-11-30/batch2:h200-qwen3-8b-shape
+H200_SWEEPS += 2026-11-30/batch2:h200-serving
+H200_SWEEPS += 2026-11-30/batch2:h200-fallback-repeats
+H200_SWEEPS += 2026-11-30/capture-bug:h200-capture-bug
+H200_SWEEPS += 2026-11-30/batch3:h200-serving-8b-shape
+H200_SWEEPS += 2026-11-30/batch3:h200-fallback-repeats
+H200_SWEEPS += 2026-11-30/batch3:h200-qwen3-8b-shape
+H200_SWEEPS += 2026-11-30/batch4:h200-calibration-t1
+H200_SWEEPS += 2026-11-30/batch4:h200-peer-throughput
+H200_SWEEPS += 2026-11-30/alone:h200-peer-alone
+H200_SWEEPS += 2026-12-01/noise:h200-noise-8b
+H200_SWEEPS += 2026-12-01/noise:h200-noise-8b-third
 
 h200-data:
 	set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
-	for pair in $(H200_SWEEPS); do db=$${pair%%:*}; sweep=$${pair#*:}; \
-	  [ -f $$tmp/$$db.sqlite ] || cp tests/data/h200-proof-2026-11-30/$$db.sqlite $$tmp/; \
-	  rm -rf $(H200_DATA)/$$db/$$sweep; \
-	  DRAFTBENCH_DATABASE_URL=sqlite:///$$tmp/$$db.sqlite $(VPY) -m app.cli export $$sweep $(H200_DATA)/$$db/$$sweep; \
+	for entry in $(H200_SWEEPS); do date=$${entry%%/*}; pair=$${entry#*/}; db=$${pair%%:*}; sweep=$${pair#*:}; \
+	  [ -f $$tmp/$$date-$$db.sqlite ] || cp tests/data/h200-proof-$$date/$$db.sqlite $$tmp/$$date-$$db.sqlite; \
+	  rm -rf tests/data/h200-$$date/$$db/$$sweep; \
+	  DRAFTBENCH_DATABASE_URL=sqlite:///$$tmp/$$date-$$db.sqlite $(VPY) -m app.cli export $$sweep tests/data/h200-$$date/$$db/$$sweep; \
 	done
 
 clean: demo-stop

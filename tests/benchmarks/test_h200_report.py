@@ -12,7 +12,7 @@ DATA = "tests/data/h200-proof-2026-11-30"
 COMMAND = [
     f"{DATA}/proof.sqlite", "--capture", f"{DATA}/capture-bug.sqlite", "--before", "tests/data/h200-matrix",
     "--more", f"{DATA}/batch2.sqlite", "--more", f"{DATA}/batch3.sqlite", "--more", f"{DATA}/batch4.sqlite",
-    "--more", f"{DATA}/alone.sqlite",
+    "--more", f"{DATA}/alone.sqlite", "--more", "tests/data/h200-proof-2026-12-01/noise.sqlite",
     "--peer", f"batch2={DATA}/peer", "--peer", f"batch4={DATA}/peer-batch4", "--peer", f"alone={DATA}/peer-alone",
 ]
 

@@ -23,7 +23,12 @@ def copy_of(name: str, folder: Path) -> str:
 
 def imported(url: str, *sweeps: str) -> None:
     """``draftbench import`` of each folder of ``SWEEPS`` named (default: all) into ``url``, as a user does."""
-    env = {**os.environ, "DRAFTBENCH_DATABASE_URL": url}
     for sweep in sweeps or sorted(str(p.relative_to(SWEEPS)) for p in SWEEPS.glob("*/*") if p.is_dir()):
-        subprocess.run([sys.executable, "-m", "app.cli", "import", str(SWEEPS / sweep)], check=True, env=env,
-                       capture_output=True, cwd=Path(__file__).resolve().parents[2])
+        imported_folder(url, SWEEPS / sweep)
+
+
+def imported_folder(url: str, folder: Path) -> None:
+    """``draftbench import FOLDER`` into ``url``, as a user runs it."""
+    env = {**os.environ, "DRAFTBENCH_DATABASE_URL": url}
+    subprocess.run([sys.executable, "-m", "app.cli", "import", str(folder)], check=True, env=env,
+                   capture_output=True, cwd=Path(__file__).resolve().parents[2])
