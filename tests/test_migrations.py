@@ -1,11 +1,13 @@
 """Migrations on both databases: up from empty, down to base, and in step with the models."""
 
 import multiprocessing
+from pathlib import Path
 
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect
 
 from app import db
@@ -60,3 +62,11 @@ def _upgrade_or_error(url: str) -> str | None:
     except db.SchemaError as exc:
         return str(exc)
     return None
+
+
+def test_migration_files_sort_in_the_order_they_apply() -> None:
+    scripts = ScriptDirectory.from_config(db.alembic_config("sqlite://"))
+    applied = list(reversed(list(scripts.walk_revisions("base", "heads"))))
+    names = [Path(rev.path).name for rev in applied]
+    assert names == sorted(names)
+    assert all(name.startswith(f"{rev.revision}_") for name, rev in zip(names, applied, strict=True))
