@@ -22,7 +22,7 @@ class SchemaError(RuntimeError):
 
 
 # Connections a process keeps, and so the requests it admits and the threads that run them at once
-# (app.main). Requests beyond it wait in arrival order (app.admission), not on the pool: the pool's
+# (app.api.main). Requests beyond it wait in arrival order (app.api.admission), not on the pool: the pool's
 # waiters are not served in order (some waited 20-30 s under saturation while later ones went
 # ahead). Few threads also share the GIL fairly: with 20, CPU-heavy pages starved for 20 s.
 POOL_SIZE = 8

@@ -1,4 +1,4 @@
-"""Domain errors the API turns into HTTP answers (see app.main)."""
+"""Domain errors the API turns into HTTP answers (see app.api.main)."""
 
 from collections.abc import Sequence
 

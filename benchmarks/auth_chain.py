@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from app.auth import service as tokens
 from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
 from tests import scratchdb
 
 BOOTSTRAP = "bench-token"

@@ -30,7 +30,7 @@ from sqlalchemy import insert
 from app import db
 from app.config import Settings
 from app.crashes.excerpt import excerpt
-from app.main import create_app
+from app.api.main import create_app
 from app.models import Crash, CrashSignature, Job, JobLog, Result, Sweep, Worker
 from tests import scratchdb
 

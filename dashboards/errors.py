@@ -15,7 +15,7 @@ from dashboards import render
 
 
 def install(app: FastAPI) -> None:
-    """Wrap each of the app's error answers (install after ``app.handlers``): on a page, a 4xx becomes HTML."""
+    """Wrap each of the app's error answers (install after ``app.api.handlers``): on a page, a 4xx becomes HTML."""
     for kind, answer in list(app.exception_handlers.items()):
         app.add_exception_handler(kind, _as_page(answer))
 

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app import db
 from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
 from tests import scratchdb
 
 pytest_plugins = ["tests.vllm_fixtures", "tests.browser"]
@@ -96,7 +96,7 @@ def dataset() -> Path:
     assert DATASET.is_file(), f"the shipped prompts are missing at {DATASET}"
     return DATASET
 
-# Hypothesis's seed for the schemathesis run (tests/test_schemathesis.py): a new one each run unless
+# Hypothesis's seed for the schemathesis run (tests/api/test_schemathesis.py): a new one each run unless
 # given, printed in pytest's header so a failure can be replayed.
 SCHEMATHESIS_SEED = int(os.environ.get("DRAFTBENCH_SCHEMATHESIS_SEED") or random.SystemRandom().randrange(2**32))
 

@@ -10,7 +10,7 @@ import httpx
 import uvicorn
 
 from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
 
 
 def free_port() -> int:

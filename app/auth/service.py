@@ -19,7 +19,7 @@ PREFIX = "dbk_"
 TOUCH_EVERY = timedelta(seconds=60)
 # The most tokens a chain may hold, the token itself and its issuers up to a root (one with no issuer:
 # made by the bootstrap token or `draftbench token create`). Authentication reads a chain in one
-# query that stops here; a token at this depth issues nothing (app.deps).
+# query that stops here; a token at this depth issues nothing (app.api.deps).
 MAX_CHAIN = 8
 
 

@@ -42,7 +42,7 @@ def serve(
     import uvicorn
 
     from app.db import SchemaError, upgrade
-    from app.main import create_app
+    from app.api.main import create_app
 
     settings = settings_for(database_url)
     if not settings.token:
@@ -68,7 +68,7 @@ def serve(
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = counters = tempfile.mkdtemp(prefix="draftbench-metrics-")
     try:
         uvicorn.run(
-            "app.main:create_app", factory=True, workers=processes, host=host, port=port, log_level="info",
+            "app.api.main:create_app", factory=True, workers=processes, host=host, port=port, log_level="info",
             proxy_headers=False,
         )
     finally:

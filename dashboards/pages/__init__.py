@@ -1,1 +1,9 @@
-"""One module per page, each with its template; ``dashboards.views`` gathers their routers."""
+"""The HTML pages, one module each with its template; their routers gathered into one."""
+
+from fastapi import APIRouter
+
+from dashboards.pages import alarms, compare, crashes, fallback, history, index, matrix, sweep
+
+router = APIRouter(include_in_schema=False)
+for page in (index, sweep, fallback, matrix, alarms, compare, history, crashes):
+    router.include_router(page.router)

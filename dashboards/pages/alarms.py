@@ -7,7 +7,7 @@ from pydantic import Field
 from fastapi.responses import Response
 
 from app.analysis.alarms import MIN_EFFECT
-from app.deps import SessionDep
+from app.sessions import SessionDep
 from app.results import alarms
 from dashboards import data, render
 from dashboards.filters import Blank, FiltersDep, Format

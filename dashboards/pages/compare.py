@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from app.deps import SessionDep
+from app.sessions import SessionDep
 from app.results import compare_runs
 from app.results.cells import CellScope
 from dashboards import data, render

@@ -4,7 +4,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse
 
 from app.crashes import service as crashes
-from app.deps import SessionDep
+from app.sessions import SessionDep
 from app.models import CrashSignature
 from dashboards import data, render
 from dashboards.filters import FiltersDep

@@ -6,7 +6,7 @@ from fastapi.responses import Response
 
 from app.analysis.changepoints import Point, steps
 from app.analysis.verdicts import DEFAULT_THRESHOLD as MIN_SPEED_CHANGE
-from app.deps import SessionDep
+from app.sessions import SessionDep
 from app.results.cells import CellScope, latest_cell
 from dashboards import data, render
 from dashboards.figures.history import history

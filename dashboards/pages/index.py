@@ -5,7 +5,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.alerts import service as alert_service
-from app.deps import SessionDep, SettingsDep
+from app.sessions import SessionDep, SettingsDep
 from app.models import utcnow
 from app.results import alarms
 from app.results.cells import CellScope

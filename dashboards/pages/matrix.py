@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from app.deps import SessionDep
+from app.sessions import SessionDep
 from app.results import alarms
 from dashboards import data, render
 from dashboards.figures.heatmap import METRICS, heatmap

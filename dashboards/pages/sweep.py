@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from app.deps import SessionDep, SettingsDep
+from app.sessions import SessionDep, SettingsDep
 from app.results.cells import CellScope
 from app.sweeps import service as sweeps
 from dashboards import data, render

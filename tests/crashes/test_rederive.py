@@ -9,7 +9,7 @@ from sqlalchemy import select
 from app.config import Settings
 from app.crashes.rederive import rederive
 from app.enums import CrashKind
-from app.main import create_app
+from app.api.main import create_app
 from app.models import Crash, CrashSignature, Result
 from tests.cli.test_errors import run
 from tests.conftest import AUTH, TOKEN

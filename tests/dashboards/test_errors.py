@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.enums import AttentionBackend, GraphMode, allowed
-from app.main import create_app
+from app.api.main import create_app
 from dashboards.figures.heatmap import METRICS
 from tests.conftest import TOKEN
 from tests.dashboards.test_pages import tables

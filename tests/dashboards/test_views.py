@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
 from tests.conftest import AUTH, TOKEN
 from tests.dashboards.h200 import MATRIX, copy_of, imported
 from tests.dashboards.test_pages import tables

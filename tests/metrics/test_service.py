@@ -3,7 +3,7 @@
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.main import create_app
+from app.api.main import create_app
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
 
 

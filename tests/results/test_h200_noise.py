@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
 from tests.dashboards.h200 import DATA, imported_folder
 
 NOISE = DATA / "h200-2026-12-01" / "noise"

@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
 from app.models import Job, Sweep
 from tests.conftest import AUTH, DATASET, TOKEN, _pg_database
 from tests.factories import register_worker, sweep_body

@@ -7,28 +7,31 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import Depends, FastAPI
 
-from app import db, docs, handlers, periodic, security_headers
-from app.admission import AdmissionMiddleware
+from app import db, periodic
+from app.api import docs
+from app.api import handlers
+from app.api import security_headers
+from app.api.admission import AdmissionMiddleware
 from app.alerts import service as alerts
-from app.alerts.router import router as alerts_router
+from app.api.alerts import router as alerts_router
 from app.auth.ratelimit import RateLimiter
-from app.auth.router import router as tokens_router
+from app.api.tokens import router as tokens_router
 from app.config import Settings, get_settings
-from app.crashes.router import router as crashes_router
-from app.deps import known_query
+from app.api.crashes import router as crashes_router
+from app.api.deps import known_query
 from app.jobs import stalled
-from app.jobs.router import router as jobs_router
-from app.limits import BodyLimitMiddleware
-from app.metrics.router import router as metrics_router
+from app.api.jobs import router as jobs_router
+from app.api.limits import BodyLimitMiddleware
+from app.api.metrics import router as metrics_router
 from app.metrics.service import Metrics
-from app.results.alarms_router import router as alarms_router
-from app.results.compare_router import router as compare_router
-from app.results.router import router as results_router
-from app.sweeps.router import router as sweeps_router
-from app.workers.router import router as workers_router
+from app.api.alarms import router as alarms_router
+from app.api.compare import router as compare_router
+from app.api.results import router as results_router
+from app.api.sweeps import router as sweeps_router
+from app.api.workers import router as workers_router
 from dashboards import errors as dashboards_errors
 from dashboards.cache import FinishedSweeps
-from dashboards.views import router as dashboards_router
+from dashboards.pages import router as dashboards_router
 
 API_ROUTERS = (sweeps_router, jobs_router, results_router, alarms_router, compare_router, alerts_router, crashes_router,
                workers_router, metrics_router, tokens_router)
@@ -46,7 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="draftbench",
         version="0.1.0",
         description="Speculative decoding in vLLM across attention backends, CUDA-graph modes, GPUs and builds.",
-        # Served from the installed package's files by app.docs: the defaults load scripts from a CDN.
+        # Served from the installed package's files by app.api.docs: the defaults load scripts from a CDN.
         docs_url=None,
         redoc_url=None,
         dependencies=[Depends(known_query)],
@@ -72,7 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Sync routes and dependencies run on AnyIO's threads (40 by default); no more of them than
-    # pooled connections, so none waits on the pool (see db.POOL_SIZE and app.admission).
+    # pooled connections, so none waits on the pool (see db.POOL_SIZE and app.api.admission).
     anyio.to_thread.current_default_thread_limiter().total_tokens = db.POOL_SIZE
     # What start-up built (pandas, matplotlib, SQLAlchemy...) lives as long as the server. Frozen, it
     # drops out of the collector's full passes, which otherwise stalled every request in flight for

@@ -1,43 +1,22 @@
-"""FastAPI dependencies: the request's database session, settings, and who may write (tokens, scopes, workers)."""
+"""FastAPI dependencies of the API: who may write (tokens, scopes, workers) and the job a route names."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy.orm import Session
 
 from app.auth import addresses
 from app.auth import service as tokens
 from app.auth.ratelimit import retry_after
 from app.auth.service import Principal
 from app.config import Settings
-from app.db import session_scope
+from app.sessions import SessionDep, SettingsDep
 from app.enums import TokenScope
 from app.errors import NotFoundError
 from app.jobs import queue
 from app.models import Job
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    """One transaction per request: committed when the handler returns, rolled back on an error.
-
-    Used with ``scope="function"`` (SessionDep): the commit happens before the response is sent.
-    FastAPI's default for a dependency with yield ("request") runs it after the response has gone
-    out, so a worker could read its claim and report on the job before the claim was committed
-    (409), and a client could get 201 for a write whose commit then failed.
-    """
-    with session_scope(request.app.state.sessionmaker) as session:
-        yield session
-
-
-# Every route and dependency must use this one: the scope is part of FastAPI's dependency cache key.
-_session = Depends(get_session, scope="function")
-
-
-def get_settings(request: Request) -> Settings:
-    return request.app.state.settings
 
 
 _bearer = HTTPBearer(
@@ -47,7 +26,7 @@ _bearer = HTTPBearer(
 
 def authenticate(
     request: Request,
-    session: Annotated[Session, _session],
+    session: SessionDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     """Who is calling: 401 for a missing, unknown or revoked token (or one issued under a revoked token).
@@ -106,8 +85,6 @@ def _limit(request: Request, key: str) -> None:
         )
 
 
-SessionDep = Annotated[Session, _session]
-SettingsDep = Annotated[Settings, Depends(get_settings)]
 # Route parameters (``by: Submitter``) where the handler needs the caller, ``dependencies=[...]`` otherwise.
 Submitter = Annotated[Principal, Depends(require_scope(TokenScope.SUBMIT))]
 WorkerScope = Annotated[Principal, Depends(require_scope(TokenScope.WORKER))]

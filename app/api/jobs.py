@@ -4,10 +4,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.deps import ExistingJob, SessionDep
+from app.api.deps import ExistingJob
+from app.sessions import SessionDep
 from app.enums import JobState
 from app.jobs import service
-from app.responses import answers
+from app.api.responses import answers
 from app.schemas.worker import JobOut
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])

@@ -6,8 +6,9 @@ from fastapi import APIRouter, Path, Query
 
 from app.alerts import service
 from app.alerts.schemas import AckIn, AlertOut
-from app.deps import SessionDep, Submitter
-from app.responses import answers
+from app.api.deps import Submitter
+from app.sessions import SessionDep
+from app.api.responses import answers
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
 

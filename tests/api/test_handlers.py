@@ -7,9 +7,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.exc import DataError
 
-from app import db, handlers
+from app import db
+from app.api import handlers
 from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
 from app.models import ApiToken, Sweep, Worker
 from tests.conftest import AUTH, TOKEN
 from tests.factories import register_worker, sweep_body

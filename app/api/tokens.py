@@ -3,8 +3,9 @@
 from fastapi import APIRouter, status
 
 from app.auth import service
-from app.deps import AdminAuth, AdminIssuer, SessionDep
-from app.responses import answers
+from app.api.deps import AdminAuth, AdminIssuer
+from app.sessions import SessionDep
+from app.api.responses import answers
 from app.schemas.token import TokenCreate, TokenCreated, TokenOut
 
 router = APIRouter(

@@ -7,8 +7,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import Settings
-from app.main import create_app
-from app.security_headers import PAGE_POLICY
+from app.api.main import create_app
+from app.api.security_headers import PAGE_POLICY
 from tests.conftest import AUTH, TOKEN
 from tests.dashboards.test_pages import new_sweep
 from tests.factories import sweep_body

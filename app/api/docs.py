@@ -19,7 +19,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.schemas.sweep import SweepSpec
-from app.security_headers import script_policy
+from app.api.security_headers import script_policy
 
 ASSETS = Path(fastapi_offline.__file__).parent / "static"
 STATIC = "/docs-static"
@@ -58,7 +58,7 @@ def _with_policy(page: HTMLResponse) -> HTMLResponse:
 
 def _openapi(app: FastAPI) -> dict:
     """FastAPI's schema plus SweepSpec, which the sweep route parses itself (JSON or YAML), and the 422
-    shapes: every route lists its 422 itself (app.responses), so FastAPI adds none of its own."""
+    shapes: every route lists its 422 itself (app.api.responses), so FastAPI adds none of its own."""
     if app.openapi_schema is None:
         schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
         spec_schema = SweepSpec.model_json_schema(ref_template="#/components/schemas/{model}")

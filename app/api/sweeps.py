@@ -6,9 +6,10 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, R
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
-from app.deps import SessionDep, SettingsDep, Submitter
+from app.api.deps import Submitter
+from app.sessions import SessionDep, SettingsDep
 from app.enums import TokenScope
-from app.responses import answers
+from app.api.responses import answers
 from app.schemas.sweep import SweepDetail, SweepSpec, SweepSummary
 from app.sweeps import parsing, service
 

@@ -7,10 +7,11 @@ from fastapi.responses import Response, StreamingResponse
 
 from app import spreadsheets
 from app.crashes import service as crashes
-from app.deps import ExistingJob, HeldJob, SessionDep
+from app.api.deps import ExistingJob, HeldJob
+from app.sessions import SessionDep
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
 from app.metrics.service import MetricsDep
-from app.responses import answers
+from app.api.responses import answers
 from app.results import service
 from app.schemas.result import ResultOut
 from app.schemas.worker import CompleteRequest, JobOut

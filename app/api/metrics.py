@@ -4,7 +4,7 @@ from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from app.metrics.service import MetricsDep
-from app.responses import answers
+from app.api.responses import answers
 
 router = APIRouter(tags=["metrics"])
 

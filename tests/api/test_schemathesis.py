@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, Phase, seed, settings
 from schemathesis.checks import not_a_server_error, response_schema_conformance, status_code_conformance
 
 from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
 from tests.conftest import AUTH, DATASET, SCHEMATHESIS_SEED, TOKEN
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body, upload_log
 

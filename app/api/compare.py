@@ -4,8 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.deps import SessionDep
-from app.responses import answers
+from app.sessions import SessionDep
+from app.api.responses import answers
 from app.results import alarms, compare_runs
 from app.results.cells import Cell, CellScope
 from app.schemas.compare import CaptureAlarm, CellChange, CellSide, Comparison, Interval

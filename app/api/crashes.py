@@ -7,9 +7,10 @@ from fastapi import APIRouter, Path, Query
 from app.auth.service import Principal
 from app.crashes import service
 from app.crashes.schemas import CrashCell, CrashGroupDetail, CrashGroupOut, MergeIn, SplitIn
-from app.deps import AdminAuth, SessionDep
+from app.api.deps import AdminAuth
+from app.sessions import SessionDep
 from app.enums import CrashKind
-from app.responses import answers
+from app.api.responses import answers
 
 router = APIRouter(prefix="/api/v1/crashes", tags=["crashes"])
 

@@ -6,9 +6,9 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
 from app.analysis.alarms import MIN_EFFECT
-from app.deps import SessionDep
+from app.sessions import SessionDep
 from app.enums import AlarmKind, AttentionBackend, GpuKind, SpecMethod
-from app.responses import answers
+from app.api.responses import answers
 from app.results import alarms, cells
 
 router = APIRouter(prefix="/api/v1", tags=["results"])

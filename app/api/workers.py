@@ -4,10 +4,11 @@ import time
 
 from fastapi import APIRouter, Response, status
 
-from app.deps import PathWorker, RegisteringHost, SessionDep, SettingsDep
+from app.api.deps import PathWorker, RegisteringHost
+from app.sessions import SessionDep, SettingsDep
 from app.jobs import queue
 from app.metrics.service import MetricsDep
-from app.responses import answers
+from app.api.responses import answers
 from app.schemas.worker import (
     BuildOut,
     ClaimedJob,

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 
 from app import db
-from app.admission import AdmissionMiddleware
+from app.api.admission import AdmissionMiddleware
 from app.config import Settings
 from tests.conftest import AUTH, TOKEN
 from tests.factories import register_worker, sweep_body

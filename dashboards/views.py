@@ -1,9 +1,0 @@
-"""The HTML pages, gathered: each lives in ``dashboards/pages/`` with its template."""
-
-from fastapi import APIRouter
-
-from dashboards.pages import alarms, compare, crashes, fallback, history, index, matrix, sweep
-
-router = APIRouter(include_in_schema=False)
-for page in (index, sweep, fallback, matrix, alarms, compare, history, crashes):
-    router.include_router(page.router)
