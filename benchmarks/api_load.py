@@ -1,9 +1,9 @@
 """API latency under load: 50 concurrent clients submit sweeps, read results and open dashboards.
 
 The service runs as it does in production, ``draftbench serve --processes N`` (2 by default, as
-docker-compose.yml runs it), over a fresh PostgreSQL database (``--pg``, the default) or a SQLite file (``--sqlite``). The script first seeds it through
-the API: a fake worker registers a build (with the bootstrap token) and acts from then on with the
-credential the registration returned, a few sweeps (speculative cells and baselines, several
+docker-compose.yml runs it), over a fresh PostgreSQL database (``--pg``, the default) or a SQLite file
+(``--sqlite``). The script first seeds it through the API: a fake worker registers a build (with the
+bootstrap token) and acts from then on with the credential the registration returned, a few sweeps (speculative cells and baselines, several
 repeats) are submitted and the fake worker claims and completes every job with a plausible result.
 Each load client then gets its own ``submit`` token (created through ``/api/v1/tokens``, as CI jobs
 would hold theirs), so the per-token rate limit applies as deployed.
@@ -25,8 +25,9 @@ over a weighted mix of requests:
 Each client waits ``--think-ms`` (uniformly 0..2x, mean as given) between its requests. The default,
 1 s, is 50 busy users and CI jobs at once (about 45 requests/s, some 4 million a day), the load the
 latency aim is for. 0 makes every client send back to back, which measures throughput: latency is
-then queueing, clients / throughput by Little's law, whatever the service does per request. Every loop is bounded by time and by ``--max-requests`` per client, and all
-traffic goes to 127.0.0.1. An error is a transport failure or any status other than the expected one.
+then queueing, clients / throughput by Little's law, whatever the service does per request. Every loop is
+bounded by time and by ``--max-requests`` per client, and all traffic goes to 127.0.0.1. An error is a
+transport failure or any status other than the expected one.
 
 The first ``--warmup-s`` seconds are the same loop, reported on a line of their own and left out of
 the table: they hold each service process's one-time work (its first connections, compiled SQL and

@@ -62,11 +62,11 @@ def bench(url: str, calls: int) -> None:
         for depth in DEPTHS:
             worker_id, secret = _credential(client, depth)
 
-            def authenticate() -> None:
+            def authenticate(secret: str = secret) -> None:
                 with app.state.sessionmaker() as session:
                     assert tokens.authenticate(session=session, secret=secret, bootstrap=BOOTSTRAP) is not None
 
-            def heartbeat() -> None:
+            def heartbeat(worker_id: int = worker_id, secret: str = secret) -> None:
                 client.post(f"/api/v1/workers/{worker_id}/heartbeat", json={"job_ids": []},
                             headers={"Authorization": f"Bearer {secret}"}).raise_for_status()
 

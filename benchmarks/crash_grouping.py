@@ -53,7 +53,8 @@ def main() -> None:
             for entry, _ in group:
                 print(f"    {entry.cause:45} {entry.file}")
     print(f"module: {signatures.__file__}")
-    print(f"{'part':9} {'logs':>4} {'causes':>6} {'groups':>6} {'purity':>6} {'precision':>9} {'recall':>6} {'most causes':>11} {'by exit code':>12}")
+    print(f"{'part':9} {'logs':>4} {'causes':>6} {'groups':>6} {'purity':>6} {'precision':>9} {'recall':>6} "
+          f"{'most causes':>11} {'by exit code':>12}")
     for name, indices in split.items():
         scores = score([entries[i].cause for i in indices], [infos[i].signature for i in indices])
         by_exit = sum(infos[i].kind.value == "exit" for i in indices)

@@ -126,7 +126,8 @@ def seed(url: str, *, builds: int, sweeps: int, repeats: int, big_logs: int = 0,
     if big_logs:
         _big_logs(engine, big_logs, log_mib, rng)
     with engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE crash_signatures SET count = (SELECT count(*) FROM crashes WHERE crashes.signature_id = crash_signatures.id)")
+        conn.exec_driver_sql("UPDATE crash_signatures SET count = "
+                             "(SELECT count(*) FROM crashes WHERE crashes.signature_id = crash_signatures.id)")
         # The planner's statistics, as a database that grew over months has them (PostgreSQL's autovacuum
         # analyses on its own schedule; a bulk insert just before timing would leave it guessing).
         conn.exec_driver_sql("ANALYZE")
@@ -148,7 +149,7 @@ def _big_logs(engine, groups: int, mib: int, rng: random.Random) -> None:  # noq
     blob, shown = zlib.compress(text.encode(), 6), excerpt(text, "RuntimeError")
     with engine.begin() as conn:
         newest = conn.exec_driver_sql("SELECT signature_id, max(job_id) FROM crashes GROUP BY signature_id "
-                                      "ORDER BY signature_id LIMIT %d" % groups).all()
+                                      f"ORDER BY signature_id LIMIT {int(groups)}").all()
         for _, job in newest:
             conn.execute(JobLog.__table__.update().where(JobLog.job_id == job).values(compressed=blob, size=len(text)))
             conn.execute(Crash.__table__.update().where(Crash.job_id == job).values(excerpt=shown))

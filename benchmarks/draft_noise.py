@@ -22,10 +22,11 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
 from app.analysis.acceptance import derive
 from app.schemas.cell import CellResult
 from tests.vllm_fixtures import DEFAULT_VLLM_PYTHON, NUM_SPECULATIVE_TOKENS, cell_spec, run_cell
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PROMPTS = ROOT / "runners" / "prompts" / "draftbench.jsonl"
 TINY_MODEL = ROOT / "runners" / "tiny_model.py"

@@ -7,8 +7,8 @@ It makes the config-only models (``runners/tiny_model.py``; examples/h200/README
 ``draftbench serve`` on SQLite and ``draftbench worker --gpus all`` (one worker per GPU) with the build
 ``vllm-0.26.0`` (this Python) and, with ``--patch``, a second build ``vllm-0.26.0-fi-full``: a copy of
 the installed vLLM (hard links, one file changed by the patch) that the worker runs through a small
-wrapper interpreter (``draftbench build create``'s patched build). It submits every sweep at once (their priorities order them), then, until all
-are finished or ``--budget-s`` is spent, copies the database and the cells' logs to ``--out`` after
+wrapper interpreter (``draftbench build create``'s patched build). It submits every sweep at once (their
+priorities order them), then, until all are finished or ``--budget-s`` is spent, copies the database and the cells' logs to ``--out`` after
 each poll, and prints a table of what finished. Run again with the same ``--work`` (the service and
 worker keep running in the background while the machine is held) to wait for the rest.
 """
@@ -170,8 +170,8 @@ def table(server: str) -> None:
         accept = "" if r["acceptance_rate"] is None else f"{r['acceptance_rate']:.3f}"
         eff = "" if r["efficiency"] is None else f"{r['efficiency']:.2f}"
         cal = "" if r["calibration_miss"] is None else ("MISS" if r["calibration_miss"] else "ok")
-        print(f"{r['sweep_name'][:26]:<26} {r['backend']:<12} {r['graph_mode']:<19} {str(r['resolved_graph_mode']):<19} "
-              f"{str(r['method']):<12} {str(r['concurrency'] or ''):>4} {r['tokens_per_s']:>8.0f} {interval:>18} "
+        print(f"{r['sweep_name'][:26]:<26} {r['backend']:<12} {r['graph_mode']:<19} {r['resolved_graph_mode']!s:<19} "
+              f"{r['method']!s:<12} {r['concurrency'] or ''!s:>4} {r['tokens_per_s']:>8.0f} {interval:>18} "
               f"{accept:>6} {eff:>5} {cal:>5}")
 
 

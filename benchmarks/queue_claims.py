@@ -211,9 +211,10 @@ def table(outcomes: list[Outcome]) -> str:
     lines.insert(1, "-" * len(lines[0]))
     notes = [
         f"each worker cycle = {MODE} (two commits, as the service handles claim and complete);",
-        "claim = the claim transaction (touch + claim) incl. commit; cycle = claim + finish; jobs/s = jobs / wall (barrier to last worker done).",
+        "claim = the claim transaction (touch + claim) incl. commit; cycle = claim + finish;",
+        "jobs/s = jobs / wall (barrier to last worker done).",
     ]
-    return "\n".join(lines + [""] + notes)
+    return "\n".join([*lines, "", *notes])
 
 
 def failures(outcomes: list[Outcome]) -> list[str]:

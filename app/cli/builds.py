@@ -21,7 +21,9 @@ def create(
     wheel: Annotated[str | None, typer.Option(help="A vLLM wheel's path or URL (changes to compiled code)")] = None,
     pip: Annotated[str | None, typer.Option(help="A pip requirement for vLLM, e.g. 'vllm==0.33.0'")] = None,
     commit: Annotated[str | None, typer.Option(help="The commit the build stands for (recorded)")] = None,
-    commit_date: Annotated[str | None, typer.Option(help="When that commit was made, ISO 8601 with a zone (a cell's history runs in commit order)")] = None,
+    commit_date: Annotated[
+        str | None, typer.Option(help="When that commit was made, ISO 8601 with a zone (a cell's history runs in commit order)")
+    ] = None,
     root: Root = None,
 ) -> None:
     """Make a build beside its base and print the --build argument a worker takes for it.

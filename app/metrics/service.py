@@ -128,7 +128,9 @@ class SqlCollector:
     def _workers(self, session: Session) -> list[Metric]:
         now = utcnow()
         workers = session.scalars(select(Worker).where(Worker.last_heartbeat_at >= now - WORKER_WINDOW).order_by(Worker.id))
-        alive = GaugeMetricFamily("draftbench_workers_alive", "Live workers (heard from within the lease), by GPU kind", labels=["gpu_kind"])
+        alive = GaugeMetricFamily(
+            "draftbench_workers_alive", "Live workers (heard from within the lease), by GPU kind", labels=["gpu_kind"]
+        )
         gpus = GaugeMetricFamily("draftbench_worker_gpus_alive", "GPUs of the live workers, by GPU kind", labels=["gpu_kind"])
         age = GaugeMetricFamily(
             "draftbench_worker_heartbeat_age_seconds",

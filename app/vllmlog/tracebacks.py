@@ -99,7 +99,7 @@ def tracebacks(log: Log) -> Iterator[Traceback]:
     starts = [headless[1] if headless and headless[0] is stream else None for stream in log.streams]
     if len(log.streams) == 1:
         return _stream_tracebacks(log.streams[0], starts[0], log.above)
-    streams = (_stream_tracebacks(stream, start, log.above) for stream, start in zip(log.streams, starts))
+    streams = (_stream_tracebacks(stream, start, log.above) for stream, start in zip(log.streams, starts, strict=True))
     return heapq.merge(*streams)
 
 
@@ -221,7 +221,7 @@ def _stream_tracebacks(stream: Stream, headless: int | None, above: dict[int, st
         exc_type, text = exception.groups("")
         i += 1
         # Most messages end on their line: the next is blank or another traceback's header.
-        if i < end and stripped[i] not in _ENDS or (_QUOTED_ERROR in text and _QUOTE_END not in text):
+        if (i < end and stripped[i] not in _ENDS) or (_QUOTED_ERROR in text and _QUOTE_END not in text):
             text, i = _message(texts, stripped, i, text)
         if len(frames) > MAX_FRAMES:
             frames = frames[-MAX_FRAMES:]

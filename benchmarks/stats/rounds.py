@@ -91,6 +91,6 @@ def aa_check(cells: Sequence[Sequence[Sequence[float]]], *, permutations: int = 
             pool = [value for start in starts for value in start]
             rng.shuffle(pool)
             cuts = list(itertools.accumulate(len(start) for start in starts))
-            shuffled += count([pool[end - len(start):end] for start, end in zip(starts, cuts)])
+            shuffled += count([pool[end - len(start):end] for start, end in zip(starts, cuts, strict=True)])
         as_few += shuffled <= hits
     return StartsCheck(hits, pairs, expected, (1 + as_few) / (1 + permutations))

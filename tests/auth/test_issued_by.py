@@ -85,7 +85,7 @@ def test_authentication_reads_a_whole_chain_in_one_statement(client) -> None:  #
         secret = headers["Authorization"].removeprefix("Bearer ")
         statements: list[str] = []
         engine = client.app.state.engine
-        listen = lambda conn, cursor, sql, *rest: statements.append(sql)  # noqa: E731
+        listen = lambda conn, cursor, sql, *rest, statements=statements: statements.append(sql)  # noqa: E731
         event.listen(engine, "before_cursor_execute", listen)
         try:
             with client.app.state.sessionmaker() as session:

@@ -35,7 +35,7 @@ def test_compiled_sources_need_a_wheel(path: str) -> None:
 
 
 def test_a_diff_outside_the_package_has_nothing_to_build() -> None:
-    with pytest.raises(DiffError, match="nothing under vllm/ .it changes docs/x.md"):
+    with pytest.raises(DiffError, match=r"nothing under vllm/ .it changes docs/x.md"):
         for_package(split(diff("docs/x.md", "a\n", "b\n")))
 
 

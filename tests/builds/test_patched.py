@@ -76,7 +76,7 @@ def test_an_existing_label_and_an_unknown_base_are_refused(tmp_path: Path, base_
     patched.create(label="pr-1", base=str(base_python), patch=patch, root=root)
     with pytest.raises(BuildError, match="build 'pr-1' already exists"):
         patched.create(label="pr-1", base=str(base_python), patch=patch, root=root)
-    with pytest.raises(BuildError, match="--from 'nightly': no build of that label .* builds there: pr-1"):
+    with pytest.raises(BuildError, match=r"--from 'nightly': no build of that label .* builds there: pr-1"):
         patched.create(label="pr-3", base="nightly", patch=patch, root=root)
 
 

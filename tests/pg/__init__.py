@@ -87,10 +87,7 @@ def fake_worker(server: str, slot: int, barrier, reports, work_s: float = 0.0, r
 
 def _unfinished(client) -> bool:  # noqa: ANN001
     """Whether any job is still queued or running (the service's own view, through the client's retries)."""
-    for state in ("queued", "running"):
-        if client._call("GET", "/api/v1/jobs", params={"state": state, "limit": 1}).json():  # noqa: SLF001
-            return True
-    return False
+    return any(client._call("GET", "/api/v1/jobs", params={"state": state, "limit": 1}).json() for state in ("queued", "running"))
 
 
 class Fleet:

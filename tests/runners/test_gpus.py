@@ -66,7 +66,7 @@ def test_parse_nvidia_smi_rows() -> None:
 def test_pick_by_index_or_uuid_and_refuse_a_missing_one() -> None:
     rows = gpus.parse_nvidia_smi(SMI)
     assert [g.index for g in gpus.pick(rows, ["1", "GPU-aaaaaaaa-0000-0000-0000-000000000000"])] == ["1", "0"]
-    with pytest.raises(GpuError, match="no GPU '7'.*0 \\(NVIDIA H200\\)"):
+    with pytest.raises(GpuError, match=r"no GPU '7'.*0 \(NVIDIA H200\)"):
         gpus.pick(rows, ["7"])
 
 
