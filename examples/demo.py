@@ -5,7 +5,8 @@ dashboard stays up after the sweep; ``make demo-stop`` ends them. The sweep runs
 shipped in runners/prompts on a tiny random-weight model made here, with three drafts: ngram, the
 target as its own draft (acceptance 1, the ceiling) and the target with noise on its weights
 (``runners/tiny_model.py --draft-of``), which accepts some tokens and not others as a real draft
-does. The table it prints ends with what each row is.
+does; and the baseline without speculation, which each draft's speedup divides by. The table it prints
+ends with what each row is; the last lines name the page with the speedups and their intervals.
 
     python examples/demo.py --vllm-python PATH [--folder var/demo --port 8765 --token demo-token]
 """
@@ -72,6 +73,7 @@ def run_demo(*, folder: Path, vllm_python: Path, port: int, token: str) -> None:
         _say(f"sweep {sweep['id']}: {sweep['total']} jobs, {server}/sweeps/{sweep['id']}")
         follow(api, sweep["id"], sweep["total"], 2.0)
         console.print(results_table(api, sweep["id"], target=model, draft=draft))
+    _say(f"each draft's speedup over the baseline, with its interval: {server}/matrix?sweep_id={sweep['id']}&metric=speedup")
     _say(f"dashboard: {server}/  (API docs: {server}/docs; stop with `make demo-stop`)")
 
 
@@ -81,14 +83,17 @@ def results_table(api: Api, sweep_id: int, *, target: Path, draft: Path) -> Tabl
     results = {r["job_id"]: r for r in api.get("/api/v1/results", sweep_id=sweep_id)}
     configs = {cell.index: cell.spec.speculative for cell in expand(SweepSpec.model_validate(sweep["spec"]))}
     table = Table("job", "rep", "state", "draft", escape("acceptance [95% CI]"), escape("accept len [95% CI]"),
-                  escape("tok/s [interval] (rounds)"), "what this row is",
+                  escape("tok/s [interval] (rounds)"), "speedup", "what this row is",
                   title=f"sweep {sweep_id}: {sweep['name']} ({sweep['state']})",
-                  caption="acceptance: accepted / drafted tokens; accept len: 1 + accepted per draft (at most 1 + k)")
+                  caption="acceptance: accepted / drafted tokens; accept len: 1 + accepted per draft (at most 1 + k); "
+                          "speedup: tok/s over the baseline's of the same repeat")
     for cell in sweep["cells"]:
         name, why = describe(configs[cell["cell_index"]], target=target, draft=draft)
-        acc, length, tps = measured_text(results.get(cell["job_id"]))
+        result = results.get(cell["job_id"])
+        acc, length, tps = measured_text(result)
+        speedup = f"{result['speedup']:.2f}x" if result and result.get("speedup") is not None else ""
         table.add_row(str(cell["job_id"]), str(cell["repeat"]), cell["state"], name, escape(acc), escape(length),
-                      escape(tps), why)
+                      escape(tps), speedup, why)
     return table
 
 
@@ -102,7 +107,9 @@ def describe(speculative: dict | None, *, target: Path, draft: Path) -> tuple[st
         return "the target itself", "the target drafting for itself: all accepted at temperature 0, the ceiling"
     if method == "draft_model" and model == str(draft):
         return f"target + noise {MIDDLE_NOISE:g}", "its weights plus noise: agrees often, not always, as real drafts do"
-    return method or "baseline", ""
+    if method is None:
+        return "no speculation", "the baseline: each draft's speedup is its tok/s over this row's"
+    return method, ""
 
 
 def _start(folder: Path, name: str, argv: list[str], env: dict[str, str]) -> None:

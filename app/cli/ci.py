@@ -14,21 +14,20 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 
 from app.ci import comment, gate
 from app.ci.github import API_URL, GitHub, GitHubError
+from app.cli import compare
 from app.cli.errors import CliError, redact
 from app.cli.http import Api
 from app.cli.sweeps import follow
 from app.cli.options import Server, SubmitToken
 from app.config import DEFAULT_SERVER
-from app.schemas.compare import Comparison
 
 # Exit codes, bits that add up: the check failed by --fail-on (3), the comment was not posted (4), both (7).
 # 1 is any other failure (the service, the sweep file), before there is anything to compare.
-EXIT_FAIL_ON = 3
+EXIT_FAIL_ON = compare.EXIT_FAIL_ON
 EXIT_NOT_POSTED = 4
 # Spec fields that say who and why, not what runs: a base run matches whatever they are.
 _WHO = ("name", "build", "pull_request", "branch", "commit", "tags", "submitted_by", "reason", "priority")
@@ -57,7 +56,7 @@ def ci(
     poll: Annotated[float, typer.Option(help="Seconds between progress reads")] = 5.0,
 ) -> None:
     """Benchmark a pull request's build against its base build and comment the comparison on the pull request."""
-    rule = _fail_on(fail_on)
+    rule = compare.fail_on_rule(fail_on)
     if not _REPO.fullmatch(repo):
         raise CliError(f"--repo must be OWNER/NAME (letters, digits, '.', '_', '-'), got {repo!r}")
     spec = _read(sweep)
@@ -74,12 +73,7 @@ def ci(
             print(f"base: finished sweep {base_id} of build {base_build} at {base[:12]} has the same matrix", file=sys.stderr)
         for sweep_id in (base_id, head_sweep["id"]):
             follow(api, sweep_id, api.get(f"/api/v1/sweeps/{sweep_id}")["total"], poll, out=_progress)
-        answer = api.get("/api/v1/compare", base_sweep=base_id, head_sweep=head_sweep["id"])
-        try:
-            comparison = Comparison.model_validate(answer)
-        except ValidationError as exc:
-            raise CliError(f"the service at {api.server} answered a comparison this client cannot read "
-                           f"(is it another version?): {' '.join(str(exc).split())[:300]}") from None
+        comparison = compare.fetch(api, base_id, head_sweep["id"])
         markdown = comment.render(comparison, comment.Context(head_commit=head, base_commit=base, server=api.server))
     # The comment goes to a public page: no token in it, whatever a worker reported.
     markdown = redact(markdown, *(t for secret in (github_token, token) for t in (secret, comment.escape(secret))))
@@ -105,13 +99,6 @@ def ci(
         code |= EXIT_NOT_POSTED
     if problems:
         raise CliError("; ".join(problems), code)
-
-
-def _fail_on(value: str) -> gate.FailOn:
-    try:
-        return gate.FailOn(value)
-    except ValueError:
-        raise CliError(f"--fail-on must be one of {', '.join(gate.FailOn)}; got {value!r}") from None
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -283,7 +283,8 @@ def _learn_variants(session: Session, hashes: set[str]) -> None:
 
 def _variant(config: dict) -> tuple[str, str, str]:
     """(variant, the variant of its baseline, a label): short hashes of the config without its matrix axes."""
-    rest = {k: v for k, v in config.items() if k not in _AXES}
+    # A baseline's config holds "speculative": null, and its speculative cells' base variant has no such key.
+    rest = {k: v for k, v in config.items() if k not in _AXES and not (k == "speculative" and v is None)}
     text = json.dumps(rest, sort_keys=True, default=str)
     base = json.dumps({k: v for k, v in rest.items() if k != "speculative"}, sort_keys=True, default=str)
     spec = rest.get("speculative") or {}

@@ -19,6 +19,8 @@ METRICS = {
 # Fixed ends where the metric has natural ones, so one colour means one value on every panel.
 SCALES = {"acceptance": (0.0, 1.0)}
 GRAPH_MODES = ["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
+# Inches: the least height of a panel.
+MIN_HEIGHT = 3.0
 
 
 def heatmap(frame: pd.DataFrame, metric: str, title: str) -> str:
@@ -46,7 +48,8 @@ def _draw(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, metri
     grid = np.full((len(backends), len(modes)), np.nan)
     for row, col, value, _, _ in cells:
         grid[row, col] = np.nan if value is None else value
-    fig = Figure(figsize=(1.9 * len(modes) + 2.6, 0.75 * len(backends) + 1.6))
+    # At least MIN_HEIGHT tall: the colour bar's label runs along it, and a one-backend panel is shorter than it.
+    fig = Figure(figsize=(1.9 * len(modes) + 2.6, max(0.75 * len(backends) + 1.6, MIN_HEIGHT)))
     ax = fig.subplots()
     low, high = SCALES.get(metric, (None, None))
     image = ax.imshow(np.ma.masked_invalid(grid), cmap=colormaps["viridis"].with_extremes(bad="#dddddd"), aspect="auto",
@@ -62,6 +65,8 @@ def _draw(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, metri
     ax.set_title(title, fontsize=10)
     bar = fig.colorbar(image, ax=ax, shrink=0.9)
     bar.set_label(METRICS[metric][0], fontsize=8)
-    ax.text(0, -0.2, "v downgraded · E draft eager · ! alarm · 0/1 degenerate · grey: no result", transform=ax.transAxes,
-            fontsize=7, color="#444", va="top")
+    # The key hangs under the axis label, wherever the tick labels put it, so it never overlaps them.
+    ax.annotate("v downgraded · E draft eager · ! alarm · 0/1 degenerate · grey: no result", xy=(0.5, 0),
+                xycoords=ax.xaxis.label, xytext=(0, -3), textcoords="offset points", ha="center", va="top",
+                fontsize=7, color="#444")
     return to_svg(fig)

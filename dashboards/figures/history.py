@@ -4,7 +4,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 
 import pandas as pd
-from matplotlib.dates import date2num
+from matplotlib.axes import Axes
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
 from matplotlib.figure import Figure
 
 from dashboards.figures import drawable, to_svg, whiskers
@@ -13,6 +14,13 @@ from dashboards.frames import known_time
 # Matplotlib places dates from year 1 to 9999, and its ticks and margins reach past a point at either end: a
 # point is drawn no nearer those ends than a day (an imported 9999-12-31; the table shows the stored date).
 FIRST, LAST = date2num(datetime(1, 1, 2, tzinfo=UTC)), date2num(datetime(9999, 12, 30, tzinfo=UTC))
+# The axis runs 5 % past the points' dates either side, and at least an hour: a single date sits in two hours of
+# axis, not in matplotlib's default years.
+MIN_PAD_DAYS = 1 / 24
+# The least height of the acceptance axis (a rate), and of the tokens/s axis as a share of its middle.
+MIN_ACCEPTANCE_SPAN = 0.1
+MIN_SPAN_SHARE = 0.2
+LEGEND_COLUMNS = 2
 
 
 def history(series: list[tuple[str, pd.DataFrame]]) -> str | None:
@@ -39,7 +47,10 @@ def _x(when: datetime) -> float:
 
 @lru_cache(maxsize=256)
 def _draw(lines: tuple, axis: str) -> str:
-    fig = Figure(figsize=(9, 6.2))
+    # The legend goes under both plots, whole: one row per two series, so the figure grows with them and no
+    # entry sits on a point.
+    rows = -(-len(lines) // LEGEND_COLUMNS)
+    fig = Figure(figsize=(9, 6.2 + 0.2 * rows), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
     for label, points in lines:
         when = [p[0] for p in points]
@@ -52,13 +63,29 @@ def _draw(lines: tuple, axis: str) -> str:
             if changed:
                 ax.scatter(*zip(*changed, strict=True), s=160, facecolors="none", edgecolors="red", linewidths=2, zorder=5)
     xs = [p[0] for _, points in lines for p in points]
-    pad = (max(xs) - min(xs)) * 0.05 or 1.0  # days: matplotlib's own margin, and a day around a single date
+    pad = max((max(xs) - min(xs)) * 0.05, MIN_PAD_DAYS)
     bottom.xaxis_date(tz=UTC)
+    locator = AutoDateLocator(tz=UTC)
+    bottom.xaxis.set_major_locator(locator)
+    bottom.xaxis.set_major_formatter(ConciseDateFormatter(locator, tz=UTC))
     bottom.set_xlim(max(min(xs) - pad, FIRST), min(max(xs) + pad, LAST))
+    for ax, least in ((top, MIN_ACCEPTANCE_SPAN), (bottom, None)):
+        _widen(ax, least)
+        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     top.set_ylabel("acceptance rate")
     bottom.set_ylabel("output tokens/s")
     bottom.set_xlabel(f"{axis}; red ring: change point")
     top.set_title("History across runs (95 % intervals)", fontsize=10)
-    top.legend(fontsize=7, loc="best")
-    fig.autofmt_xdate()
+    fig.legend(*top.get_legend_handles_labels(), loc="outside lower center", ncols=min(LEGEND_COLUMNS, len(lines)),
+               fontsize=7, frameon=False)
     return to_svg(fig)
+
+
+def _widen(ax: Axes, least: float | None) -> None:
+    """At least ``least`` (else ``MIN_SPAN_SHARE`` of the middle) of y around the data, so a flat series (an
+    acceptance of exactly 1) reads as a value with its neighbours, not as a span of 1e-5 in offset notation."""
+    low, high = ax.get_ylim()
+    middle = (low + high) / 2
+    span = least if least is not None else abs(middle) * MIN_SPAN_SHARE
+    if high - low < span:
+        ax.set_ylim(middle - span / 2, middle + span / 2)

@@ -6,10 +6,14 @@ from fastapi.responses import Response
 from app.sessions import SessionDep
 from app.results import compare_runs
 from app.results.cells import CellScope
+from app.sweeps import service as sweep_service
 from dashboards import data, render
 from dashboards.filters import BuildLabel, FiltersDep, Format, SweepId
 
 router = APIRouter()
+
+# Sweeps the form offers to pick from, newest first (and their builds); an older one is still named by its id.
+PICKABLE = 200
 
 
 @router.get("/compare")
@@ -43,6 +47,9 @@ def compare_page(request: Request, session: SessionDep, filters: FiltersDep, bas
     counts = {}
     for change in changes:
         counts[change.verdict.value] = counts.get(change.verdict.value, 0) + 1
-    return render.page(request, "compare.html", filters, changes=changes, sides=sides, args=args, counts=counts,
+    stored = sweep_service.list_recent(session=session, limit=PICKABLE, offset=0)
+    picks = {"sweeps": [(s.id, f"{s.id} · {s.name} · {s.build}") for s in stored],
+             "builds": sorted({s.build for s in stored})}
+    return render.page(request, "compare.html", filters, changes=changes, sides=sides, args=args, counts=counts, picks=picks,
                        facts=data.run_facts(sides[0] + sides[1]),
                        csv_link=filters.link("/compare", **args, format="csv"))

@@ -2,6 +2,7 @@
 the GitHub-like server on loopback; the command runs as a process, as a CI job runs it."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -86,6 +87,11 @@ def test_a_regression_is_flagged_on_its_cell_and_the_next_push_edits_the_comment
     [posted] = gh.comments[12]
     assert posted["body"] == (tmp_path / "draftbench-comment.md").read_text() == done.stdout.rstrip("\n") + "\n"
     assert (tmp_path / "summary.md").read_text().startswith(first_line)
+    # `draftbench compare` of the two stored sweeps renders the same comment, running nothing.
+    [ids] = re.findall(r"\(base sweep (\d+), head sweep (\d+)\)", done.stdout)
+    again = subprocess.run([sys.executable, "-m", "app.cli", "compare", *ids, "--server", server], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert (again.returncode, again.stdout) == (3, done.stdout), again.stderr
     sweeps = httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()
     assert sorted((s["build"], s["commit"], s["pull_request"]) for s in sweeps) == [
         (BASE, "def4567", None), (HEAD, "abc1234", 12)]

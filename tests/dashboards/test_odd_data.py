@@ -86,6 +86,22 @@ def test_matrix_by_speedup_shows_a_cell_whose_baseline_crashed(client: TestClien
     assert rows["ngram k=3"][9] == "" and rows["baseline"][11].startswith("crashed 1")
 
 
+def test_a_submitted_sweeps_speculative_cell_has_its_speedup_over_the_baseline(client: TestClient, dataset) -> None:  # noqa: ANN001
+    """A baseline submitted through the API stores ``"speculative": null``: it is still its cells' baseline (it
+    once was none's, and every speedup of a submitted sweep was blank)."""
+    worker = register_worker(client)
+    response = submit(client, sweep_body(dataset, repeats=2, baseline=True, speculative=NGRAM))
+    for _ in range(4):
+        job = claim(client, worker)
+        speed = 100.0 if job["cell"]["speculative"] is None else 150.0
+        assert complete(client, job["job_id"], worker, {"result": cell_result(tokens_per_s=speed)}).status_code == 200
+    html = client.get(f"/matrix?sweep_id={response.json()['id']}&metric=speedup").text
+    rows = {cells[1]: cells for _, cells in tables(html)["cells"][1:]}
+    assert rows["ngram k=3"][9].startswith("1.50") and rows["baseline"][9] == ""
+    panels = [re.findall(r"<!-- (.*?) -->", svg) for svg in re.findall(r"<svg.*?</svg>", html, re.S)]
+    assert any("1.50x" in texts for texts in panels)
+
+
 @pytest.mark.parametrize("metric", list(METRICS))
 def test_a_running_sweep_with_a_crashed_and_a_queued_cell_answers_for_every_metric(client: TestClient, dataset, metric: str) -> None:  # noqa: ANN001
     worker = register_worker(client)

@@ -7,6 +7,7 @@ opens an alert at the first slowed build.
 """
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -116,6 +117,11 @@ def test_a_pull_request_series_on_real_vllm(service, gh: GitHubState, tmp_path: 
     assert "slower" in regressions and "CPU_ATTN" in regressions and "accepting less" not in regressions
     [comment] = gh.comments[7]  # the same pull request's comment, edited in place
     assert "(head slow001 vs base base000" in comment["body"]
+    # `draftbench compare` of the sweeps ci stored renders the comment it posted, running nothing.
+    [ids] = re.findall(r"\(base sweep (\d+), head sweep (\d+)\)", slow.stdout)
+    again = subprocess.run([sys.executable, "-m", "app.cli", "compare", *ids, "--server", service[0]], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert (again.returncode, again.stdout) == (3, slow.stdout), again.stderr
 
     # The second slowed build of the series: from here the history has two builds a side.
     assert _ci(service, gh, sweep, tmp_path, head="slow002", build="nightly-4").returncode == 3
