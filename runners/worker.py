@@ -195,7 +195,7 @@ class Worker:
     def run_job(self, job: ClaimedJob) -> CellOutcome | None:
         """Run one claimed cell and report it; None when the service took the job back meanwhile."""
         try:
-            spec = CellSpec.model_validate(job.cell)
+            spec = CellSpec.model_validate(job.spec)
         except ValidationError as exc:
             # A cell this worker cannot read (a newer service's field, say) fails here, not on every worker.
             error = f"the worker cannot read this cell: {exc}"

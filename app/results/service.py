@@ -47,7 +47,7 @@ def _result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at:
     metrics = derive(result.spec_decode, result.requests, rounds)
     counters = result.spec_decode
     throughput = rounds_throughput(result)
-    expected = expected_per_position(job.config.get("speculative"))
+    expected = expected_per_position(job.spec.get("speculative"))
     return Result(
         job=job,
         engine_start_s=result.engine_start_s,

@@ -39,13 +39,13 @@ EnvValue = stored(Job.env, 1024)
 class Workload(Input):
     """The prompts a cell runs and how: a prompt file, the prompts shipped with draftbench, or random tokens."""
 
-    dataset: stored(Job.config, 1024, min_length=1) = Field(
+    dataset: stored(Job.spec, 1024, min_length=1) = Field(
         default=BuiltinDataset.DRAFTBENCH.value,
         description="'draftbench' (the prompts shipped in runners/prompts), 'random' (random token ids, as "
         "`vllm bench --dataset-name random`), or a path where the worker runs: Spec-Bench JSONL "
         "(question_id, category, turns) or ShareGPT JSON (a list of {conversations: [{from, value}]})",
     )
-    categories: list[stored(Job.config, 64, min_length=1)] = Field(
+    categories: list[stored(Job.spec, 64, min_length=1)] = Field(
         default_factory=list, max_length=64, description="Keep only these categories; empty keeps all"
     )
     num_prompts: int = Field(default=32, ge=1, le=100_000)
@@ -103,8 +103,8 @@ class CellSpec(Input):
 
     build: stored(Job.build, min_length=1)
     gpu_kind: GpuKind
-    model: stored(Job.config, 1024, min_length=1)
-    tokenizer: stored(Job.config, 1024) | None = None
+    model: stored(Job.spec, 1024, min_length=1)
+    tokenizer: stored(Job.spec, 1024) | None = None
     workload: Workload
     # None runs the baseline: the same engine without speculation.
     speculative: dict[str, Any] | None

@@ -124,7 +124,6 @@ def build(spec: SweepSpec, *, max_cells: int, max_attempts: int) -> Sweep:
         reason=spec.reason,
     )
     for cell in cells:
-        config = matrix.canonical(cell.spec)
         digest = matrix.config_hash(cell.spec)
         try:
             gpus_needed = matrix.gpus_needed(cell.spec)
@@ -142,7 +141,7 @@ def build(spec: SweepSpec, *, max_cells: int, max_attempts: int) -> Sweep:
                 mode=cell.spec.mode.value,
                 concurrency=cell.spec.concurrency,
                 env=cell.spec.env,
-                config=config,
+                spec=matrix.canonical(cell.spec),
                 config_hash=digest,
                 priority=spec.priority,
                 gpus_needed=gpus_needed,
