@@ -21,7 +21,7 @@ from app.schemas.cell import CellResult, CellSpec
 from app.schemas.sweep import SweepSpec
 from app.sweeps import imports, matrix
 from app.sweeps import service as sweeps
-from app.sweeps.imports import RanCell
+from app.sweeps.imports import RanJob
 from runners.offline import FINISHED_AT_FORMAT, exit_record
 from runners.outcome import outcome_of
 
@@ -43,7 +43,7 @@ def write_cells(spec: SweepSpec, folder: Path) -> int:
     return len(cells)
 
 
-def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanCell], cut_logs: Mapping[tuple[int, int], str]) -> None:
+def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanJob], cut_logs: Mapping[tuple[int, int], str]) -> None:
     """The folder ``read_folder`` reads back as these runs: ``write_cells``'s files, and beside each run's
     spec its ``cell.log``, ``exit.json`` and (when it has one) ``result.json``.
 
@@ -94,7 +94,7 @@ class ExitRecord(BaseModel):
         return times.plausible(when)
 
 
-def read_folder(folder: Path) -> tuple[SweepSpec, list[RanCell], str]:
+def read_folder(folder: Path) -> tuple[SweepSpec, list[RanJob], str]:
     """The sweep, every cell that ran (``exit.json`` present), and a digest of the folder's content.
 
     Equal digests mean the same runs: importing a folder twice is recognised by it. The folder may come
@@ -130,7 +130,7 @@ def read_folder(folder: Path) -> tuple[SweepSpec, list[RanCell], str]:
 def _ran(
     cell_dir: Path, cell_index: int, repeat: int, spec: CellSpec,
     exit_file: files.Content, result: files.Content | None, log_file: files.Content | None,
-) -> RanCell:
+) -> RanJob:
     exit_info = files.validated(ExitRecord, exit_file.data, name=cell_dir / "exit.json")
     # Bytes, as the worker reads its cells' logs: text mode would turn vLLM's progress bars' \r into \n.
     log = log_file.data.decode(errors="replace") if log_file else ""
@@ -161,7 +161,7 @@ def _ran(
         started_at = imports.started(finished_at, exit_info.duration_s)
     except ValueError as exc:
         raise files.FileRefused(f"{cell_dir / 'exit.json'}: duration_s: {exc}") from None
-    return RanCell(
+    return RanJob(
         cell_index=cell_index,
         repeat=repeat,
         outcome=outcome,

@@ -13,12 +13,12 @@ from app.enums import JobState
 from app.jobs import queue
 from app.models import Job, Result, Sweep, utcnow
 from app.results import alarms, cells, compare
-from app.schemas.cell import CellOutcome, CellResult, Resolved
+from app.schemas.cell import CellResult, JobOutcome, Resolved
 from app.schemas.result import ResultOut
 from app.vllmlog.ran import parse_log
 
 
-def record(*, session: Session, job: Job, outcome: CellOutcome, finished_at: datetime | None = None) -> None:
+def record(*, session: Session, job: Job, outcome: JobOutcome, finished_at: datetime | None = None) -> None:
     """Store an outcome on its (held) job and move the job to the matching final state.
 
     What ran is read here from the job's stored log, with the rules of ``app.vllmlog.ran``, so that

@@ -146,7 +146,7 @@ class SpecDecodeCounters(Input):
         return self
 
 
-class RequestOutcome(Input):
+class MeasuredRequest(Input):
     """One request of the measured run: enough to bootstrap and to compare against the baseline."""
 
     model_config = {"extra": "ignore"}
@@ -238,7 +238,7 @@ class CellResult(Input):
     requests_per_s: RequestsPerS
     # Summed over the measured rounds; each round's own counts are in ``rounds``.
     spec_decode: SpecDecodeCounters | None = Field(default=None, validation_alias=AliasChoices("spec_decode", "spec"))
-    requests: list[RequestOutcome] = Field(default_factory=list)
+    requests: list[MeasuredRequest] = Field(default_factory=list)
     output_fingerprint: reported(Result.output_fingerprint)
     versions: Versions = Field(default_factory=Versions)
     # Schema 3 (older files: one round, the whole generation window).
@@ -267,8 +267,8 @@ class Resolved(Input):
     downgrades: list[reported(Result.ran, 2000)] = Field(default_factory=list, max_length=100)
 
 
-class CellOutcome(Input):
-    """What the worker reports for a finished cell: a result, or how the process died."""
+class JobOutcome(Input):
+    """What the worker reports for a job: its cell's result, or how the cell's process died."""
 
     result: CellResult | None = None
     resolved: Resolved = Field(default_factory=Resolved)

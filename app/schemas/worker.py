@@ -8,7 +8,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field,
 from app.enums import BuildKind, GpuKind, JobState
 from app.models import Build, Worker
 from app.schemas.base import Input
-from app.schemas.cell import CellOutcome
+from app.schemas.cell import JobOutcome
 from app.schemas.text import reported, stored
 from app.schemas.times import PlausibleTime
 
@@ -109,7 +109,7 @@ class HeartbeatResponse(BaseModel):
 
 
 class CompleteRequest(Input):
-    outcome: CellOutcome
+    outcome: JobOutcome
 
 
 class JobOut(BaseModel):

@@ -15,7 +15,7 @@ from app.crashes import service as crashes
 from app.jobs import queue
 from app.models import Build, Sweep
 from app.results import service as results
-from app.schemas.cell import CellOutcome
+from app.schemas.cell import JobOutcome
 from app.schemas.sweep import SweepSpec
 from app.schemas.times import EARLIEST, plausible
 from app.sweeps import service as sweeps
@@ -27,12 +27,12 @@ SCOPE = "import"
 
 
 @dataclass(frozen=True)
-class RanCell:
-    """One cell and repeat that ran elsewhere: its outcome, its log, and when it ran."""
+class RanJob:
+    """One job (a cell and repeat) that ran elsewhere: its outcome, its log, and when it ran."""
 
     cell_index: int
     repeat: int
-    outcome: CellOutcome
+    outcome: JobOutcome
     log: str
     started_at: datetime
     finished_at: datetime
@@ -55,7 +55,7 @@ def started(finished_at: datetime, duration_s: float) -> datetime:
 
 
 def import_sweep(
-    *, session: Session, spec: SweepSpec, ran: Sequence[RanCell], digest: str, source: str = "cell"
+    *, session: Session, spec: SweepSpec, ran: Sequence[RanJob], digest: str, source: str = "cell"
 ) -> tuple[Sweep, bool]:
     """The sweep made from these runs, and whether it is new (False: this digest was imported before).
 
@@ -88,7 +88,7 @@ def import_sweep(
     return sweep, True
 
 
-def _register_build(*, session: Session, spec: SweepSpec, ran: Sequence[RanCell]) -> None:
+def _register_build(*, session: Session, spec: SweepSpec, ran: Sequence[RanJob]) -> None:
     """The imported build becomes known, with the vLLM version its results report."""
     if spec.build in workers.build_labels(session=session):
         return

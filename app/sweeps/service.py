@@ -15,7 +15,7 @@ from app.enums import BuiltinDataset, JobState, SpecMethod, SweepState
 from app.errors import ConflictError, InputError, NotFoundError
 from app.jobs import queue
 from app.models import Crash, CrashSignature, Job, Result, Sweep, utcnow
-from app.schemas.sweep import CellStatus, SweepDetail, SweepSpec, SweepSummary
+from app.schemas.sweep import JobStatus, SweepDetail, SweepSpec, SweepSummary
 from app.sweeps import engine_args, matrix, paths
 from app.workers import service as workers
 
@@ -276,8 +276,8 @@ def _summary(sweep: Sweep, counts: dict[str, int]) -> SweepSummary:
     )
 
 
-# A cell's status in one row: the job, what its result measured and ran, its crash's signature.
-_CELL_COLUMNS = (
+# A job's status in one row: the job, what its result measured and ran, its crash's signature.
+_JOB_STATUS_COLUMNS = (
     Job.id.label("job_id"), Job.cell_index, Job.repeat, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method,
     Job.mode, Job.concurrency, Job.env,
     Job.state, Job.attempts, Result.acceptance_rate, Result.tokens_per_s, Result.resolved_backend,
@@ -286,10 +286,10 @@ _CELL_COLUMNS = (
 )
 
 
-def cells(*, session: Session, sweep_id: int) -> list[CellStatus]:
+def job_statuses(*, session: Session, sweep_id: int) -> list[JobStatus]:
     """Every job of the sweep in job order, in one query (a sweep page is read far more than written)."""
     stmt = (
-        select(*_CELL_COLUMNS)
+        select(*_JOB_STATUS_COLUMNS)
         .outerjoin(Result, Result.job_id == Job.id)
         .outerjoin(Crash, Crash.job_id == Job.id)
         .outerjoin(CrashSignature, CrashSignature.id == Crash.signature_id)
@@ -298,7 +298,7 @@ def cells(*, session: Session, sweep_id: int) -> list[CellStatus]:
     )
     # Without a result the outer join gives NULL flags: nothing ran, so nothing was downgraded.
     return [
-        CellStatus(**{**row._mapping, "graph_downgraded": bool(row.graph_downgraded), "draft_eager": bool(row.draft_eager)})
+        JobStatus(**{**row._mapping, "graph_downgraded": bool(row.graph_downgraded), "draft_eager": bool(row.draft_eager)})
         for row in session.execute(stmt)
     ]
 
@@ -308,7 +308,7 @@ def detail(*, session: Session, sweep: Sweep, lease_seconds: float) -> SweepDeta
     return SweepDetail(
         **base.model_dump(),
         spec=sweep.spec,
-        cells=cells(session=session, sweep_id=sweep.id),
+        jobs=job_statuses(session=session, sweep_id=sweep.id),
         warnings=warnings(session=session, sweep_id=sweep.id, lease_seconds=lease_seconds),
     )
 

@@ -94,8 +94,8 @@ def _submit(server: str, dataset: Path, play: str, **workload: Any) -> int:  # n
     body["workload"] |= workload
     response = httpx.post(f"{server}/api/v1/sweeps", json=body, headers=AUTH, timeout=30)
     assert response.status_code == 201, response.text
-    [cell] = response.json()["cells"]
-    return cell["job_id"]
+    [job] = response.json()["jobs"]
+    return job["job_id"]
 
 
 def _job(server: str, job_id: int) -> dict[str, Any]:

@@ -146,8 +146,8 @@ def test_the_sweep_shows_per_cell_what_ran_and_the_crash_signature(client, runni
     _complete(client, job["job_id"], worker, {"result": cell_result(), "resolved": resolved, "exit_code": 0})
     crashed = claim(client, worker)
     _complete(client, crashed["job_id"], worker, {"timed_out": True, "signal": 9, "duration_s": 1})
-    cells = {c["job_id"]: c for c in client.get(f"/api/v1/sweeps/{sweep_id}").json()["cells"]}
-    succeeded, timed_out = cells[job["job_id"]], cells[crashed["job_id"]]
+    statuses = {j["job_id"]: j for j in client.get(f"/api/v1/sweeps/{sweep_id}").json()["jobs"]}
+    succeeded, timed_out = statuses[job["job_id"]], statuses[crashed["job_id"]]
     assert (succeeded["resolved_backend"], succeeded["resolved_graph_mode"]) == ("FLASHINFER", "PIECEWISE")
     assert succeeded["graph_downgraded"] and succeeded["draft_eager"] and succeeded["tokens_per_s"] == 100.0
     assert succeeded["crash_signature"] is None
