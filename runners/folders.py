@@ -55,14 +55,14 @@ def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanJob], cut_logs: M
     write_cells(spec, folder)
     for (cell_index, repeat), log in cut_logs.items():
         (folder / "cells" / cell_dir_name(cell_index, repeat) / "cell.log").write_bytes(log.encode())
-    for cell in ran:
-        cell_dir = folder / "cells" / cell_dir_name(cell.cell_index, cell.repeat)
-        outcome = cell.outcome
-        (cell_dir / "cell.log").write_bytes(cell.log.encode())
+    for run in ran:
+        cell_dir = folder / "cells" / cell_dir_name(run.cell_index, run.repeat)
+        outcome = run.outcome
+        (cell_dir / "cell.log").write_bytes(run.log.encode())
         if outcome.result is not None:
             (cell_dir / "result.json").write_text(outcome.result.model_dump_json(indent=2))
         exit_info = exit_record(exit_code=outcome.exit_code, signal=outcome.signal, timed_out=outcome.timed_out,
-                                duration_s=outcome.duration_s, finished_at=cell.finished_at)
+                                duration_s=outcome.duration_s, finished_at=run.finished_at)
         (cell_dir / "exit.json").write_text(json.dumps(exit_info))
 
 
@@ -107,7 +107,7 @@ def read_folder(folder: Path) -> tuple[SweepSpec, list[RanJob], str]:
         raise files.FileRefused(f"{folder / 'sweep.json'}: no such file (is {folder} a folder made by `draftbench expand`?)")
     spec = files.validated(SweepSpec, found.data, name=folder / "sweep.json")
     try:
-        sweeps.job_count(spec, max_cells=imports.IMPORT_LIMIT)
+        sweeps.job_count(spec, max_jobs=imports.IMPORT_LIMIT)
     except InputError as exc:
         raise files.FileRefused(f"{folder / 'sweep.json'}: {'.'.join(map(str, exc.loc[1:]))}: {exc.msg}") from None
     digest = hashlib.sha256(found.data)

@@ -160,7 +160,7 @@ def import_bench(
 
     spec = _read_sweep(sweep_file)
     try:
-        jobs = sweeps.job_count(spec, max_cells=imports.IMPORT_LIMIT)
+        jobs = sweeps.job_count(spec, max_jobs=imports.IMPORT_LIMIT)
     except InputError as exc:
         raise CliError(f"{sweep_file}: {'.'.join(map(str, exc.loc[1:]))}: {exc.msg}") from None
     if jobs != 1:

@@ -49,7 +49,7 @@ def create(
             return _same_request(existing, digest, idempotency), False
     check_inputs(spec, settings=settings)
     _check_references(session=session, spec=spec)
-    sweep = build(spec, max_cells=settings.max_cells, max_attempts=settings.max_attempts)
+    sweep = build(spec, max_jobs=settings.max_jobs, max_attempts=settings.max_attempts)
     sweep.created_by_token_id = created_by_token_id
     sweep.request_hash = digest
     if idempotency is not None:
@@ -88,9 +88,9 @@ def _same_request(existing: Sweep, digest: str, idempotency: Idempotency) -> Swe
     return existing
 
 
-def job_count(spec: SweepSpec, *, max_cells: int) -> int:
+def job_count(spec: SweepSpec, *, max_jobs: int) -> int:
     """How many jobs the sweep makes, counted without expanding it (a hostile matrix of thousands of drafts
-    x every GPU costs nothing); InputError when no cell can run or there are more than ``max_cells``."""
+    x every GPU costs nothing); InputError when no cell can run or there are more than ``max_jobs``."""
     pairs = sum(matrix.runs_on(backend, gpu) for gpu in spec.gpu_kinds for backend in spec.backends)
     axes = math.prod(len(values) for values in spec.env.values()) * len(matrix.concurrencies(spec))
     count = pairs * len(spec.graph_modes) * (len(spec.speculative) + spec.baseline) * axes
@@ -99,17 +99,17 @@ def job_count(spec: SweepSpec, *, max_cells: int) -> int:
             ["gpu_kinds"], "no cell can run: CPU_ATTN runs only on GPU kind 'cpu' and 'cpu' only with CPU_ATTN"
         )
     total = count * spec.repeats
-    if total > max_cells:
+    if total > max_jobs:
         raise InputError(
             ["repeats"],
-            f"the matrix has {total} jobs ({count} cells x {spec.repeats} repeats), over the limit of {max_cells}",
+            f"the matrix has {total} jobs ({count} cells x {spec.repeats} repeats), over the limit of {max_jobs}",
         )
     return total
 
 
-def build(spec: SweepSpec, *, max_cells: int, max_attempts: int) -> Sweep:
+def build(spec: SweepSpec, *, max_jobs: int, max_attempts: int) -> Sweep:
     """The sweep and one job per cell and repeat, not yet added to a session."""
-    job_count(spec, max_cells=max_cells)
+    job_count(spec, max_jobs=max_jobs)
     cells = matrix.expand(spec)
     sweep = Sweep(
         name=spec.name,

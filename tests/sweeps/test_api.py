@@ -112,7 +112,7 @@ def test_empty_matrix_after_backend_gpu_pairing_is_rejected(client, dataset, wor
 
 
 def test_matrix_over_the_cell_limit_is_rejected_without_rows(client, dataset, worker) -> None:  # noqa: ANN001
-    client.app.state.settings.max_cells = 10
+    client.app.state.settings.max_jobs = 10
     response = submit(client, sweep_body(dataset, repeats=6))  # 2 cells x 6 = 12 jobs
     assert response.status_code == 422
     detail = response.json()["detail"][0]
