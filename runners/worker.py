@@ -1,4 +1,4 @@
-"""The worker loop: register, claim a cell, run it in its own process, heartbeat, report.
+"""The worker loop: register, claim a job, run its cell in its own process, heartbeat, report.
 
 A crash, hang or garbage output of vLLM becomes an outcome reported to the service; only the
 service being away for longer than the client's retry window stops the worker.
@@ -193,7 +193,7 @@ class Worker:
         return env
 
     def run_job(self, job: ClaimedJob) -> JobOutcome | None:
-        """Run one claimed cell and report it; None when the service took the job back meanwhile."""
+        """Run one claimed job's cell and report its outcome; None when the service took the job back meanwhile."""
         try:
             spec = CellSpec.model_validate(job.spec)
         except ValidationError as exc:
