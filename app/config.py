@@ -5,7 +5,7 @@ from functools import lru_cache
 from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Annotated
 
-from pydantic import field_validator
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///draftbench.db"
@@ -15,13 +15,14 @@ DEFAULT_CELL_TIMEOUT_S = 900.0
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="DRAFTBENCH_")
+    model_config = SettingsConfigDict(env_prefix="DRAFTBENCH_", populate_by_name=True)
 
     database_url: str = DEFAULT_DATABASE_URL
     # The bootstrap admin token (every scope); tokens made with `draftbench token create` sit in
     # the database. Empty means only database tokens are accepted: never anonymous writes.
     token: str = ""
-    max_cells: int = 2000
+    # Jobs a sweep may have (its cells x repeats); DRAFTBENCH_MAX_CELLS is the name it had before.
+    max_jobs: int = Field(default=2000, validation_alias=AliasChoices("DRAFTBENCH_MAX_JOBS", "DRAFTBENCH_MAX_CELLS"))
     max_body_bytes: int = 1024 * 1024
     max_log_bytes: int = 32 * 1024 * 1024
     # The one liveness rule (app.workers.liveness): a worker is alive while its last heartbeat or

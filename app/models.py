@@ -192,7 +192,8 @@ class Job(Base):
     concurrency: Mapped[int | None] = mapped_column()
     # vLLM's own environment variables the cell ran with (an axis of the sweep: VLLM_USE_V2_MODEL_RUNNER...).
     env: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    config: Mapped[dict[str, Any]] = mapped_column()
+    # The cell spec it runs (app.schemas.cell.CellSpec, canonical); its column kept the name it had as "config".
+    spec: Mapped[dict[str, Any]] = mapped_column("config")
     config_hash: Mapped[str] = mapped_column(String(64), index=True)
     state: Mapped[JobState] = mapped_column(_enum(JobState), default=JobState.QUEUED)
     priority: Mapped[int] = mapped_column(default=0)

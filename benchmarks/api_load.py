@@ -188,7 +188,7 @@ def seed(url: str, dataset: str, *, sweeps: int, repeats: int, clients: int) -> 
             if response.status_code == 204:
                 break
             job = response.json()
-            outcome = {"result": fake_result(rng, job["cell"]["speculative"] is not None),
+            outcome = {"result": fake_result(rng, job["spec"]["speculative"] is not None),
                        "resolved": {"resolved_backend": "CPU_ATTN", "resolved_graph_mode": "NONE"},
                        "exit_code": 0, "duration_s": 20.0}
             http.post(f"/api/v1/jobs/{job['job_id']}/complete", json={"outcome": outcome},

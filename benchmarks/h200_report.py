@@ -294,7 +294,7 @@ def half_widths(rows: list[Cell]) -> None:
         raw = cell.result.raw
         if cell.job.concurrency is None and _default_rounds(raw):
             found = median_interval(_speeds(raw))
-            by_model.setdefault(Path(cell.job.config["model"]).name, []).append((found.high - found.low) / 2 / found.median)
+            by_model.setdefault(Path(cell.job.spec["model"]).name, []).append((found.high - found.low) / 2 / found.median)
     for model, halves in sorted(by_model.items()):
         print(f"| {model} | {len(halves)} | {statistics.median(halves):.1%} | {min(halves):.1%}-{max(halves):.1%} | "
               f"{sum(h <= 0.05 for h in halves)} of {len(halves)} |")

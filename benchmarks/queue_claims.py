@@ -92,7 +92,7 @@ def seed(url: str, *, jobs: int, workers: int) -> list[int]:
 def _job_row(sweep_id: int, index: int) -> dict:
     return {
         "sweep_id": sweep_id, "cell_index": index, "repeat": 0, "build": BUILD, "gpu_kind": GPU_KIND,
-        "backend": "CPU_ATTN", "graph_mode": "NONE", "method": "ngram", "config": {"i": index},
+        "backend": "CPU_ATTN", "graph_mode": "NONE", "method": "ngram", "spec": {"i": index},
         "config_hash": f"{index:064x}", "state": JobState.QUEUED, "priority": 0, "attempts": 0, "max_attempts": 3,
     }
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from app.schemas.cell import CellOutcome
+from app.schemas.cell import JobOutcome
 from app.schemas.worker import ClaimedJob, CompleteRequest, HeartbeatRequest, RegisterRequest, WorkerRegistered
 
 log = logging.getLogger("draftbench.worker")
@@ -99,7 +99,7 @@ class ServiceClient:
             headers={"content-type": "text/plain; charset=utf-8"},
         )
 
-    def complete(self, job_id: int, outcome: CellOutcome) -> None:
+    def complete(self, job_id: int, outcome: JobOutcome) -> None:
         body = CompleteRequest(outcome=outcome).model_dump(mode="json")
         self._call("POST", f"/api/v1/jobs/{job_id}/complete", json=body)
 

@@ -21,7 +21,7 @@ from app.schemas.cell import CellResult, CellSpec
 from app.schemas.sweep import SweepSpec
 from app.sweeps import imports, matrix
 from app.sweeps import service as sweeps
-from app.sweeps.imports import RanCell
+from app.sweeps.imports import RanJob
 from runners.offline import FINISHED_AT_FORMAT, exit_record
 from runners.outcome import outcome_of
 
@@ -43,7 +43,7 @@ def write_cells(spec: SweepSpec, folder: Path) -> int:
     return len(cells)
 
 
-def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanCell], cut_logs: Mapping[tuple[int, int], str]) -> None:
+def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanJob], cut_logs: Mapping[tuple[int, int], str]) -> None:
     """The folder ``read_folder`` reads back as these runs: ``write_cells``'s files, and beside each run's
     spec its ``cell.log``, ``exit.json`` and (when it has one) ``result.json``.
 
@@ -55,14 +55,14 @@ def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanCell], cut_logs: 
     write_cells(spec, folder)
     for (cell_index, repeat), log in cut_logs.items():
         (folder / "cells" / cell_dir_name(cell_index, repeat) / "cell.log").write_bytes(log.encode())
-    for cell in ran:
-        cell_dir = folder / "cells" / cell_dir_name(cell.cell_index, cell.repeat)
-        outcome = cell.outcome
-        (cell_dir / "cell.log").write_bytes(cell.log.encode())
+    for run in ran:
+        cell_dir = folder / "cells" / cell_dir_name(run.cell_index, run.repeat)
+        outcome = run.outcome
+        (cell_dir / "cell.log").write_bytes(run.log.encode())
         if outcome.result is not None:
             (cell_dir / "result.json").write_text(outcome.result.model_dump_json(indent=2))
         exit_info = exit_record(exit_code=outcome.exit_code, signal=outcome.signal, timed_out=outcome.timed_out,
-                                duration_s=outcome.duration_s, finished_at=cell.finished_at)
+                                duration_s=outcome.duration_s, finished_at=run.finished_at)
         (cell_dir / "exit.json").write_text(json.dumps(exit_info))
 
 
@@ -94,7 +94,7 @@ class ExitRecord(BaseModel):
         return times.plausible(when)
 
 
-def read_folder(folder: Path) -> tuple[SweepSpec, list[RanCell], str]:
+def read_folder(folder: Path) -> tuple[SweepSpec, list[RanJob], str]:
     """The sweep, every cell that ran (``exit.json`` present), and a digest of the folder's content.
 
     Equal digests mean the same runs: importing a folder twice is recognised by it. The folder may come
@@ -107,7 +107,7 @@ def read_folder(folder: Path) -> tuple[SweepSpec, list[RanCell], str]:
         raise files.FileRefused(f"{folder / 'sweep.json'}: no such file (is {folder} a folder made by `draftbench expand`?)")
     spec = files.validated(SweepSpec, found.data, name=folder / "sweep.json")
     try:
-        sweeps.job_count(spec, max_cells=imports.IMPORT_LIMIT)
+        sweeps.job_count(spec, max_jobs=imports.IMPORT_LIMIT)
     except InputError as exc:
         raise files.FileRefused(f"{folder / 'sweep.json'}: {'.'.join(map(str, exc.loc[1:]))}: {exc.msg}") from None
     digest = hashlib.sha256(found.data)
@@ -130,7 +130,7 @@ def read_folder(folder: Path) -> tuple[SweepSpec, list[RanCell], str]:
 def _ran(
     cell_dir: Path, cell_index: int, repeat: int, spec: CellSpec,
     exit_file: files.Content, result: files.Content | None, log_file: files.Content | None,
-) -> RanCell:
+) -> RanJob:
     exit_info = files.validated(ExitRecord, exit_file.data, name=cell_dir / "exit.json")
     # Bytes, as the worker reads its cells' logs: text mode would turn vLLM's progress bars' \r into \n.
     log = log_file.data.decode(errors="replace") if log_file else ""
@@ -161,7 +161,7 @@ def _ran(
         started_at = imports.started(finished_at, exit_info.duration_s)
     except ValueError as exc:
         raise files.FileRefused(f"{cell_dir / 'exit.json'}: duration_s: {exc}") from None
-    return RanCell(
+    return RanJob(
         cell_index=cell_index,
         repeat=repeat,
         outcome=outcome,

@@ -2,7 +2,7 @@
 
 from pydantic import ValidationError
 
-from app.schemas.cell import CellOutcome, CellResult, CellSpec
+from app.schemas.cell import CellResult, CellSpec, JobOutcome
 from app.vllmlog.ran import parse_log
 
 
@@ -15,9 +15,9 @@ def outcome_of(
     signal: int | None,
     timed_out: bool,
     duration_s: float,
-) -> CellOutcome:
+) -> JobOutcome:
     """Validate the cell's result JSON (only trusted after exit 0; None: it wrote none) and read from the log what ran."""
-    outcome = CellOutcome(
+    outcome = JobOutcome(
         resolved=parse_log(log, backend=spec.backend.value, graph_mode=spec.graph_mode.value, method=spec.method),
         exit_code=exit_code,
         signal=signal,

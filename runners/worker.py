@@ -1,4 +1,4 @@
-"""The worker loop: register, claim a cell, run it in its own process, heartbeat, report.
+"""The worker loop: register, claim a job, run its cell in its own process, heartbeat, report.
 
 A crash, hang or garbage output of vLLM becomes an outcome reported to the service; only the
 service being away for longer than the client's retry window stops the worker.
@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from app.builds.facts import read_facts
 from app.enums import GpuKind
-from app.schemas.cell import CellOutcome, CellSpec
+from app.schemas.cell import CellSpec, JobOutcome
 from app.schemas.worker import BuildFactsIn, BuildInfo, ClaimedJob, RegisterRequest
 from runners import execute, gpus
 from runners.client import JobLost, ServiceClient, ServiceRefused
@@ -192,15 +192,15 @@ class Worker:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpu_ids[: max(gpus_needed, 1)])
         return env
 
-    def run_job(self, job: ClaimedJob) -> CellOutcome | None:
-        """Run one claimed cell and report it; None when the service took the job back meanwhile."""
+    def run_job(self, job: ClaimedJob) -> JobOutcome | None:
+        """Run one claimed job's cell and report its outcome; None when the service took the job back meanwhile."""
         try:
-            spec = CellSpec.model_validate(job.cell)
+            spec = CellSpec.model_validate(job.spec)
         except ValidationError as exc:
             # A cell this worker cannot read (a newer service's field, say) fails here, not on every worker.
             error = f"the worker cannot read this cell: {exc}"
             log.error("job %s: %s", job.job_id, error)
-            return self._report(job.job_id, error + "\n", CellOutcome(error=error))
+            return self._report(job.job_id, error + "\n", JobOutcome(error=error))
         folder = self.workdir / f"job-{job.job_id}-{job.attempt}"
         folder.mkdir(parents=True, exist_ok=True)
         log_path = folder / "cell.log"
@@ -219,7 +219,7 @@ class Worker:
             return None
         return self._report(job.job_id, _read(log_path), outcome)
 
-    def _report(self, job_id: int, log_text: str, outcome: CellOutcome) -> CellOutcome | None:
+    def _report(self, job_id: int, log_text: str, outcome: JobOutcome) -> JobOutcome | None:
         """Upload the log and the outcome; returns what the service took, None when the job moved on.
 
         A report the service refuses (4xx: a value it cannot store, a body over its limit) is one job's
@@ -231,7 +231,7 @@ class Worker:
                 log.error("job %s: the service refused its log, reporting without it: %s", job_id, refused)
             if refused := _refusal(self.client.complete, job_id, outcome):
                 log.error("job %s: the service refused its report, reporting the job failed: %s", job_id, refused)
-                outcome = CellOutcome(error=f"the service refused the worker's report ({refused.status}): {refused.detail}")
+                outcome = JobOutcome(error=f"the service refused the worker's report ({refused.status}): {refused.detail}")
                 if refused := _refusal(self.client.complete, job_id, outcome):
                     log.error("job %s: the service refused its failure too: %s", job_id, refused)
                     return None
@@ -243,12 +243,12 @@ class Worker:
 
     def _execute(
         self, spec: CellSpec, folder: Path, log_path: Path, beat: "_Heartbeat", *, gpus_needed: int = 1
-    ) -> tuple[CellOutcome, bool]:
+    ) -> tuple[JobOutcome, bool]:
         build = self.builds.get(spec.build)
         if build is None or not build.python.exists():
             error = f"build {spec.build!r} has no interpreter on this worker ({build.python if build else 'not registered here'})"
             log_path.write_text(error + "\n")
-            return CellOutcome(error=error), False
+            return JobOutcome(error=error), False
         spec_path, result_path = folder / "spec.json", folder / "result.json"
         spec_path.write_text(json.dumps(spec.model_dump(mode="json")))
         finished = execute.run(
@@ -330,7 +330,7 @@ def _describe(spec: CellSpec) -> str:
     return f"{spec.gpu_kind}/{spec.backend}/{spec.graph_mode}/{spec.method or 'baseline'}"
 
 
-def _summary(outcome: CellOutcome) -> str:
+def _summary(outcome: JobOutcome) -> str:
     if outcome.result is not None:
         counters = outcome.result.spec_decode
         rate = (

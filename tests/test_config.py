@@ -24,3 +24,10 @@ def test_a_bad_trusted_proxy_is_refused_naming_the_setting(monkeypatch: pytest.M
     monkeypatch.setenv("DRAFTBENCH_TRUSTED_PROXIES", text)
     with pytest.raises(ValidationError, match="trusted_proxies"):
         Settings()
+
+
+@pytest.mark.parametrize("name", ["DRAFTBENCH_MAX_JOBS", "DRAFTBENCH_MAX_CELLS"])
+def test_the_job_limit_is_read_under_its_name_and_the_one_it_had(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    monkeypatch.setenv(name, "7")
+    assert Settings().max_jobs == 7
+    assert Settings(max_jobs=3).max_jobs == 3

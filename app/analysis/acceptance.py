@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.analysis.intervals import Z_95, wilson_interval
-from app.schemas.cell import RequestOutcome, SpecDecodeCounters
+from app.schemas.cell import MeasuredRequest, SpecDecodeCounters
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ NO_DRAFTS = AcceptanceMetrics(None, None, None, None, None, None, ())
 
 def derive(
     counters: SpecDecodeCounters | None,
-    requests: Sequence[RequestOutcome],
+    requests: Sequence[MeasuredRequest],
     rounds: Sequence[SpecDecodeCounters] = (),
 ) -> AcceptanceMetrics:
     """Acceptance rate, mean acceptance length and per-position rates of one measured run.
@@ -63,7 +63,7 @@ def derive(
     ----------
     counters : SpecDecodeCounters or None
         None for a run without speculation.
-    requests : sequence of RequestOutcome
+    requests : sequence of MeasuredRequest
         The measured requests, in any order.
     rounds : sequence of SpecDecodeCounters
         Each measured round's counters (they sum to ``counters``).
@@ -156,7 +156,7 @@ def _per_draft_se(counters: SpecDecodeCounters) -> float:
 
 
 def _cluster_se(
-    counters: SpecDecodeCounters, requests: Sequence[RequestOutcome], rounds: Sequence[SpecDecodeCounters]
+    counters: SpecDecodeCounters, requests: Sequence[MeasuredRequest], rounds: Sequence[SpecDecodeCounters]
 ) -> float:
     """Standard error of ``A / D`` over rounds (2 or more) or requests that add up to the counters; else 0."""
     units = [(r.num_accepted_tokens, r.num_drafts) for r in rounds] if len(rounds) >= 2 else []

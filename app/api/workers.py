@@ -68,7 +68,7 @@ def claim(worker_id: PathWorker, session: SessionDep, metrics: MetricsDep) -> Cl
     metrics.claim_seconds.labels(outcome="empty" if job is None else "job").observe(time.perf_counter() - started)
     if job is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return ClaimedJob(job_id=job.id, sweep_id=job.sweep_id, attempt=job.attempts, cell=job.config, gpus_needed=job.gpus_needed)
+    return ClaimedJob(job_id=job.id, sweep_id=job.sweep_id, attempt=job.attempts, spec=job.spec, gpus_needed=job.gpus_needed)
 
 
 @router.post(

@@ -23,7 +23,7 @@ from app.enums import JobState, SweepState
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from app.sweeps.imports import RanCell
+    from app.sweeps.imports import RanJob
 
 # Piped output (make, CI logs) gets a wide table instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -160,7 +160,7 @@ def import_bench(
 
     spec = _read_sweep(sweep_file)
     try:
-        jobs = sweeps.job_count(spec, max_cells=imports.IMPORT_LIMIT)
+        jobs = sweeps.job_count(spec, max_jobs=imports.IMPORT_LIMIT)
     except InputError as exc:
         raise CliError(f"{sweep_file}: {'.'.join(map(str, exc.loc[1:]))}: {exc.msg}") from None
     if jobs != 1:
@@ -177,13 +177,13 @@ def import_bench(
         console.print(f"{what} sweep {sweep.id} '{sweep.name}' ({bench_files.kind_of(data)}: {ran.outcome.result.tokens_per_s:.1f} output tok/s)")
 
 
-def _read_bench(path: Path, *, output_len: int | None, concurrency: int | None) -> "tuple[bytes, object, RanCell]":
+def _read_bench(path: Path, *, output_len: int | None, concurrency: int | None) -> "tuple[bytes, object, RanJob]":
     """A ``vllm bench`` file (read by app.files' rules) as its bytes, its JSON and the run it stands for;
     FileRefused naming the file and what is wrong."""
     import pydantic_core
 
     from app import files
-    from app.schemas.cell import CellOutcome
+    from app.schemas.cell import JobOutcome
     from app.sweeps import bench_files, imports
 
     found = files.read_given(path, limit=files.log_limit())
@@ -201,7 +201,7 @@ def _read_bench(path: Path, *, output_len: int | None, concurrency: int | None) 
         started = imports.started(finished, result.generation_s)
     except ValueError as exc:
         raise files.FileRefused(f"{path}: its modification time and duration: {exc}") from None
-    ran = imports.RanCell(cell_index=0, repeat=0, outcome=CellOutcome(result=result, exit_code=0), log="",
+    ran = imports.RanJob(cell_index=0, repeat=0, outcome=JobOutcome(result=result, exit_code=0), log="",
                           started_at=started, finished_at=finished)
     return found.data, data, ran
 
@@ -260,12 +260,12 @@ def _print_results(api: Api, sweep_id: int) -> None:
     table = Table("job", "GPU kind", "backend", "graph mode → resolved", "method", "rep", "state",
                   escape("acceptance [95% CI]"), escape("accept len [95% CI]"), escape("tok/s [interval] (rounds)"),
                   title=f"sweep {sweep_id}: {sweep['name']} ({sweep['state']})")
-    for cell in sweep["cells"]:
-        r = results.get(cell["job_id"])
-        mode = f"{cell['graph_mode']} → {r['resolved_graph_mode'] or '?'}" if r else cell["graph_mode"]
+    for job in sweep["jobs"]:
+        r = results.get(job["job_id"])
+        mode = f"{job['graph_mode']} → {r['resolved_graph_mode'] or '?'}" if r else job["graph_mode"]
         acc, length, tps = measured_text(r)
-        table.add_row(str(cell["job_id"]), cell["gpu_kind"], cell["backend"], mode, cell["method"] or "baseline",
-                      str(cell["repeat"]), cell["state"], escape(acc), escape(length), escape(tps))
+        table.add_row(str(job["job_id"]), job["gpu_kind"], job["backend"], mode, job["method"] or "baseline",
+                      str(job["repeat"]), job["state"], escape(acc), escape(length), escape(tps))
     console.print(table)
     for warning in sweep.get("warnings", []):
         console.print(f"[yellow]warning:[/] {warning}")

@@ -16,10 +16,10 @@ from app.enums import CrashKind
 from app.errors import ConflictError, InputError, NotFoundError
 from app.models import Crash, CrashOverride, CrashSignature, Job, JobLog, utcnow
 from app.schemas import text
-from app.schemas.cell import CellOutcome
+from app.schemas.cell import JobOutcome
 
 
-def record(*, session: Session, job: Job, outcome: CellOutcome, log: str, now: datetime) -> Crash:
+def record(*, session: Session, job: Job, outcome: JobOutcome, log: str, now: datetime) -> Crash:
     """Sign the crash from its log and what its cell ran, and add it to its group (created on first sight).
 
     The group is the signature's, unless a merge or split made by hand sends it elsewhere

@@ -277,7 +277,7 @@ def _learn_variants(session: Session, hashes: set[str]) -> None:
     unknown = sorted(hashes - _VARIANTS.keys())
     for start in range(0, len(unknown), 500):
         first = select(func.min(Job.id)).where(Job.config_hash.in_(unknown[start:start + 500])).group_by(Job.config_hash)
-        for config_hash, config in session.execute(select(Job.config_hash, Job.config).where(Job.id.in_(first))):
+        for config_hash, config in session.execute(select(Job.config_hash, Job.spec).where(Job.id.in_(first))):
             _VARIANTS[config_hash] = _variant(config)
 
 

@@ -13,12 +13,12 @@ from app.enums import JobState
 from app.jobs import queue
 from app.models import Job, Result, Sweep, utcnow
 from app.results import alarms, cells, compare
-from app.schemas.cell import CellOutcome, CellResult, Resolved
+from app.schemas.cell import CellResult, JobOutcome, Resolved
 from app.schemas.result import ResultOut
 from app.vllmlog.ran import parse_log
 
 
-def record(*, session: Session, job: Job, outcome: CellOutcome, finished_at: datetime | None = None) -> None:
+def record(*, session: Session, job: Job, outcome: JobOutcome, finished_at: datetime | None = None) -> None:
     """Store an outcome on its (held) job and move the job to the matching final state.
 
     What ran is read here from the job's stored log, with the rules of ``app.vllmlog.ran``, so that
@@ -47,7 +47,7 @@ def _result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at:
     metrics = derive(result.spec_decode, result.requests, rounds)
     counters = result.spec_decode
     throughput = rounds_throughput(result)
-    expected = expected_per_position(job.config.get("speculative"))
+    expected = expected_per_position(job.spec.get("speculative"))
     return Result(
         job=job,
         engine_start_s=result.engine_start_s,

@@ -39,13 +39,13 @@ EnvValue = stored(Job.env, 1024)
 class Workload(Input):
     """The prompts a cell runs and how: a prompt file, the prompts shipped with draftbench, or random tokens."""
 
-    dataset: stored(Job.config, 1024, min_length=1) = Field(
+    dataset: stored(Job.spec, 1024, min_length=1) = Field(
         default=BuiltinDataset.DRAFTBENCH.value,
         description="'draftbench' (the prompts shipped in runners/prompts), 'random' (random token ids, as "
         "`vllm bench --dataset-name random`), or a path where the worker runs: Spec-Bench JSONL "
         "(question_id, category, turns) or ShareGPT JSON (a list of {conversations: [{from, value}]})",
     )
-    categories: list[stored(Job.config, 64, min_length=1)] = Field(
+    categories: list[stored(Job.spec, 64, min_length=1)] = Field(
         default_factory=list, max_length=64, description="Keep only these categories; empty keeps all"
     )
     num_prompts: int = Field(default=32, ge=1, le=100_000)
@@ -103,8 +103,8 @@ class CellSpec(Input):
 
     build: stored(Job.build, min_length=1)
     gpu_kind: GpuKind
-    model: stored(Job.config, 1024, min_length=1)
-    tokenizer: stored(Job.config, 1024) | None = None
+    model: stored(Job.spec, 1024, min_length=1)
+    tokenizer: stored(Job.spec, 1024) | None = None
     workload: Workload
     # None runs the baseline: the same engine without speculation.
     speculative: dict[str, Any] | None
@@ -146,7 +146,7 @@ class SpecDecodeCounters(Input):
         return self
 
 
-class RequestOutcome(Input):
+class MeasuredRequest(Input):
     """One request of the measured run: enough to bootstrap and to compare against the baseline."""
 
     model_config = {"extra": "ignore"}
@@ -238,7 +238,7 @@ class CellResult(Input):
     requests_per_s: RequestsPerS
     # Summed over the measured rounds; each round's own counts are in ``rounds``.
     spec_decode: SpecDecodeCounters | None = Field(default=None, validation_alias=AliasChoices("spec_decode", "spec"))
-    requests: list[RequestOutcome] = Field(default_factory=list)
+    requests: list[MeasuredRequest] = Field(default_factory=list)
     output_fingerprint: reported(Result.output_fingerprint)
     versions: Versions = Field(default_factory=Versions)
     # Schema 3 (older files: one round, the whole generation window).
@@ -267,8 +267,8 @@ class Resolved(Input):
     downgrades: list[reported(Result.ran, 2000)] = Field(default_factory=list, max_length=100)
 
 
-class CellOutcome(Input):
-    """What the worker reports for a finished cell: a result, or how the process died."""
+class JobOutcome(Input):
+    """What the worker reports for a job: its cell's result, or how the cell's process died."""
 
     result: CellResult | None = None
     resolved: Resolved = Field(default_factory=Resolved)

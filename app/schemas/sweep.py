@@ -9,6 +9,7 @@ from pydantic import (
     ConfigDict,
     Field,
     TypeAdapter,
+    computed_field,
     ValidationError,
     field_validator,
     model_validator,
@@ -105,7 +106,9 @@ class SweepSpec(Input):
         return self
 
 
-class CellStatus(BaseModel):
+class JobStatus(BaseModel):
+    """Where one job of the sweep stands, and what its cell measured and ran once it succeeded."""
+
     job_id: int
     cell_index: int
     repeat: int
@@ -144,6 +147,12 @@ class SweepSummary(BaseModel):
 
 class SweepDetail(SweepSummary):
     spec: dict[str, Any]
-    cells: list[CellStatus]
+    jobs: list[JobStatus]
     # Why some jobs may wait: no live worker serves their GPU kind, build and GPU count (read fresh).
     warnings: list[str] = []
+
+    # Marked deprecated in the schema only: pydantic's own deprecation would warn at every answer it writes.
+    @computed_field(description="Deprecated: the jobs under their old name", json_schema_extra={"deprecated": True})
+    @property
+    def cells(self) -> list[JobStatus]:
+        return self.jobs

@@ -3,12 +3,12 @@
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from app.enums import BuildKind, GpuKind, JobState
 from app.models import Build, Worker
 from app.schemas.base import Input
-from app.schemas.cell import CellOutcome
+from app.schemas.cell import JobOutcome
 from app.schemas.text import reported, stored
 from app.schemas.times import PlausibleTime
 
@@ -87,9 +87,16 @@ class ClaimedJob(BaseModel):
     job_id: int
     sweep_id: int
     attempt: int
-    cell: dict[str, Any]
+    # The cell spec to run (app.schemas.cell.CellSpec). Services before it was named spec sent it as cell.
+    spec: dict[str, Any] = Field(validation_alias=AliasChoices("spec", "cell"))
     # GPUs the cell takes (tensor x pipeline parallel); the worker sets CUDA_VISIBLE_DEVICES to that many.
     gpus_needed: int = 1
+
+    # Marked deprecated in the schema only: pydantic's own deprecation would warn at every answer it writes.
+    @computed_field(description="Deprecated: the spec under its old name, for deployed workers", json_schema_extra={"deprecated": True})
+    @property
+    def cell(self) -> dict[str, Any]:
+        return self.spec
 
 
 class HeartbeatRequest(Input):
@@ -102,7 +109,7 @@ class HeartbeatResponse(BaseModel):
 
 
 class CompleteRequest(Input):
-    outcome: CellOutcome
+    outcome: JobOutcome
 
 
 class JobOut(BaseModel):
@@ -125,6 +132,12 @@ class JobOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     error: str | None
-    config: dict[str, Any]
+    # The cell spec the job runs (app.schemas.cell.CellSpec).
+    spec: dict[str, Any]
 
     model_config = ConfigDict(from_attributes=True)
+
+    @computed_field(description="Deprecated: the spec under its old name", json_schema_extra={"deprecated": True})
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.spec

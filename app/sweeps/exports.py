@@ -1,6 +1,6 @@
 """A sweep of the database as the runs ``draftbench import`` reads back: the reverse of app.sweeps.imports.
 
-Each job that ended with an outcome of its cell's process becomes the ``RanCell`` an import would have
+Each job that ended with an outcome of its cell's process becomes the ``RanJob`` an import would have
 made of it (runners.folders writes them as files): a succeeded job its result JSON as validated
 (``results.raw``) and exit 0; a crashed or timed-out job how its process ended (its crash row). Both
 keep their log and when they finished. ``duration_s`` is the crash's own; a result has none, so it is the
@@ -24,10 +24,10 @@ from app.enums import JobState
 from app.errors import NotFoundError
 from app.files import describe
 from app.models import Job, Sweep
-from app.schemas.cell import CellOutcome, CellResult, Resolved
+from app.schemas.cell import CellResult, JobOutcome, Resolved
 from app.schemas.sweep import SweepSpec
 from app.sweeps import matrix
-from app.sweeps.imports import RanCell
+from app.sweeps.imports import RanJob
 
 RAN = (JobState.SUCCEEDED, JobState.CRASHED, JobState.TIMED_OUT)
 
@@ -41,7 +41,7 @@ class Export:
     """A sweep's spec, its jobs that ran to an outcome, and the logs of the others, by (cell index, repeat)."""
 
     spec: SweepSpec
-    ran: list[RanCell]
+    ran: list[RanJob]
     cut_logs: dict[tuple[int, int], str]
     states: Counter[str]
 
@@ -93,7 +93,7 @@ def _check_cells(sweep: Sweep, spec: SweepSpec) -> None:
         )
 
 
-def _ran(job: Job, log: str) -> RanCell:
+def _ran(job: Job, log: str) -> RanJob:
     finished = job.finished_at
     started = job.started_at or finished
     if job.state is JobState.SUCCEEDED:
@@ -104,7 +104,7 @@ def _ran(job: Job, log: str) -> RanCell:
                 f"job {job.id} (cells/c{job.cell_index:04d}-r{job.repeat}): its stored result is one an import refuses "
                 f"({describe(exc)}), stored before the service refused such reports"
             ) from None
-        outcome = CellOutcome(
+        outcome = JobOutcome(
             result=result,
             resolved=Resolved.model_validate(job.result.ran),
             exit_code=0,
@@ -112,11 +112,11 @@ def _ran(job: Job, log: str) -> RanCell:
         )
     else:
         crash = job.crash
-        outcome = CellOutcome(
+        outcome = JobOutcome(
             exit_code=crash.exit_code,
             signal=crash.signal,
             timed_out=job.state is JobState.TIMED_OUT,
             duration_s=crash.duration_s or 0.0,
         )
-    return RanCell(cell_index=job.cell_index, repeat=job.repeat, outcome=outcome, log=log,
+    return RanJob(cell_index=job.cell_index, repeat=job.repeat, outcome=outcome, log=log,
                    started_at=started, finished_at=finished)

@@ -15,24 +15,24 @@ from app.crashes import service as crashes
 from app.jobs import queue
 from app.models import Build, Sweep
 from app.results import service as results
-from app.schemas.cell import CellOutcome
+from app.schemas.cell import JobOutcome
 from app.schemas.sweep import SweepSpec
 from app.schemas.times import EARLIEST, plausible
 from app.sweeps import service as sweeps
 from app.workers import service as workers
 
-# Imports are not limited by the service's DRAFTBENCH_MAX_CELLS: the cells already ran.
+# Imports are not limited by the service's DRAFTBENCH_MAX_JOBS: the jobs already ran.
 IMPORT_LIMIT = 100_000
 SCOPE = "import"
 
 
 @dataclass(frozen=True)
-class RanCell:
-    """One cell and repeat that ran elsewhere: its outcome, its log, and when it ran."""
+class RanJob:
+    """One job (a cell and repeat) that ran elsewhere: its outcome, its log, and when it ran."""
 
     cell_index: int
     repeat: int
-    outcome: CellOutcome
+    outcome: JobOutcome
     log: str
     started_at: datetime
     finished_at: datetime
@@ -55,7 +55,7 @@ def started(finished_at: datetime, duration_s: float) -> datetime:
 
 
 def import_sweep(
-    *, session: Session, spec: SweepSpec, ran: Sequence[RanCell], digest: str, source: str = "cell"
+    *, session: Session, spec: SweepSpec, ran: Sequence[RanJob], digest: str, source: str = "cell"
 ) -> tuple[Sweep, bool]:
     """The sweep made from these runs, and whether it is new (False: this digest was imported before).
 
@@ -66,21 +66,21 @@ def import_sweep(
     existing = sweeps.by_key(session=session, idempotency=idempotency)
     if existing is not None:
         return existing, False
-    sweep = sweeps.build(spec, max_cells=IMPORT_LIMIT, max_attempts=1)
+    sweep = sweeps.build(spec, max_jobs=IMPORT_LIMIT, max_attempts=1)
     sweep.tags = [*sweep.tags, "imported", *([source] if source != "cell" else [])]
     sweep.idempotency_scope, sweep.idempotency_key = idempotency.scope, idempotency.key
     sweep.request_hash = sweeps.request_hash(spec)
     if ran:
-        sweep.created_at = min(cell.started_at for cell in ran)
+        sweep.created_at = min(run.started_at for run in ran)
     session.add(sweep)
     session.flush()
     jobs = {(job.cell_index, job.repeat): job for job in sweep.jobs}
-    for cell in ran:
-        job = jobs[(cell.cell_index, cell.repeat)]
-        queue.start_elsewhere(session=session, job=job, started_at=cell.started_at)
-        crashes.store_log(session=session, job_id=job.id, text=cell.log)
+    for run in ran:
+        job = jobs[(run.cell_index, run.repeat)]
+        queue.start_elsewhere(session=session, job=job, started_at=run.started_at)
+        crashes.store_log(session=session, job_id=job.id, text=run.log)
         session.flush()
-        results.record(session=session, job=job, outcome=cell.outcome, finished_at=cell.finished_at)
+        results.record(session=session, job=job, outcome=run.outcome, finished_at=run.finished_at)
         if job.result is not None:
             job.result.source = source
     _register_build(session=session, spec=spec, ran=ran)
@@ -88,9 +88,9 @@ def import_sweep(
     return sweep, True
 
 
-def _register_build(*, session: Session, spec: SweepSpec, ran: Sequence[RanCell]) -> None:
+def _register_build(*, session: Session, spec: SweepSpec, ran: Sequence[RanJob]) -> None:
     """The imported build becomes known, with the vLLM version its results report."""
     if spec.build in workers.build_labels(session=session):
         return
-    version = next((c.outcome.result.versions.vllm for c in ran if c.outcome.result is not None), None)
+    version = next((run.outcome.result.versions.vllm for run in ran if run.outcome.result is not None), None)
     session.add(Build(label=spec.build, vllm_version=version))

@@ -15,7 +15,7 @@ from app.enums import BuiltinDataset, JobState, SpecMethod, SweepState
 from app.errors import ConflictError, InputError, NotFoundError
 from app.jobs import queue
 from app.models import Crash, CrashSignature, Job, Result, Sweep, utcnow
-from app.schemas.sweep import CellStatus, SweepDetail, SweepSpec, SweepSummary
+from app.schemas.sweep import JobStatus, SweepDetail, SweepSpec, SweepSummary
 from app.sweeps import engine_args, matrix, paths
 from app.workers import service as workers
 
@@ -49,7 +49,7 @@ def create(
             return _same_request(existing, digest, idempotency), False
     check_inputs(spec, settings=settings)
     _check_references(session=session, spec=spec)
-    sweep = build(spec, max_cells=settings.max_cells, max_attempts=settings.max_attempts)
+    sweep = build(spec, max_jobs=settings.max_jobs, max_attempts=settings.max_attempts)
     sweep.created_by_token_id = created_by_token_id
     sweep.request_hash = digest
     if idempotency is not None:
@@ -88,9 +88,9 @@ def _same_request(existing: Sweep, digest: str, idempotency: Idempotency) -> Swe
     return existing
 
 
-def job_count(spec: SweepSpec, *, max_cells: int) -> int:
+def job_count(spec: SweepSpec, *, max_jobs: int) -> int:
     """How many jobs the sweep makes, counted without expanding it (a hostile matrix of thousands of drafts
-    x every GPU costs nothing); InputError when no cell can run or there are more than ``max_cells``."""
+    x every GPU costs nothing); InputError when no cell can run or there are more than ``max_jobs``."""
     pairs = sum(matrix.runs_on(backend, gpu) for gpu in spec.gpu_kinds for backend in spec.backends)
     axes = math.prod(len(values) for values in spec.env.values()) * len(matrix.concurrencies(spec))
     count = pairs * len(spec.graph_modes) * (len(spec.speculative) + spec.baseline) * axes
@@ -99,17 +99,17 @@ def job_count(spec: SweepSpec, *, max_cells: int) -> int:
             ["gpu_kinds"], "no cell can run: CPU_ATTN runs only on GPU kind 'cpu' and 'cpu' only with CPU_ATTN"
         )
     total = count * spec.repeats
-    if total > max_cells:
+    if total > max_jobs:
         raise InputError(
             ["repeats"],
-            f"the matrix has {total} jobs ({count} cells x {spec.repeats} repeats), over the limit of {max_cells}",
+            f"the matrix has {total} jobs ({count} cells x {spec.repeats} repeats), over the limit of {max_jobs}",
         )
     return total
 
 
-def build(spec: SweepSpec, *, max_cells: int, max_attempts: int) -> Sweep:
+def build(spec: SweepSpec, *, max_jobs: int, max_attempts: int) -> Sweep:
     """The sweep and one job per cell and repeat, not yet added to a session."""
-    job_count(spec, max_cells=max_cells)
+    job_count(spec, max_jobs=max_jobs)
     cells = matrix.expand(spec)
     sweep = Sweep(
         name=spec.name,
@@ -124,7 +124,6 @@ def build(spec: SweepSpec, *, max_cells: int, max_attempts: int) -> Sweep:
         reason=spec.reason,
     )
     for cell in cells:
-        config = matrix.canonical(cell.spec)
         digest = matrix.config_hash(cell.spec)
         try:
             gpus_needed = matrix.gpus_needed(cell.spec)
@@ -142,7 +141,7 @@ def build(spec: SweepSpec, *, max_cells: int, max_attempts: int) -> Sweep:
                 mode=cell.spec.mode.value,
                 concurrency=cell.spec.concurrency,
                 env=cell.spec.env,
-                config=config,
+                spec=matrix.canonical(cell.spec),
                 config_hash=digest,
                 priority=spec.priority,
                 gpus_needed=gpus_needed,
@@ -277,8 +276,8 @@ def _summary(sweep: Sweep, counts: dict[str, int]) -> SweepSummary:
     )
 
 
-# A cell's status in one row: the job, what its result measured and ran, its crash's signature.
-_CELL_COLUMNS = (
+# A job's status in one row: the job, what its result measured and ran, its crash's signature.
+_JOB_STATUS_COLUMNS = (
     Job.id.label("job_id"), Job.cell_index, Job.repeat, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method,
     Job.mode, Job.concurrency, Job.env,
     Job.state, Job.attempts, Result.acceptance_rate, Result.tokens_per_s, Result.resolved_backend,
@@ -287,10 +286,10 @@ _CELL_COLUMNS = (
 )
 
 
-def cells(*, session: Session, sweep_id: int) -> list[CellStatus]:
+def job_statuses(*, session: Session, sweep_id: int) -> list[JobStatus]:
     """Every job of the sweep in job order, in one query (a sweep page is read far more than written)."""
     stmt = (
-        select(*_CELL_COLUMNS)
+        select(*_JOB_STATUS_COLUMNS)
         .outerjoin(Result, Result.job_id == Job.id)
         .outerjoin(Crash, Crash.job_id == Job.id)
         .outerjoin(CrashSignature, CrashSignature.id == Crash.signature_id)
@@ -299,7 +298,7 @@ def cells(*, session: Session, sweep_id: int) -> list[CellStatus]:
     )
     # Without a result the outer join gives NULL flags: nothing ran, so nothing was downgraded.
     return [
-        CellStatus(**{**row._mapping, "graph_downgraded": bool(row.graph_downgraded), "draft_eager": bool(row.draft_eager)})
+        JobStatus(**{**row._mapping, "graph_downgraded": bool(row.graph_downgraded), "draft_eager": bool(row.draft_eager)})
         for row in session.execute(stmt)
     ]
 
@@ -309,7 +308,7 @@ def detail(*, session: Session, sweep: Sweep, lease_seconds: float) -> SweepDeta
     return SweepDetail(
         **base.model_dump(),
         spec=sweep.spec,
-        cells=cells(session=session, sweep_id=sweep.id),
+        jobs=job_statuses(session=session, sweep_id=sweep.id),
         warnings=warnings(session=session, sweep_id=sweep.id, lease_seconds=lease_seconds),
     )
 

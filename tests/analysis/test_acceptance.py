@@ -4,14 +4,14 @@ from hypothesis import strategies as st
 
 from app.analysis.acceptance import NO_DRAFTS, derive, lossless_share, speedup
 from app.analysis.intervals import wilson_interval
-from app.schemas.cell import RequestOutcome, SpecDecodeCounters
+from app.schemas.cell import MeasuredRequest, SpecDecodeCounters
 
 # 10 drafts of 3 tokens, 24 accepted: 9 at position 0, 8 at 1, 7 at 2.
 COUNTERS = SpecDecodeCounters(num_drafts=10, num_draft_tokens=30, num_accepted_tokens=24, accepted_per_position=[9, 8, 7])
 
 
-def request(drafts: int | None, accepted: int | None) -> RequestOutcome:
-    return RequestOutcome(num_output_tokens=17, fingerprint="f", num_drafts=drafts, num_accepted_tokens=accepted)
+def request(drafts: int | None, accepted: int | None) -> MeasuredRequest:
+    return MeasuredRequest(num_output_tokens=17, fingerprint="f", num_drafts=drafts, num_accepted_tokens=accepted)
 
 
 def test_point_estimates_follow_vllm_formulas():

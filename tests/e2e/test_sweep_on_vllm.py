@@ -164,7 +164,7 @@ def test_vllms_environment_is_an_axis_and_each_cell_records_its_model_runner(ser
                   env={"VLLM_USE_V2_MODEL_RUNNER": ["0", "1"]})
     body["workload"] |= {"rounds": 1}
     sweep_id = _run(service, worker, body)
-    jobs = {j["config"]["env"]["VLLM_USE_V2_MODEL_RUNNER"]: j for j in
+    jobs = {j["spec"]["env"]["VLLM_USE_V2_MODEL_RUNNER"]: j for j in
             httpx.get(f"{service}/api/v1/jobs", params={"sweep_id": sweep_id}).json()}
     assert jobs["0"]["state"] == "succeeded"
     [row] = httpx.get(f"{service}/api/v1/results", params={"sweep_id": sweep_id}).json()

@@ -16,7 +16,7 @@ def _sweep(session, n: int, *, gpu_kind: str = "cpu", build: str = "b", priority
     for i in range(n):
         sweep.jobs.append(
             Job(cell_index=i, repeat=0, build=build, gpu_kind=gpu_kind, backend="CPU_ATTN", graph_mode="NONE",
-                method="ngram", config={}, config_hash="h", priority=priority, max_attempts=max_attempts)
+                method="ngram", spec={}, config_hash="h", priority=priority, max_attempts=max_attempts)
         )
     session.add(sweep)
     session.flush()

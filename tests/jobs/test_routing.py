@@ -14,7 +14,7 @@ def _sweep(session, n: int, *, priority: int = 0, gpu_kind: str = "H200", gpus_n
     for i in range(n):
         sweep.jobs.append(
             Job(cell_index=i, repeat=0, build="b", gpu_kind=gpu_kind, backend="FLASH_ATTN", graph_mode="NONE",
-                method="ngram", config={}, config_hash="h", priority=priority, gpus_needed=gpus_needed)
+                method="ngram", spec={}, config_hash="h", priority=priority, gpus_needed=gpus_needed)
         )
     session.add(sweep)
     session.flush()

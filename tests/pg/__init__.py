@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from app.schemas.cell import CellOutcome, CellResult
+from app.schemas.cell import CellResult, JobOutcome
 from app.schemas.worker import BuildInfo, RegisterRequest
 from tests.conftest import AUTH, TOKEN
 
@@ -42,7 +42,7 @@ def fake_outcome(slot: int) -> dict[str, Any]:
         engine_start_s=0.0, warmup_s=0.0, generation_s=0.01, num_requests=1, prompt_tokens=1, output_tokens=1,
         tokens_per_s=float(slot + 1), requests_per_s=1.0, output_fingerprint="f",
     )
-    return CellOutcome(result=result, exit_code=0).model_dump(mode="json")
+    return JobOutcome(result=result, exit_code=0).model_dump(mode="json")
 
 
 def fake_worker(server: str, slot: int, barrier, reports, work_s: float = 0.0, retry_for_s: float = 180.0) -> None:  # noqa: ANN001
@@ -60,7 +60,7 @@ def fake_worker(server: str, slot: int, barrier, reports, work_s: float = 0.0, r
         register = RegisterRequest(name=f"fake-{slot}", host="test", gpu_kinds=["cpu"], builds=[BuildInfo(label=BUILD)])
         report.worker_id = client.register(register).id
         barrier.wait(timeout=120)
-        outcome = CellOutcome.model_validate(fake_outcome(slot))
+        outcome = JobOutcome.model_validate(fake_outcome(slot))
         while True:
             job = client.claim(report.worker_id)
             if job is None:

@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from app.config import Settings
-from app.schemas.cell import CellOutcome
+from app.schemas.cell import JobOutcome
 from app.schemas.worker import BuildInfo, RegisterRequest
 from runners.client import JobLost, ServiceClient
 from runners.worker import Build, Worker
@@ -141,13 +141,13 @@ def test_a_result_after_the_lease_expired_gets_409_and_the_newer_stands(pg_url: 
             with pytest.raises(JobLost):
                 a.upload_log(first.job_id, "stale log from A\n")
             with pytest.raises(JobLost):
-                a.complete(first.job_id, CellOutcome.model_validate(fake_outcome(0)))
+                a.complete(first.job_id, JobOutcome.model_validate(fake_outcome(0)))
             # B reports: accepted.
             b.upload_log(second.job_id, "log from B\n")
-            b.complete(second.job_id, CellOutcome.model_validate(fake_outcome(1)))
+            b.complete(second.job_id, JobOutcome.model_validate(fake_outcome(1)))
             # A tries again after B finished (the client's own retry, say): still 409.
             with pytest.raises(JobLost):
-                a.complete(first.job_id, CellOutcome.model_validate(fake_outcome(0)))
+                a.complete(first.job_id, JobOutcome.model_validate(fake_outcome(0)))
         finally:
             a.close()
             b.close()
@@ -221,8 +221,8 @@ def test_a_worker_killed_mid_cell_has_its_job_requeued_and_finished_by_another(
             }
             created = httpx.post(f"{server}/api/v1/sweeps", json=body, headers=AUTH, timeout=30)
             assert created.status_code == 201, created.text
-            [cell] = created.json()["cells"]
-            job_id = cell["job_id"]
+            [job] = created.json()["jobs"]
+            job_id = job["job_id"]
 
             # Mid-cell: A holds the job and the log it streams shows vLLM's engine starting.
             _wait_for(lambda: _get(server, f"/api/v1/jobs/{job_id}").json()["state"] == "running", 60, "A's claim")

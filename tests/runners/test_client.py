@@ -51,3 +51,10 @@ def test_registering_switches_to_the_workers_own_credential() -> None:
     assert client.register(request).id == 4
     client.claim(4)
     assert [r.headers["Authorization"] for r in seen] == ["Bearer t", "Bearer dbk_own"]
+
+
+def test_a_claim_from_a_service_that_sends_the_spec_as_cell_is_read() -> None:
+    # Services before the cell spec was named spec answered a claim with it under "cell" alone.
+    old = {"job_id": 3, "sweep_id": 1, "attempt": 1, "cell": {"build": "b"}, "gpus_needed": 0}
+    client, _ = _client([httpx.Response(200, json=old)])
+    assert client.claim(4).spec == {"build": "b"}

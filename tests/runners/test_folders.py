@@ -66,3 +66,15 @@ def test_runs_are_written_only_into_a_new_or_empty_folder(tmp_path: Path) -> Non
     with pytest.raises(FileExistsError, match="is not empty"):
         write_runs(spec, tmp_path, ran, {})
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_a_schema_1_results_spec_is_read_as_its_counters_not_as_the_cell_spec() -> None:
+    # Cell schema 1 named the spec-decode counters "spec"; the cell spec is its own file (spec.json), and the
+    # job's spec comes from the sweep: neither may take the result's "spec" for the other.
+    result = json.loads((H200 / "cells" / "c0000-r0" / "result.json").read_text())
+    assert result["schema_version"] == 1 and "spec_decode" not in result
+    spec, ran, _ = read_folder(H200)
+    first = next(r for r in ran if (r.cell_index, r.repeat) == (0, 0))
+    assert first.outcome.result.spec_decode.model_dump() == result["spec"]
+    cell_spec = CellSpec.model_validate_json((H200 / "cells" / "c0000-r0" / "spec.json").read_text())
+    assert cell_spec.workload == spec.workload and cell_spec.speculative is not None

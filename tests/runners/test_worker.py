@@ -94,8 +94,8 @@ def _submit(server: str, dataset: Path, play: str, **workload: Any) -> int:  # n
     body["workload"] |= workload
     response = httpx.post(f"{server}/api/v1/sweeps", json=body, headers=AUTH, timeout=30)
     assert response.status_code == 201, response.text
-    [cell] = response.json()["cells"]
-    return cell["job_id"]
+    [job] = response.json()["jobs"]
+    return job["job_id"]
 
 
 def _job(server: str, job_id: int) -> dict[str, Any]:
@@ -146,7 +146,7 @@ def test_a_cell_the_worker_cannot_read_fails_alone(db_url, dataset, fake_python,
         engine = db.make_engine(db_url)
         with db.make_sessionmaker(engine).begin() as session:
             job = session.scalars(select(Job).where(Job.id == unreadable)).one()
-            job.config = job.config | {"a_field_of_tomorrow": 1}
+            job.spec = job.spec | {"a_field_of_tomorrow": 1}
         engine.dispose()
         with caplog.at_level(logging.INFO, logger="draftbench.worker"):
             try:

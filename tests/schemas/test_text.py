@@ -11,7 +11,7 @@ from pydantic import BaseModel, StringConstraints
 
 import app.schemas
 from app.schemas.base import Input
-from app.schemas.cell import CellOutcome
+from app.schemas.cell import JobOutcome
 from app.schemas.text import StoredIn, clean, cut
 
 Text = tuple[str, StoredIn | None, int | None]  # (where, its column, its max_length)
@@ -91,7 +91,7 @@ def test_every_text_field_of_the_input_schemas_is_tied_to_its_column() -> None:
 
 
 def test_a_workers_report_cuts_its_text_instead_of_refusing_it() -> None:
-    texts = [text for model in _reachable(CellOutcome) for text in _fields(model)]
+    texts = [text for model in _reachable(JobOutcome) for text in _fields(model)]
     assert [where for where, stored, _ in texts if not stored.cut] == []
     assert len(texts) == 18
 

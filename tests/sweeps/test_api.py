@@ -26,9 +26,11 @@ def test_json_sweep_expands_to_one_job_per_cell_and_repeat(client, dataset, work
     assert response.status_code == 201, response.text
     sweep = response.json()
     assert sweep["total"] == 4 and sweep["state"] == "queued"
-    assert sorted((c["method"], c["repeat"]) for c in sweep["cells"]) == [
+    assert sorted((j["method"], j["repeat"]) for j in sweep["jobs"]) == [
         ("draft_model", 0), ("draft_model", 1), ("ngram", 0), ("ngram", 1)
     ]
+    # The jobs' name before it was jobs, still sent for clients that read it.
+    assert sweep["cells"] == sweep["jobs"]
     listed = client.get("/api/v1/sweeps").json()
     assert [s["id"] for s in listed] == [sweep["id"]]
 
@@ -37,7 +39,7 @@ def test_yaml_sweep_is_accepted(client, dataset, worker) -> None:  # noqa: ANN00
     body = yaml.safe_dump(sweep_body(dataset, repeats=1, baseline=True))
     response = client.post("/api/v1/sweeps", content=body, headers=AUTH | {"content-type": "application/yaml"})
     assert response.status_code == 201, response.text
-    assert sorted(str(c["method"]) for c in response.json()["cells"]) == ["None", "draft_model", "ngram"]
+    assert sorted(str(j["method"]) for j in response.json()["jobs"]) == ["None", "draft_model", "ngram"]
 
 
 def test_gpu_matrix_leaves_out_backends_that_cannot_run_there(client, dataset) -> None:  # noqa: ANN001
@@ -49,10 +51,10 @@ def test_gpu_matrix_leaves_out_backends_that_cannot_run_there(client, dataset) -
         gpu_kinds=["H200", "cpu"],
         repeats=1,
     )
-    cells = submit(client, body).json()["cells"]
+    jobs = submit(client, body).json()["jobs"]
     # H200: 2 backends x 3 modes x 2 methods; cpu: CPU_ATTN x 3 modes x 2 methods.
-    assert len(cells) == 12 + 6
-    assert all((c["backend"] == "CPU_ATTN") == (c["gpu_kind"] == "cpu") for c in cells)
+    assert len(jobs) == 12 + 6
+    assert all((j["backend"] == "CPU_ATTN") == (j["gpu_kind"] == "cpu") for j in jobs)
 
 
 @pytest.mark.parametrize(
@@ -110,7 +112,7 @@ def test_empty_matrix_after_backend_gpu_pairing_is_rejected(client, dataset, wor
 
 
 def test_matrix_over_the_cell_limit_is_rejected_without_rows(client, dataset, worker) -> None:  # noqa: ANN001
-    client.app.state.settings.max_cells = 10
+    client.app.state.settings.max_jobs = 10
     response = submit(client, sweep_body(dataset, repeats=6))  # 2 cells x 6 = 12 jobs
     assert response.status_code == 422
     detail = response.json()["detail"][0]
@@ -162,7 +164,7 @@ def test_unknown_sweep_is_404(client) -> None:  # noqa: ANN001
 
 def test_openapi_shows_every_model(client) -> None:  # noqa: ANN001
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
-    for name in ("SweepSpec", "SweepDetail", "ResultOut", "CrashGroupDetail", "RegisterRequest", "CompleteRequest", "CellOutcome", "CellResult"):
+    for name in ("SweepSpec", "SweepDetail", "ResultOut", "CrashGroupDetail", "RegisterRequest", "CompleteRequest", "JobOutcome", "CellResult"):
         assert name in schemas, name
 
 
@@ -173,7 +175,7 @@ def test_the_deprecated_axis_names_still_expand_the_same_matrix(client, dataset,
         old_body[old] = old_body.pop(current)
     old = submit(client, old_body)
     assert old.status_code == 201, old.text
-    assert [c["backend"] for c in old.json()["cells"]] == [c["backend"] for c in new["cells"]]
+    assert [j["backend"] for j in old.json()["jobs"]] == [j["backend"] for j in new["jobs"]]
     assert old.json()["spec"]["backends"] == ["CPU_ATTN"] and "attention_backends" not in old.json()["spec"]
 
 

@@ -49,6 +49,6 @@ def test_jobs_carry_their_mode_clients_and_env(client, dataset) -> None:  # noqa
                       speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
     sweep = submit(client, body).json()
     jobs = client.get("/api/v1/jobs", params={"sweep_id": sweep["id"]}, headers=AUTH).json()
-    assert sorted((j["config"]["concurrency"], j["config"]["env"]["VLLM_BATCH_INVARIANT"]) for j in jobs) == [(1, "1"), (16, "1")]
-    cells = sweep["cells"]
-    assert sorted(c["concurrency"] for c in cells) == [1, 16] and {c["mode"] for c in cells} == {"serve"}
+    assert sorted((j["spec"]["concurrency"], j["spec"]["env"]["VLLM_BATCH_INVARIANT"]) for j in jobs) == [(1, "1"), (16, "1")]
+    statuses = sweep["jobs"]
+    assert sorted(j["concurrency"] for j in statuses) == [1, 16] and {j["mode"] for j in statuses} == {"serve"}

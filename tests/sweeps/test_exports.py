@@ -77,7 +77,7 @@ def _pairs(jobs: list[Job], again: list[Job]) -> list[tuple[Job, Job]]:
 
 def _same_job(original: Session, job: Job, into: Session, again: Job, folder: Path) -> None:
     where = (job.id, job.cell_index, job.repeat, job.state)
-    assert (again.config, again.config_hash) == (job.config, job.config_hash), where
+    assert (again.spec, again.config_hash) == (job.spec, job.config_hash), where
     log = crashes.read_log(session=original, job_id=job.id)
     if job.state not in exports.RAN:
         # Never ran to an end (queued, running, failed): queued again, its log kept beside its spec.

@@ -217,7 +217,7 @@ def test_free_text_is_stored_verbatim_as_data(client, dataset) -> None:  # noqa:
     assert response.status_code == 201, response.text
     assert response.json()["name"] == hostile and response.json()["tags"] == [hostile]
     job = client.get("/api/v1/jobs", params={"sweep_id": response.json()["id"]}).json()[0]
-    assert job["config"]["workload"]["categories"] == [hostile]
+    assert job["spec"]["workload"]["categories"] == [hostile]
 
 
 def test_nothing_in_the_code_base_starts_a_shell() -> None:

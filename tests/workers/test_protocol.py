@@ -33,10 +33,17 @@ def running(client, dataset):  # noqa: ANN001, ANN201
 _complete = complete
 
 
-def test_claimed_job_carries_the_canonical_cell(running) -> None:  # noqa: ANN001
+def test_claimed_job_carries_the_canonical_cell_spec(running) -> None:  # noqa: ANN001
     _, _, job = running
     assert job["attempt"] == 1
-    assert job["cell"]["backend"] == "CPU_ATTN" and job["cell"]["speculative"]["method"] == "ngram"
+    assert job["spec"]["backend"] == "CPU_ATTN" and job["spec"]["speculative"]["method"] == "ngram"
+
+
+def test_the_claim_answer_still_sends_the_spec_as_cell_for_deployed_workers(client, running) -> None:  # noqa: ANN001
+    _, _, job = running
+    assert job["cell"] == job["spec"]
+    listed = client.get(f"/api/v1/jobs/{job['job_id']}").json()
+    assert listed["config"] == listed["spec"] == job["spec"]
 
 
 def test_a_result_is_stored_with_derived_metrics_and_what_ran(client, running) -> None:  # noqa: ANN001
@@ -112,7 +119,7 @@ def test_baseline_gives_speedup_and_lossless_share(client, dataset) -> None:  # 
     sweep_id = submit(client, body).json()["id"]
     claimed = [claim(client, worker) for _ in range(2)]
     for job in claimed:
-        baseline = job["cell"]["speculative"] is None
+        baseline = job["spec"]["speculative"] is None
         result = cell_result(tokens_per_s=50.0 if baseline else 100.0, fingerprints=("a", "b") if baseline else ("a", "c"))
         if baseline:
             result["spec_decode"] = None
@@ -139,8 +146,8 @@ def test_the_sweep_shows_per_cell_what_ran_and_the_crash_signature(client, runni
     _complete(client, job["job_id"], worker, {"result": cell_result(), "resolved": resolved, "exit_code": 0})
     crashed = claim(client, worker)
     _complete(client, crashed["job_id"], worker, {"timed_out": True, "signal": 9, "duration_s": 1})
-    cells = {c["job_id"]: c for c in client.get(f"/api/v1/sweeps/{sweep_id}").json()["cells"]}
-    succeeded, timed_out = cells[job["job_id"]], cells[crashed["job_id"]]
+    statuses = {j["job_id"]: j for j in client.get(f"/api/v1/sweeps/{sweep_id}").json()["jobs"]}
+    succeeded, timed_out = statuses[job["job_id"]], statuses[crashed["job_id"]]
     assert (succeeded["resolved_backend"], succeeded["resolved_graph_mode"]) == ("FLASHINFER", "PIECEWISE")
     assert succeeded["graph_downgraded"] and succeeded["draft_eager"] and succeeded["tokens_per_s"] == 100.0
     assert succeeded["crash_signature"] is None
