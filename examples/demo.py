@@ -87,12 +87,12 @@ def results_table(api: Api, sweep_id: int, *, target: Path, draft: Path) -> Tabl
                   title=f"sweep {sweep_id}: {sweep['name']} ({sweep['state']})",
                   caption="acceptance: accepted / drafted tokens; accept len: 1 + accepted per draft (at most 1 + k); "
                           "speedup: tok/s over the baseline's of the same repeat")
-    for cell in sweep["cells"]:
-        name, why = describe(configs[cell["cell_index"]], target=target, draft=draft)
-        result = results.get(cell["job_id"])
+    for job in sweep["jobs"]:
+        name, why = describe(configs[job["cell_index"]], target=target, draft=draft)
+        result = results.get(job["job_id"])
         acc, length, tps = measured_text(result)
         speedup = f"{result['speedup']:.2f}x" if result and result.get("speedup") is not None else ""
-        table.add_row(str(cell["job_id"]), str(cell["repeat"]), cell["state"], name, escape(acc), escape(length),
+        table.add_row(str(job["job_id"]), str(job["repeat"]), job["state"], name, escape(acc), escape(length),
                       escape(tps), speedup, why)
     return table
 
