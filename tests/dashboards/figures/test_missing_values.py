@@ -10,8 +10,8 @@ import pytest
 
 from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio
 from app.enums import JobState
-from app.results import alarms
-from app.results.cells import Cell
+from app.alarms import service as alarms
+from app.cells.pooling import PooledCell
 from dashboards.data import cells_frame
 from dashboards.figures.bars import speed_bars
 from dashboards.figures.heatmap import METRICS, heatmap
@@ -29,8 +29,8 @@ MODES = ["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 MISSING_TEXT = re.compile(r"\b(nan|NaN|None|NaT)\b|<NA>")
 
 
-def _cell(backend: str, mode: str, method: str | None, states: dict[JobState, int], accepted: int = 30) -> Cell:
-    cell = Cell("b1", "H200", backend, mode, method, method or "base", "base", method or "baseline",
+def _cell(backend: str, mode: str, method: str | None, states: dict[JobState, int], accepted: int = 30) -> PooledCell:
+    cell = PooledCell("b1", "H200", backend, mode, method, method or "base", "base", method or "baseline",
                 sweep_ids=[1], sweep_names=["s"], job_ids=list(range(sum(states.values()))), states=Counter(states))
     if states.get(S.CRASHED) or states.get(S.TIMED_OUT):
         cell.crash_kinds = Counter({"out_of_memory" if states.get(S.CRASHED) else "timeout": 1})
@@ -47,7 +47,7 @@ def _cell(backend: str, mode: str, method: str | None, states: dict[JobState, in
     return cell
 
 
-def _cells() -> list[Cell]:
+def _cells() -> list[PooledCell]:
     """ngram over 3 backends x 5 graph modes, each cell a state mix, beside a baseline in every state; FLASH_ATTN's
     eager ngram cell ran and its PIECEWISE one accepts less (an alarm)."""
     cells, places = [], [(b, m) for b in BACKENDS for m in MODES]
