@@ -60,7 +60,8 @@ def variant(config: dict[str, Any]) -> Variant:
     workload = rest.get("workload")
     if isinstance(workload, dict):
         rest["workload"] = {k: v for k, v in workload.items() if k not in NOT_MEASURED_WORKLOAD}
-    base = {k: v for k, v in rest.items() if k != "speculative"}
+    # A baseline's config holds ``speculative: null``; leaving the key out instead matched no baseline.
+    base = {**rest, "speculative": None}
     spec = rest.get("speculative") or {}
     label = spec.get("method", "baseline")
     if spec.get("num_speculative_tokens"):
