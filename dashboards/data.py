@@ -24,7 +24,9 @@ def latest_cell(*, session: Session) -> dict[str, str | None] | None:
     return cell_service.latest_cell(session=session)
 
 
-def compare(*, session: Session, base: CellScope | None, head: CellScope | None) -> tuple[list, list, list]:
+def compare(
+    *, session: Session, base: CellScope | None, head: CellScope | None,
+) -> tuple[list[PooledCell], list[PooledCell], list[comparisons.Change]]:
     """(base cells, head cells, changes): ``app.comparisons.service.between``."""
     return comparisons.between(session=session, base=base, head=head)
 

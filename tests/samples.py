@@ -14,12 +14,11 @@ from app.results import service as results
 from app.schemas.cell import CellResult, Resolved
 
 
-def pooled(found: Sequence[CellResult], config: dict | None = None) -> CellSample:
-    """The verdicts' sample of ``found`` as the repeats of one cell of ``config`` (default: none given).
-    Raises ValueError without results."""
+def pooled(found: Sequence[CellResult]) -> CellSample:
+    """The verdicts' sample of ``found`` as the repeats of one cell. Raises ValueError without results."""
     if not found:
         raise ValueError("no results to pool")
-    job = Job(config=config or {})
+    job = Job(config={})
     cell = PooledCell("build", "gpu", "backend", "graph_mode", None, identity.variant(job.config), "")
     for index, result in enumerate(found):
         pooling.add(cell, results.result_row(job, result, Resolved(), created_at=utcnow()), job_id=index)
