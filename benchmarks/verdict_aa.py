@@ -18,7 +18,7 @@ import itertools
 import tempfile
 from pathlib import Path
 
-from app.analysis.samples import pooled
+from tests.samples import pooled
 from app.analysis.verdicts import Change, cell_verdict
 from app.schemas.cell import CellResult
 from benchmarks.stats.rounds import aa_check

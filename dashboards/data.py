@@ -1,13 +1,18 @@
-"""Service data as pandas DataFrames: the one place dashboards read the database."""
+"""Pooled cells and comparisons as pages read them, and as pandas DataFrames: the one place pages read
+``app.cells`` and ``app.comparisons``. Pages of sweeps, crashes, workers and alerts call those services."""
 
 import pandas as pd
 from sqlalchemy.orm import Session
 
-from app.results import cells as cell_service
-from app.results.cells import Cell
+from app.alarms.service import Alarm
+from app.cells import service as cell_service
+from app.cells.pooling import PooledCell
+from app.cells.scope import CellScope
+from app.comparisons import service as comparisons
 from app.workers import service as workers
 
-def cells(*, session: Session, scope: cell_service.CellScope) -> list[Cell]:
+
+def cells(*, session: Session, scope: CellScope) -> list[PooledCell]:
     return cell_service.load(session=session, scope=scope)
 
 
@@ -15,12 +20,28 @@ def recent_builds(*, session: Session) -> tuple[str, ...]:
     return cell_service.recent_builds(session=session)
 
 
+def latest_cell(*, session: Session) -> dict[str, str | None] | None:
+    return cell_service.latest_cell(session=session)
+
+
+def compare(
+    *, session: Session, base: CellScope | None, head: CellScope | None,
+) -> tuple[list[PooledCell], list[PooledCell], list[comparisons.Change]]:
+    """(base cells, head cells, changes): ``app.comparisons.service.between``."""
+    return comparisons.between(session=session, base=base, head=head)
+
+
+def default_pair(*, session: Session) -> tuple[int, int] | None:
+    return comparisons.default_pair(session=session)
+
+
 def _triple(value: tuple | None) -> tuple:
     return value if value is not None else (None, None, None)
 
 
-def cells_frame(found: list[Cell]) -> pd.DataFrame:
-    """One row per cell with every number and where it came from: the frame behind figures and CSVs."""
+def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None = None) -> pd.DataFrame:
+    """One row per cell with every number and where it came from: the frame behind figures and CSVs; ``alarms``
+    (``app.alarms.service.by_cell``) fills its alarm column."""
     rows = []
     for c in found:
         acc, acc_low, acc_high = _triple(c.acceptance)
@@ -40,7 +61,7 @@ def cells_frame(found: list[Cell]) -> pd.DataFrame:
             "speedup": speedup.value if speedup else None, "speedup_low": speedup.low if speedup else None,
             "speedup_high": speedup.high if speedup else None, "lossless": c.lossless,
             "crash_kind": ", ".join(sorted(c.crash_kinds)) or None, "crash_signature": c.crash_signature,
-            "alarm": ", ".join(sorted({str(a.kind) for a in c.alarms})) or None,
+            "alarm": ", ".join(sorted({str(a.kind) for a in (alarms or {}).get(c.key, ())})) or None,
             "sweeps": " ".join(str(s) for s in c.sweep_ids), "jobs": " ".join(str(j) for j in c.job_ids),
             "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
         })
@@ -52,7 +73,7 @@ def commit_dates(*, session: Session, builds: set[str]) -> dict:
     return workers.commit_dates(session=session, labels=builds)
 
 
-def run_facts(found: list[Cell]) -> dict[str, str]:
+def run_facts(found: list[PooledCell]) -> dict[str, str]:
     """What ran, for the top of every page: builds, vLLM versions, GPUs, when, from which sweeps."""
     if not found:
         return {}

@@ -12,7 +12,7 @@ from fastapi import Depends, Query
 from pydantic import BeforeValidator, Field
 
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
-from app.results.cells import CellScope
+from app.cells.scope import CellScope
 
 
 def _blank_is_none(value: object) -> object:

@@ -1,7 +1,9 @@
 """Every module runs as what it is, from the repository's root (``python -m benchmarks.NAME``,
-``python -m runners.offline``): none puts folders on the interpreter's module path for itself."""
+``python -m runners.offline``): none puts folders on the interpreter's module path for itself; and imports
+between the folders of app/ and dashboards/ flow one way."""
 
 import ast
+import itertools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,3 +85,66 @@ def test_every_way_of_editing_sys_path_is_found() -> None:
     assert [sys_path_edits(source) for source in edits] == [[2]] * len(edits)
     # Reading it, or another module's ``path``, is no edit.
     assert sys_path_edits("import os, sys\nprint(sys.path[0])\nos.path.join('a', 'b')\nx = sys.path") == []
+
+
+def folder(module: str) -> str | None:
+    """The node of ``module`` in the folder graph: its sub-package of app/ or dashboards/ (``app.cells``), or
+    ``app`` or ``dashboards`` for their root modules; None outside them."""
+    parts = module.split(".")
+    if parts[0] not in ("app", "dashboards"):
+        return None
+    return ".".join(parts[:2]) if len(parts) >= 2 and ROOT.joinpath(*parts[:2]).is_dir() else parts[0]
+
+
+def folder_imports() -> dict[str, dict[str, str]]:
+    """Folder -> folder it imports -> one file that does, over every module of app/ and dashboards/."""
+    edges: dict[str, dict[str, str]] = {}
+    for path in sorted([*ROOT.glob("app/**/*.py"), *ROOT.glob("dashboards/**/*.py")]):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        source = folder(".".join(parts[:-1] if path.name == "__init__.py" else parts))
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            for name in names:
+                target = folder(name)
+                if target is not None and target != source:
+                    edges.setdefault(source, {}).setdefault(target, str(path.relative_to(ROOT)))
+    return edges
+
+
+def a_cycle(edges: dict[str, dict[str, str]]) -> list[str]:
+    """One cycle of the graph as its nodes, the first repeated last; empty when there is none (depth-first)."""
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        if node in path:
+            return [*path[path.index(node):], node]
+        if node in done:
+            return []
+        path.append(node)
+        for target in sorted(edges.get(node, {})):
+            if found := visit(target):
+                return found
+        path.pop()
+        done.add(node)
+        return []
+
+    for start in sorted(edges):
+        if found := visit(start):
+            return found
+    return []
+
+
+def test_folders_of_app_and_dashboards_import_each_other_one_way() -> None:
+    edges = folder_imports()
+    cycle = a_cycle(edges)
+    assert cycle == [], "import cycle: " + ", ".join(f"{a} -> {b} ({edges[a][b]})" for a, b in itertools.pairwise(cycle))
+
+
+def test_a_cycle_is_found_and_named() -> None:
+    assert a_cycle({"a": {"b": "x"}, "b": {"c": "y"}, "c": {"a": "z"}}) == ["a", "b", "c", "a"]
+    assert a_cycle({"a": {"b": "x", "c": "x"}, "b": {"c": "y"}}) == []

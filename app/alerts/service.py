@@ -21,8 +21,9 @@ from app.analysis.verdicts import DEFAULT_THRESHOLD
 from app.db import session_scope
 from app.errors import ConflictError, NotFoundError
 from app.models import AlertAck, Job, utcnow
-from app.results import cells as cells_service
-from app.results.cells import Cell, CellScope
+from app.cells import service as cells_service
+from app.cells.pooling import PooledCell
+from app.cells.scope import CellScope
 from app.workers import service as workers
 
 # A drop smaller than this (relative) is not an alert: the compare verdict's default change of tokens/s.
@@ -34,7 +35,7 @@ METRICS = ("tokens_per_s", "acceptance")
 class Alert:
     id: str
     metric: str
-    cell: Cell  # the cell on the newest build
+    cell: PooledCell  # the cell on the newest build
     first_bad_build: str
     last_good_build: str
     before: float
@@ -50,13 +51,13 @@ class Alert:
 def find(*, session: Session) -> list[Alert]:
     """Every open regression, the largest drop first, each with its acknowledgement if any.
 
-    Reads every cell of every build (``app.results.cells.load``): one pass, then a change-point fit per
+    Reads every cell of every build (``app.cells.service.load``): one pass, then a change-point fit per
     cell and metric (O(n^2 log n) for n builds).
     """
-    histories: dict[tuple, list[Cell]] = defaultdict(list)
+    histories: dict[tuple, list[PooledCell]] = defaultdict(list)
     for cell in cells_service.load(session=session, scope=CellScope()):
         if cell.ran:
-            histories[(cell.gpu_kind, cell.backend, cell.graph_mode, cell.variant)].append(cell)
+            histories[cell.identity].append(cell)
     committed = workers.commit_dates(session=session, labels={c.build for h in histories.values() for c in h})
     found = []
     for key, history in histories.items():
@@ -158,7 +159,7 @@ def _with(alert: Alert, ack: AlertAck | None) -> Alert:
                  alert.after, alert.builds, ack)
 
 
-def _value(metric: str, cell: Cell) -> float | None:
+def _value(metric: str, cell: PooledCell) -> float | None:
     if metric == "tokens_per_s":
         return cell.speed.median if cell.speed else None
     return cell.accepted / cell.draft_tokens if cell.draft_tokens else None

@@ -6,9 +6,25 @@ Pure functions of the cell's reported numbers: nothing here reads the database o
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from app.analysis.intervals import Z_95, wilson_interval
-from app.schemas.cell import MeasuredRequest, SpecDecodeCounters
+
+
+class SpecDecodeCounters(Protocol):
+    """vLLM's spec-decode counters over a run or a round (``app.schemas.cell.SpecDecodeCounters``)."""
+
+    num_drafts: int
+    num_draft_tokens: int
+    num_accepted_tokens: int
+    accepted_per_position: list[int]
+
+
+class MeasuredRequest(Protocol):
+    """One request's own drafts and accepted tokens, where it reported them (``app.schemas.cell.MeasuredRequest``)."""
+
+    num_drafts: int | None
+    num_accepted_tokens: int | None
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ Z_THRESHOLD = 5.0
 # Fewer history points than this (after trimming) say too little about the noise: the default applies.
 MIN_HISTORY = 5
 # How far back the history goes (Conbench's DISTRIBUTION_COMMITS is 100).
-# A cell's history is read this many builds back (app.results.compare_runs reads no more, so a page costs the
+# A cell's history is read this many builds back (app.comparisons.service reads no more, so a page costs the
 # same however long the project has run).
 LOOKBACK = 10
 # History values further than this many scaled MADs from its median are outliers, left out of the spread.

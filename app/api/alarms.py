@@ -1,4 +1,4 @@
-"""``/api/v1/alarms``: the graph-capture correctness alarm (``app.results.alarms``) as JSON."""
+"""``/api/v1/alarms``: the graph-capture correctness alarm (``app.alarms.service``) as JSON."""
 
 from typing import Annotated
 
@@ -9,7 +9,9 @@ from app.analysis.alarms import MIN_EFFECT
 from app.sessions import SessionDep
 from app.enums import AlarmKind, AttentionBackend, GpuKind, SpecMethod
 from app.api.responses import answers
-from app.results import alarms, cells
+from app.alarms import service as alarms
+from app.cells import service as cells
+from app.cells.scope import CellScope
 
 router = APIRouter(prefix="/api/v1", tags=["results"])
 
@@ -54,7 +56,7 @@ def list_alarms(
     Without ``sweep_id`` or ``build``, the builds of the 10 newest sweeps are read.
     """
     builds = cells.recent_builds(session=session) if sweep_id is None and build is None else None
-    scope = cells.CellScope(sweep_id=sweep_id, build=build, builds=builds, gpu_kind=gpu_kind and gpu_kind.value,
+    scope = CellScope(sweep_id=sweep_id, build=build, builds=builds, gpu_kind=gpu_kind and gpu_kind.value,
                             method=method and method.value, backend=backend and backend.value)
     found = alarms.find(cells.load(session=session, scope=scope), min_effect=min_effect)
     return [_out(a) for a in found]

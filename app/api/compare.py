@@ -1,4 +1,4 @@
-"""``/api/v1/compare``: the compare table (``app.results.compare_runs``) of two sweeps as JSON."""
+"""``/api/v1/compare``: the compare table (``app.comparisons.service``) of two sweeps as JSON."""
 
 from typing import Annotated
 
@@ -6,8 +6,10 @@ from fastapi import APIRouter, Query
 
 from app.sessions import SessionDep
 from app.api.responses import answers
-from app.results import alarms, compare_runs
-from app.results.cells import Cell, CellScope
+from app.alarms import service as alarms
+from app.cells.pooling import PooledCell
+from app.cells.scope import CellScope
+from app.comparisons import service as comparisons
 from app.schemas.compare import CaptureAlarm, CellChange, CellSide, Comparison, Interval
 from app.sweeps import service as sweeps
 
@@ -18,14 +20,15 @@ SweepParam = Annotated[int, Query(ge=0, le=2**62, description="A sweep id")]
 
 @router.get("/compare", response_model=Comparison, responses=answers(404, 422))
 def compare(session: SessionDep, base_sweep: SweepParam, head_sweep: SweepParam) -> Comparison:
-    """Every cell both sweeps ran (matched on GPU kind, backend, graph mode and the rest of the config), with its
+    """Every cell both sweeps ran (matched on what they measured, ``app.cells.identity``: not on rounds, window,
+    warm-up or timeout), with its
     verdict (``newly_crashing``, ``worse``, ``now_downgraded``, ``now_eager_draft``, ``undecided``, ``unchanged``,
     ``better``, ``fixed``), worst first; and the graph-capture alarms among the head's cells. The rule is the
     ``/compare`` page's: tokens/s per engine start (Mann-Whitney with 7 repeats a side, else against the cell's
     history on its GPU kind), acceptance by the two-proportion test with a 2-point minimum effect.
     """
     base, head = (sweeps.get(session=session, sweep_id=i) for i in (base_sweep, head_sweep))
-    base_cells, head_cells, changes = compare_runs.between(
+    base_cells, head_cells, changes = comparisons.between(
         session=session, base=CellScope(sweep_id=base.id), head=CellScope(sweep_id=head.id))
     counts: dict = {}
     for change in changes:
@@ -43,7 +46,7 @@ def _interval(triple: tuple | None) -> Interval | None:
     return Interval(value=triple[0], low=triple[1], high=triple[2]) if triple else None
 
 
-def _side(cell: Cell) -> CellSide:
+def _side(cell: PooledCell) -> CellSide:
     return CellSide(
         sweep_ids=cell.sweep_ids, build=cell.build, ran=cell.ran, died=cell.died, repeats=len(cell.repeats),
         tokens_per_s=_interval(cell.tokens_per_s), acceptance=_interval(cell.acceptance),
@@ -53,7 +56,7 @@ def _side(cell: Cell) -> CellSide:
     )
 
 
-def _change(change: compare_runs.Change) -> CellChange:
+def _change(change: comparisons.Change) -> CellChange:
     head, speed, moved = change.head, change.speed, change.acceptance
     return CellChange(
         verdict=change.verdict, gpu_kind=head.gpu_kind, method=head.method, label=head.label, backend=head.backend,

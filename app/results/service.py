@@ -12,8 +12,11 @@ from app.crashes import service as crashes
 from app.enums import JobState
 from app.jobs import queue
 from app.models import Job, Result, Sweep, utcnow
-from app.results import alarms, cells, compare
-from app.schemas.cell import CellResult, JobOutcome, Resolved
+from app.alarms import service as alarms
+from app.cells import service as cells
+from app.cells.scope import CellScope
+from app.results import baselines
+from app.schemas.cell import JobOutcome, CellResult, Resolved
 from app.schemas.result import ResultOut
 from app.vllmlog.ran import parse_log
 
@@ -32,7 +35,7 @@ def record(*, session: Session, job: Job, outcome: JobOutcome, finished_at: date
         resolved = outcome.resolved
         if log is not None:
             resolved = parse_log(log, backend=job.backend, graph_mode=job.graph_mode, method=job.method)
-        session.add(_result_row(job, outcome.result, resolved, created_at=now))
+        session.add(result_row(job, outcome.result, resolved, created_at=now))
         queue.finish(session=session, job=job, state=JobState.SUCCEEDED, now=now)
     elif outcome.error is not None:
         queue.finish(session=session, job=job, state=JobState.FAILED, error=outcome.error, now=now)
@@ -42,7 +45,9 @@ def record(*, session: Session, job: Job, outcome: JobOutcome, finished_at: date
         queue.finish(session=session, job=job, state=state, error=crash.message, now=now)
 
 
-def _result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: datetime) -> Result:
+def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: datetime) -> Result:
+    """The row that stores ``result`` of ``job``: its throughput from its rounds (``rounds_throughput``), its
+    acceptance derived (``app.analysis.acceptance.derive``)."""
     rounds = [r.spec_decode for r in result.rounds if r.spec_decode is not None]
     metrics = derive(result.spec_decode, result.requests, rounds)
     counters = result.spec_decode
@@ -150,25 +155,20 @@ def query(*, session: Session, where: ResultFilter, limit: int, offset: int) -> 
 def query_out(*, session: Session, where: ResultFilter, limit: int, offset: int) -> list[ResultOut]:
     """Results as the API shows them, each speculative cell compared with its sweep's baseline."""
     rows = query(session=session, where=where, limit=limit, offset=offset)
-    sweep_ids = {job.sweep_id for _, job, _ in rows if job.method is not None}
-    baselines = {}
-    if sweep_ids:
-        stmt = select(Result, Job).join(Result.job).where(Job.sweep_id.in_(sweep_ids), Job.method.is_(None))
-        baselines = {compare.baseline_key(job): result for result, job in session.execute(stmt)}
-    out = compare.to_out(rows, baselines)
+    out = baselines.to_out(rows, baselines.baselines(session=session, jobs=[job for _, job, _ in rows]))
     return _with_alarms(session, out)
 
 
 def _with_alarms(session: Session, out: list[ResultOut]) -> list[ResultOut]:
-    """Each result's cell alarm, from its builds' cells (``app.results.alarms``)."""
+    """Each result's cell alarm, from its builds' cells (``app.alarms.service``)."""
     builds = tuple(sorted({r.build for r in out if r.method is not None}))
     if not builds:
         return out
-    found = cells.load(session=session, scope=cells.CellScope(builds=builds))
-    alarms.find(found)
-    by_job = {job_id: cell for cell in found for job_id in cell.job_ids}
+    kinds: dict[int, set] = {}
+    for alarm in alarms.find(cells.load(session=session, scope=CellScope(builds=builds))):
+        for job_id in alarm.cell.job_ids:
+            kinds.setdefault(job_id, set()).add(alarm.kind)
     for row in out:
-        cell = by_job.get(row.job_id)
-        if cell is not None:
-            row.alarm = sorted({a.kind for a in cell.alarms})
+        if row.job_id in kinds:
+            row.alarm = sorted(kinds[row.job_id])
     return out

@@ -8,7 +8,7 @@ from fastapi.responses import Response
 
 from app.analysis.alarms import MIN_EFFECT
 from app.sessions import SessionDep
-from app.results import alarms
+from app.alarms import service as alarms
 from dashboards import data, render
 from dashboards.filters import Blank, FiltersDep, Format
 
@@ -26,7 +26,7 @@ def alarms_page(request: Request, session: SessionDep, filters: FiltersDep, min_
     cells = data.cells(session=session, scope=scope)
     found = alarms.find(cells, min_effect=min_effect)
     if format == "csv":
-        frame = data.cells_frame([a.cell for a in found])
+        frame = data.cells_frame([a.cell for a in found], alarms.by_cell(found))
         if not frame.empty:
             frame.insert(0, "alarm_kind", [a.kind.value for a in found])
             frame["eager_backend"] = [a.sibling.backend for a in found]

@@ -4,8 +4,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from app.sessions import SessionDep
-from app.results import compare_runs
-from app.results.cells import CellScope
+from app.cells.scope import CellScope
 from app.sweeps import service as sweep_service
 from dashboards import data, render
 from dashboards.filters import BuildLabel, FiltersDep, Format, SweepId
@@ -20,7 +19,7 @@ PICKABLE = 200
 def compare_page(request: Request, session: SessionDep, filters: FiltersDep, base: SweepId = None, head: SweepId = None,
                  base_build: BuildLabel = None, head_build: BuildLabel = None, format: Format = "html") -> Response:  # noqa: A002
     if not (base or base_build) and not (head or head_build):
-        pair = compare_runs.default_pair(session=session)
+        pair = data.default_pair(session=session)
         if pair:
             base, head = pair
     scopes = [
@@ -29,7 +28,7 @@ def compare_page(request: Request, session: SessionDep, filters: FiltersDep, bas
         if sweep_id is not None or build is not None else None
         for sweep_id, build in ((base, base_build), (head, head_build))
     ]
-    *sides, changes = compare_runs.between(session=session, base=scopes[0], head=scopes[1])
+    *sides, changes = data.compare(session=session, base=scopes[0], head=scopes[1])
     if format == "csv":
         frame = data.cells_frame([c.head for c in changes])
         if not frame.empty:

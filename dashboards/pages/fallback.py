@@ -4,7 +4,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from app.sessions import SessionDep
-from app.results import fallback
+from app.cells import fallback
 from dashboards import data, render
 from dashboards.figures.bars import speed_bars
 from dashboards.filters import FiltersDep, Format

@@ -7,8 +7,8 @@ from fastapi.responses import HTMLResponse
 from app.alerts import service as alert_service
 from app.sessions import SessionDep, SettingsDep
 from app.models import utcnow
-from app.results import alarms
-from app.results.cells import CellScope
+from app.alarms import service as alarms
+from app.cells.scope import CellScope
 from app.sweeps import service as sweeps
 from app.workers import service as workers
 from dashboards import data, render

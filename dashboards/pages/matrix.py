@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from app.sessions import SessionDep
-from app.results import alarms
+from app.alarms import service as alarms
 from dashboards import data, render
 from dashboards.figures.heatmap import METRICS, heatmap
 from dashboards.filters import Blank, FiltersDep, Format
@@ -22,8 +22,8 @@ def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metr
                 format: Format = "html") -> Response:  # noqa: A002
     scope = filters.scope(default_builds=data.recent_builds(session=session))
     cells = data.cells(session=session, scope=scope)
-    alarms.find(cells)
-    frame = data.cells_frame(cells)
+    alarmed = alarms.by_cell(alarms.find(cells))
+    frame = data.cells_frame(cells, alarmed)
     if format == "csv":
         return render.csv(frame, "matrix")
     panels = []
@@ -31,6 +31,6 @@ def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metr
         for (build, gpu, method), group in frame.groupby(["build", "gpu_kind", "method"], sort=True):
             panels.append((f"{gpu} · {method} · {build}", heatmap(group, metric, f"{gpu} · {method} · {build}")))
     toggles = {m: filters.link("/matrix", metric=m) for m in METRICS}
-    return render.page(request, "matrix.html", filters, cells=cells, panels=panels, metric=metric, toggles=toggles,
+    return render.page(request, "matrix.html", filters, cells=cells, alarmed=alarmed, panels=panels, metric=metric, toggles=toggles,
                        metrics=METRICS, scope=scope, facts=data.run_facts(cells),
                        csv_link=filters.link("/matrix", metric=metric, format="csv"))

@@ -4,7 +4,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.sessions import SessionDep, SettingsDep
-from app.results.cells import CellScope
+from app.cells.scope import CellScope
 from app.sweeps import service as sweeps
 from dashboards import data, render
 from dashboards.cache import FinishedSweeps, is_over

@@ -12,7 +12,7 @@ import pytest
 from app.analysis.acceptance import calibration_misses, derive, per_position
 from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio
 from app.analysis.rounds import median_interval
-from app.analysis.samples import pooled
+from tests.samples import pooled
 from app.analysis.verdicts import Change, cell_verdict
 from app.schemas.cell import CellResult
 from benchmarks.stats.acceptance import per_pass_counts

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.analysis.samples import pooled
+from tests.samples import pooled
 from app.analysis.verdicts import (
     CellSample,
     Change,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from app.analysis.samples import pooled
+from tests.samples import pooled
 from app.analysis.verdicts import CellSample, Change, cell_verdict
 from app.builds import patched
 from app.enums import BuildKind

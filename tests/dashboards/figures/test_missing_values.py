@@ -10,8 +10,9 @@ import pytest
 
 from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio
 from app.enums import JobState
-from app.results import alarms
-from app.results.cells import Cell
+from app.alarms import service as alarms
+from app.cells.identity import Variant
+from app.cells.pooling import PooledCell
 from dashboards.data import cells_frame
 from dashboards.figures.bars import speed_bars
 from dashboards.figures.heatmap import METRICS, heatmap
@@ -29,9 +30,10 @@ MODES = ["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 MISSING_TEXT = re.compile(r"\b(nan|NaN|None|NaT)\b|<NA>")
 
 
-def _cell(backend: str, mode: str, method: str | None, states: dict[JobState, int], accepted: int = 30) -> Cell:
-    cell = Cell("b1", "H200", backend, mode, method, method or "base", "base", method or "baseline",
-                sweep_ids=[1], sweep_names=["s"], job_ids=list(range(sum(states.values()))), states=Counter(states))
+def _cell(backend: str, mode: str, method: str | None, states: dict[JobState, int], accepted: int = 30) -> PooledCell:
+    cell = PooledCell("b1", "H200", backend, mode, method, Variant(method or "base", "base", method or "baseline"),
+                      method or "baseline", sweep_ids=[1], sweep_names=["s"], job_ids=list(range(sum(states.values()))),
+                      states=Counter(states))
     if states.get(S.CRASHED) or states.get(S.TIMED_OUT):
         cell.crash_kinds = Counter({"out_of_memory" if states.get(S.CRASHED) else "timeout": 1})
         cell.crash_signature = "abc"
@@ -47,7 +49,13 @@ def _cell(backend: str, mode: str, method: str | None, states: dict[JobState, in
     return cell
 
 
-def _cells() -> list[Cell]:
+def _frame() -> pd.DataFrame:
+    """``_cells`` as a page frames them, with their alarms."""
+    cells = _cells()
+    return cells_frame(cells, alarms.by_cell(alarms.find(cells)))
+
+
+def _cells() -> list[PooledCell]:
     """ngram over 3 backends x 5 graph modes, each cell a state mix, beside a baseline in every state; FLASH_ATTN's
     eager ngram cell ran and its PIECEWISE one accepts less (an alarm)."""
     cells, places = [], [(b, m) for b in BACKENDS for m in MODES]
@@ -60,7 +68,6 @@ def _cells() -> list[Cell]:
         base = baselines[(cell.backend, cell.graph_mode)]
         if cell.speed and base.speed:
             cell.speedup = ratio(cell.speed, base.speed)
-    alarms.find(cells)
     return cells + list(baselines.values())
 
 
@@ -80,7 +87,7 @@ HOLDERS = pytest.mark.parametrize("missing", ["pandas", None, float("nan"), pd.N
 @HOLDERS
 @pytest.mark.parametrize("metric", list(METRICS))
 def test_the_heatmap_writes_values_marks_and_crash_kinds_never_a_missing_value(missing: object, metric: str) -> None:
-    frame = _held_as(cells_frame(_cells()), missing)
+    frame = _held_as(_frame(), missing)
     texts = _texts(heatmap(frame[frame["method"] == "ngram"], metric, "H200 · ngram · b1"))
     assert not [t for t in texts if MISSING_TEXT.search(t)], texts
     # One alarm among the 15 cells: one cell's marks line holds "!" (a missing alarm is no alarm), beside the legend's.
@@ -102,7 +109,7 @@ def test_a_heatmap_where_nothing_ran_is_drawn_grey_with_what_each_cell_holds(mis
 
 @HOLDERS
 def test_the_fallback_bars_draw_the_cells_that_ran(missing: object) -> None:
-    frame = _held_as(cells_frame(_cells()), missing)
+    frame = _held_as(_frame(), missing)
     ran = frame[frame["tokens_per_s"].map(lambda v: isinstance(v, float) and v == v)]
     texts = _texts(speed_bars(frame[frame["method"] == "ngram"], "t"))
     assert not [t for t in texts if MISSING_TEXT.search(t)], texts
@@ -112,7 +119,7 @@ def test_the_fallback_bars_draw_the_cells_that_ran(missing: object) -> None:
 
 @HOLDERS
 def test_the_sweep_chart_draws_the_cells_that_ran(missing: object) -> None:
-    frame = _held_as(cells_frame(_cells()), missing)
+    frame = _held_as(_frame(), missing)
     texts = _texts(throughput_by_cell(frame))
     assert not [t for t in texts if MISSING_TEXT.search(t)], texts
     assert sum(t.startswith("H200 / ") for t in texts) == int((frame["ran"] > 0).sum())
@@ -121,7 +128,7 @@ def test_the_sweep_chart_draws_the_cells_that_ran(missing: object) -> None:
 
 @HOLDERS
 def test_the_history_draws_the_runs_that_have_a_time(missing: object) -> None:
-    frame = cells_frame(_cells())
+    frame = _frame()
     frame["when"], frame["placed_by"], frame["acceptance_change"], frame["speed_change"] = frame["ran_at"], "run", False, False
     frame = _held_as(frame, missing)
     series = [(f"{b} {m}", group) for (b, m), group in frame.groupby(["backend", "graph_mode"], sort=True)]

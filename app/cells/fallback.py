@@ -1,22 +1,22 @@
 """What each cell's eager fallback costs: its speed against the cells it could have been.
 
-Two references per cell, both of the same build, GPU kind and variant (model, workload, speculative
-config): (a) the fastest backend that ran the requested graph mode as requested (no downgrade), and
-(b) the fastest cell of any backend and graph mode. Ratios and intervals: ``app.analysis.fallback``.
+Two references per cell, both of the same build, GPU kind and variant (``app.cells.identity``: model,
+workload, speculative config, engine arguments, environment): (a) the fastest backend that ran the
+requested graph mode as requested (no downgrade), and (b) the fastest cell of any backend and graph mode. Ratios and intervals: ``app.analysis.fallback``.
 """
 
 from dataclasses import dataclass
 
 from app.analysis.fallback import Ratio, ratio
-from app.results.cells import Cell
+from app.cells.pooling import PooledCell
 
 
 @dataclass(frozen=True)
 class Cost:
-    cell: Cell
-    requested: Cell | None  # (a), None when no backend honoured the mode
+    cell: PooledCell
+    requested: PooledCell | None  # (a), None when no backend honoured the mode
     vs_requested: Ratio | None
-    best: Cell | None  # (b)
+    best: PooledCell | None  # (b)
     vs_best: Ratio | None
 
     @property
@@ -38,10 +38,10 @@ def format_ratio(value: Ratio | None) -> str:
     return f"{value.value:.2f}x [{value.low:.2f}, {value.high:.2f}]"
 
 
-def costs(cells: list[Cell]) -> list[Cost]:
+def costs(cells: list[PooledCell]) -> list[Cost]:
     """Every speculative cell that ran, cheapest first by its ratio against (a), else (b)."""
     ran = [c for c in cells if c.speed is not None and c.method is not None]
-    groups: dict[tuple, list[Cell]] = {}
+    groups: dict[tuple, list[PooledCell]] = {}
     for cell in ran:
         groups.setdefault((cell.build, cell.gpu_kind, cell.variant), []).append(cell)
     found = []

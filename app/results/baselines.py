@@ -1,26 +1,44 @@
-"""Speculative cells against their sweep's baseline: speedup and losslessness."""
+"""Each speculative job's result against its baseline's, as ``/api/v1/results`` shows it: speedup and losslessness."""
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from app.analysis.acceptance import lossless_share, per_position, speedup
 from app.analysis.alarms import is_degenerate
+from app.cells import identity
+from app.cells.pooling import impossible_counts
 from app.models import Job, Result, Sweep
-from app.results.cells import impossible_counts
 from app.schemas.result import ResultOut
 
 
-def baseline_key(job: Job) -> tuple:
-    """A speculative cell's baseline shares its sweep, GPU, backend, graph mode and repeat."""
-    return (job.sweep_id, job.gpu_kind, job.backend, job.graph_mode, job.repeat)
+def baselines(*, session: Session, jobs: list[Job]) -> dict[int, Result]:
+    """Each speculative job's baseline result, by job id: the job without speculation of its sweep and repeat
+    whose identity is its baseline's (``app.cells.identity.baseline``). One query, and one for configs not seen."""
+    sweep_ids = {job.sweep_id for job in jobs if job.method is not None}
+    if not sweep_ids:
+        return {}
+    found = session.execute(
+        select(Result, Job).join(Result.job).where(Job.sweep_id.in_(sorted(sweep_ids)), Job.method.is_(None))
+    ).all()
+    variants = identity.variants(session=session, hashes={job.config_hash for job in jobs} | {j.config_hash for _, j in found})
+    by_key = {(j.sweep_id, j.repeat, identity.measured(j, variants[j.config_hash])): result for result, j in found}
+    mine = {}
+    for job in jobs:
+        key = (job.sweep_id, job.repeat, identity.baseline(job, variants[job.config_hash]))
+        if job.method is not None and key in by_key:
+            mine[job.id] = by_key[key]
+    return mine
 
 
 # Fields ResultOut copies from the Result row as they are.
 _RESULT_FIELDS = [name for name in ResultOut.model_fields if name != "job_id" and hasattr(Result, name)]
 
 
-def to_out(rows: list[tuple[Result, Job, Sweep]], baselines: dict[tuple, Result]) -> list[ResultOut]:
-    """Render rows, each speculative one compared with its baseline (see ``baseline_key``)."""
+def to_out(rows: list[tuple[Result, Job, Sweep]], bases: dict[int, Result]) -> list[ResultOut]:
+    """Render rows, each speculative one compared with its baseline (``baselines``)."""
     out = []
     for result, job, sweep in rows:
-        base = baselines.get(baseline_key(job)) if job.method is not None else None
+        base = bases.get(job.id)
         out.append(
             ResultOut(
                 job_id=job.id,

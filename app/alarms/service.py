@@ -1,7 +1,8 @@
 """The graph-capture correctness alarm over cells: each graphed cell against its eager sibling.
 
-The sibling is the same cell with graph mode NONE on the same backend, else on another backend (the
-draft proposes the same tokens whatever the backend, up to rounding). The rule and its statistics are
+The sibling is the same cell of the same build (``app.cells.identity``: the same variant) with graph mode NONE
+on the same backend, else on another backend (the draft proposes the same tokens whatever the backend, up to
+rounding). The rule and its statistics are
 ``app.analysis.alarms``.
 """
 
@@ -9,14 +10,14 @@ from dataclasses import dataclass
 
 from app.analysis.alarms import MIN_EFFECT, Difference, difference, shifted
 from app.enums import AlarmKind
-from app.results.cells import Cell
+from app.cells.pooling import PooledCell
 
 
 @dataclass(frozen=True)
 class Alarm:
     kind: AlarmKind
-    cell: Cell
-    sibling: Cell
+    cell: PooledCell
+    sibling: PooledCell
     difference: Difference  # the cell's proportion minus its sibling's
 
     @property
@@ -29,20 +30,20 @@ class Alarm:
                 f"{d.value * 100:+.1f} points [{d.low * 100:+.1f}, {d.high * 100:+.1f}]")
 
 
-def proportion(kind: AlarmKind, cell: Cell) -> float:
+def proportion(kind: AlarmKind, cell: PooledCell) -> float:
     if kind is AlarmKind.ACCEPTANCE:
         return cell.accepted / cell.draft_tokens
     return cell.lossless_same / cell.lossless_total
 
 
-def find(cells: list[Cell], *, min_effect: float = MIN_EFFECT) -> list[Alarm]:
-    """Every alarm among ``cells``, worst drop first; each flagged cell also lists its alarms in ``cell.alarms``.
+def find(cells: list[PooledCell], *, min_effect: float = MIN_EFFECT) -> list[Alarm]:
+    """Every alarm among ``cells``, worst drop first (``by_cell`` finds a cell's own).
 
     Acceptance is flagged in either direction (a rise means the eager sibling is the broken one); the
     lossless share only when it drops. Cells without drafts, eager cells and cells without an eager
     sibling in ``cells`` are not judged.
     """
-    eager: dict[tuple, list[Cell]] = {}
+    eager: dict[tuple, list[PooledCell]] = {}
     for cell in cells:
         if cell.graph_mode == "NONE" and cell.draft_tokens:
             eager.setdefault((cell.build, cell.gpu_kind, cell.variant), []).append(cell)
@@ -59,6 +60,12 @@ def find(cells: list[Cell], *, min_effect: float = MIN_EFFECT) -> list[Alarm]:
             lost = difference(cell.lossless_same, cell.lossless_total, sibling.lossless_same, sibling.lossless_total)
             if lost.value < 0 and shifted(lost, min_effect):
                 found.append(Alarm(AlarmKind.LOSSLESS, cell, sibling, lost))
-    for alarm in found:
-        alarm.cell.alarms.append(alarm)
     return sorted(found, key=lambda a: a.difference.value)
+
+
+def by_cell(found: list[Alarm]) -> dict[tuple, list[Alarm]]:
+    """The alarms of each flagged cell, by its key (``PooledCell.key``)."""
+    mine: dict[tuple, list[Alarm]] = {}
+    for alarm in found:
+        mine.setdefault(alarm.cell.key, []).append(alarm)
+    return mine

@@ -16,18 +16,18 @@ from app.analysis.fallback import Ratio, ratio
 from app.analysis.proportions import ProportionChange
 from app.enums import JobState, Verdict
 from app.models import Job, Result, Sweep
-from app.results import cells as cells_service
-from app.results.cells import Cell, CellScope
+from app.cells import identity, pooling
+from app.cells import service as cells
+from app.cells.identity import Identity
+from app.cells.pooling import PooledCell
+from app.cells.scope import CellScope
 from app.schemas.physical import MAX_TOKENS_PER_S
-
-
-MatchKey = tuple[str, str, str, str]
 
 
 @dataclass(frozen=True)
 class Change:
-    base: Cell
-    head: Cell
+    base: PooledCell
+    head: PooledCell
     speed: Ratio | None  # head / base tokens/s, the interval from both cells' spreads (fallback.ratio)
     numbers: verdicts.Verdict | None  # the statistics' verdict when both sides ran
     verdict: Verdict
@@ -39,70 +39,57 @@ class Change:
 
     @property
     def reasons(self) -> tuple[str, ...]:
-        """The statistics' reasons, after what either side left out of them (``Cell.notes``)."""
+        """The statistics' reasons, after what either side left out of them (``PooledCell.notes``)."""
         return (*self.base.notes, *self.head.notes, *(self.numbers.reasons if self.numbers else ()))
 
 
-def match_key(cell: Cell) -> MatchKey:
-    # The build is what differs between two builds; the rest must agree for cells to be one.
-    return (cell.gpu_kind, cell.backend, cell.graph_mode, cell.variant)
-
-
-def compare(base: list[Cell], head: list[Cell], history: dict[MatchKey, list[float]] | None = None) -> list[Change]:
-    """Cells present on both sides, worst verdict first, then by speed ratio (slowest first).
+def compare(base: list[PooledCell], head: list[PooledCell], history: dict[Identity, list[float]] | None = None) -> list[Change]:
+    """Cells of the same measured identity (``app.cells.identity``) on both sides, worst verdict first, then by speed ratio (slowest first).
 
     ``history``: per cell, its tokens/s on earlier builds of the same GPU kind, oldest first (``histories``),
     from which ``verdicts.history_threshold`` learns what counts as a change.
     """
-    before = {match_key(c): c for c in base}
+    before = {c.identity: c for c in base}
     changes = []
     for cell in head:
-        old = before.get(match_key(cell))
+        old = before.get(cell.identity)
         if old is None:
             continue
         speed = ratio(cell.speed, old.speed) if cell.speed and old.speed else None
         numbers = None
         if old.repeats and cell.repeats:
-            numbers = verdicts.cell_verdict(_sample(old), _sample(cell), history=(history or {}).get(match_key(cell), ()))
+            numbers = verdicts.cell_verdict(pooling.sample(old), pooling.sample(cell), history=(history or {}).get(cell.identity, ()))
         judged = verdict(_side(old), _side(cell), numbers)
         changes.append(Change(old, cell, speed, numbers, judged))
     return sorted(changes, key=lambda c: (SEVERITY[c.verdict], c.speed.value if c.speed else 1.0))
 
 
-def _side(cell: Cell) -> Side:
+def _side(cell: PooledCell) -> Side:
     # An eager draft counts beside a graphed target only: with graph mode NONE every draft is eager.
     return Side(bool(cell.ran), cell.downgraded, cell.draft_eager and cell.graph_mode != "NONE")
 
 
-def _sample(cell: Cell) -> verdicts.CellSample:
-    """The cell as the verdicts read it: one tokens/s per repeat (engine start), the summed counters."""
-    return verdicts.CellSample(
-        tokens_per_s=[r.median for r in cell.repeats], drafts=cell.drafts, draft_tokens=cell.draft_tokens,
-        accepted_tokens=cell.accepted, accepted_per_position=tuple(cell.accepted_per_position),
-    )
-
-
-def between(*, session: Session, base: CellScope | None, head: CellScope | None) -> tuple[list[Cell], list[Cell], list[Change]]:
+def between(*, session: Session, base: CellScope | None, head: CellScope | None) -> tuple[list[PooledCell], list[PooledCell], list[Change]]:
     """Load both sides (None: a side not named, no cells) and compare them, each head cell against its own
     history on the other builds. Returns (base cells, head cells, changes)."""
-    sides = [cells_service.load(session=session, scope=scope) if scope else [] for scope in (base, head)]
+    sides = [cells.load(session=session, scope=scope) if scope else [] for scope in (base, head)]
     history = histories(session=session, head=sides[1], exclude={c.build for c in sides[0] + sides[1]})
     return sides[0], sides[1], compare(*sides, history=history)
 
 
-def histories(*, session: Session, head: list[Cell], exclude: set[str]) -> dict[MatchKey, list[float]]:
+def histories(*, session: Session, head: list[PooledCell], exclude: set[str]) -> dict[Identity, list[float]]:
     """Each head cell's tokens/s on the last ``verdicts.LOOKBACK`` other builds (not in ``exclude``: the two
     compared) that ran on its GPU kinds, oldest build first.
 
     A build's point is the mean of its repeats' medians there (Conbench's per-commit mean), averaged in SQL:
     one grouped query over the succeeded jobs of the head cells' GPU kinds, backends and graph modes, so a
     page reads one row per build and config, not one per job. Builds are ordered by their first finished job.
-    Medians beyond ``MAX_TOKENS_PER_S`` are left out, as ``cells.load`` leaves them out: one stored 1e308
+    Medians beyond ``MAX_TOKENS_PER_S`` are left out, as ``app.cells.pooling.add`` leaves them out: one stored 1e308
     overflowed PostgreSQL's mean and refused every comparison of its GPU kind.
     """
     if not head:
         return {}
-    wanted = {match_key(c) for c in head}
+    wanted = {c.identity for c in head}
     gpu_kinds = sorted({k[0] for k in wanted})
     recent = session.scalars(
         select(Job.build)
@@ -121,12 +108,12 @@ def histories(*, session: Session, head: list[Cell], exclude: set[str]) -> dict[
         .group_by(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash)
     )
     rows = session.connection().execute(stmt).all()
-    variants = cells_service.variants(session=session, hashes={r.config_hash for r in rows})
-    # (cell, build) -> [sum of tokens/s, repeats, first finished]: configs that differ only in a matrix axis
-    # the cell ignores (timeout_s) fold into one point.
-    points: dict[MatchKey, dict[str, list]] = defaultdict(dict)
+    variants = identity.variants(session=session, hashes={r.config_hash for r in rows})
+    # (cell, build) -> [sum of tokens/s, repeats, first finished]: configs that differ only in what the identity
+    # ignores (the timeout, rounds, window) fold into one point.
+    points: dict[Identity, dict[str, list]] = defaultdict(dict)
     for r in rows:
-        key = (r.gpu_kind, r.backend, r.graph_mode, variants[r.config_hash])
+        key = identity.measured(r, variants[r.config_hash])
         if key not in wanted:
             continue
         point = points[key].setdefault(r.build, [0.0, 0, r.first])

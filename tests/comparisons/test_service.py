@@ -8,9 +8,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
 from app.models import Job, Result
-from app.results import compare_runs
-from app.results.cells import CellScope
-from tests.factories import register_worker, run_cell
+from app.comparisons import service as comparisons
+from app.cells.scope import CellScope
+from tests.factories import cell_result, claim, complete, register_worker, run_cell, submit, sweep_body
 
 BUILDS = [f"b{i}" for i in range(7)]
 
@@ -24,8 +24,8 @@ def test_a_cell_with_a_quiet_history_is_called_on_one_repeat_a_side(client: Test
     base = run_cell(client, worker, dataset, "b5", [100.0])
     head = run_cell(client, worker, dataset, "b6", [80.0])
     with client.app.state.sessionmaker() as session:
-        *_, [change] = compare_runs.between(session=session, base=CellScope(sweep_id=base), head=CellScope(sweep_id=head))
-        history = compare_runs.histories(session=session, head=[change.head], exclude={"b5", "b6"})
+        *_, [change] = comparisons.between(session=session, base=CellScope(sweep_id=base), head=CellScope(sweep_id=head))
+        history = comparisons.histories(session=session, head=[change.head], exclude={"b5", "b6"})
     assert list(history.values()) == [[100.0, 101.0, 99.0, 100.0, 101.0]]  # oldest build first, mean of repeats
     assert change.verdict.value == "worse" and change.numbers.throughput.threshold.source == "history"
     assert change.reasons[0].startswith("tokens/s 0.80x (too few repeats for a test; history threshold 4.2%)")
@@ -36,8 +36,28 @@ def test_without_history_one_repeat_a_side_is_not_enough_to_call(client: TestCli
     base = run_cell(client, worker, dataset, "b0", [100.0])
     head = run_cell(client, worker, dataset, "b1", [80.0])
     with client.app.state.sessionmaker() as session:
-        *_, [change] = compare_runs.between(session=session, base=CellScope(sweep_id=base), head=CellScope(sweep_id=head))
+        *_, [change] = comparisons.between(session=session, base=CellScope(sweep_id=base), head=CellScope(sweep_id=head))
     assert change.verdict.value == "undecided" and "not enough repeats to call" in change.reasons[0]
+
+
+def test_cells_that_differ_only_in_how_long_they_were_measured_are_compared(client: TestClient, dataset: Path) -> None:
+    # Same model, workload and draft; other rounds, window, warm-up, timeout and sweep name: one cell. Other
+    # output lengths measure something else: no cell in common.
+    worker = register_worker(client, builds=BUILDS[:3])
+    ran = []
+    for build, name, workload in (("b0", "short", {"rounds": 3, "min_window_s": 1.0, "warmup_prompts": 1}),
+                                  ("b1", "long", {"rounds": 5}), ("b2", "other", {"max_tokens": 16})):
+        body = sweep_body(dataset, build=build, name=name, repeats=1, timeout_s=600 if build == "b0" else 900,
+                          speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
+        body["workload"] |= workload
+        ran.append(submit(client, body).json()["id"])
+        job = claim(client, worker)
+        assert complete(client, job["job_id"], worker, {"result": cell_result()}).status_code == 200
+    with client.app.state.sessionmaker() as session:
+        *_, changes = comparisons.between(session=session, base=CellScope(sweep_id=ran[0]), head=CellScope(sweep_id=ran[1]))
+        *_, none = comparisons.between(session=session, base=CellScope(sweep_id=ran[1]), head=CellScope(sweep_id=ran[2]))
+    assert [(c.base.build, c.head.build, c.head.method) for c in changes] == [("b0", "b1", "ngram")]
+    assert none == []
 
 
 def _store(client: TestClient, sweep_id: int, **values: object) -> list[int]:

@@ -1,10 +1,10 @@
-"""A cell's repeats pooled into what the verdicts read."""
+"""A cell's repeats pooled into what the verdicts read, through the service's storing and pooling (tests/samples.py)."""
 
 import pytest
 
-from app.analysis.samples import pooled
 from app.schemas.cell import CellResult
 from tests.factories import cell_result
+from tests.samples import pooled
 
 
 def _result(tokens_per_s: float, accepted: int, rounds: list[tuple[float, int]] = ()) -> CellResult:  # type: ignore[assignment]

@@ -1,0 +1,198 @@
+"""A pooled cell: one cell of one build with the repeats of every sweep that ran it pooled, as pages, the
+alarm and the verdicts read it.
+
+A cell is one point of the matrix in one build: GPU kind x backend x graph mode x everything else its
+jobs measured (its ``variant``, ``app.cells.identity``).
+"""
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from app.analysis.acceptance import per_position
+from app.analysis.alarms import is_degenerate
+from app.analysis.fallback import CellSpeed, Ratio, RepeatSpeed, repeat_interval, scaled_ends
+from app.analysis.intervals import Z_95, wilson_interval
+from app.analysis.verdicts import CellSample
+from app.cells import identity
+from app.cells.identity import Identity, Variant
+from app.enums import JobState
+from app.schemas.physical import MAX_TOKENS_PER_S, plausible_speed
+
+
+@dataclass
+class PooledCell:
+    """One cell of one build with its repeats pooled (``add``). Counts are sums over the repeats that ran;
+    ``speed`` is ``app.analysis.fallback.pool_repeats`` over them; acceptance is ``A / T`` with Wilson's
+    interval over the summed counts."""
+
+    build: str
+    gpu_kind: str
+    backend: str
+    graph_mode: str
+    method: str | None
+    variant: Variant
+    label: str
+    sweep_ids: list[int] = field(default_factory=list)
+    sweep_names: list[str] = field(default_factory=list)
+    job_ids: list[int] = field(default_factory=list)
+    states: Counter = field(default_factory=Counter)
+    crash_kinds: Counter = field(default_factory=Counter)
+    crash_signature: str | None = None
+    crash_title: str | None = None
+    resolved_graph_modes: set[str] = field(default_factory=set)
+    downgraded: bool = False
+    draft_eager: bool = False
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted: int = 0
+    accepted_per_position: list[int] = field(default_factory=list)
+    lengths: list[tuple[float, float | None, float | None]] = field(default_factory=list)
+    repeats: list[RepeatSpeed] = field(default_factory=list)
+    speed: CellSpeed | None = None
+    speedup: Ratio | None = None
+    lossless_same: int = 0
+    lossless_total: int = 0
+    vllm_versions: set[str] = field(default_factory=set)
+    gpu_names: set[str] = field(default_factory=set)
+    ran_at: datetime | None = None
+    # Stored figures left out because no run can have made them (rows from before ``app.schemas.physical``).
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, Identity]:
+        """The cell within its build: its build and measured identity (``app.cells.identity.measured``)."""
+        return (self.build, self.identity)
+
+    @property
+    def identity(self) -> Identity:
+        return identity.measured(self, self.variant)
+
+    @property
+    def ran(self) -> int:
+        return self.states.get(JobState.SUCCEEDED, 0)
+
+    @property
+    def died(self) -> int:
+        return self.states.get(JobState.CRASHED, 0) + self.states.get(JobState.TIMED_OUT, 0)
+
+    @property
+    def acceptance(self) -> tuple[float, float, float] | None:
+        if self.draft_tokens == 0:
+            return None
+        return (self.accepted / self.draft_tokens, *wilson_interval(self.accepted, self.draft_tokens))
+
+    @property
+    def acceptance_length(self) -> tuple[float, float | None, float | None] | None:
+        """``1 + A / D`` over the summed counts; the interval spans the repeats' own (each from
+        ``app.analysis.acceptance.derive``): repeats are separate engine starts, so the envelope is kept."""
+        if self.drafts == 0:
+            return None
+        lows = [low for _, low, _ in self.lengths if low is not None]
+        highs = [high for _, _, high in self.lengths if high is not None]
+        return (1 + self.accepted / self.drafts, min(lows) if lows else None, max(highs) if highs else None)
+
+    @property
+    def per_position(self) -> tuple[tuple[float, float, float], ...]:
+        """``A_i / D`` with Wilson's interval per draft position, over the summed counts."""
+        return per_position(self.accepted_per_position, self.drafts)
+
+    @property
+    def degenerate(self) -> bool:
+        return is_degenerate(self.accepted, self.draft_tokens)
+
+    @property
+    def lossless(self) -> float | None:
+        return self.lossless_same / self.lossless_total if self.lossless_total else None
+
+    @property
+    def tokens_per_s(self) -> tuple[float, float | None, float | None] | None:
+        """The pooled median with ``exp(ln m +- 1.96 se)``, the interval ``fallback.ratio`` works with; for one
+        engine start, its own rounds' interval carried to 95 % side by side (``fallback.repeat_interval``)."""
+        if self.speed is None:
+            return None
+        se = self.speed.se_log
+        m = self.speed.median
+        if len(self.repeats) == 1 and (own := repeat_interval(self.repeats[0])) is not None:
+            return (m, *own)
+        if se is None:
+            return (m, None, None)
+        return (m, *(scaled_ends(m, -Z_95 * se, Z_95 * se) or (None, None)))
+
+    @property
+    def fallback(self) -> bool:
+        """vLLM ran less than asked: a downgraded graph mode, or a draft left eager beside captured graphs."""
+        return self.downgraded or (self.draft_eager and self.graph_mode != "NONE")
+
+
+class StoredResult(Protocol):
+    """The columns of a stored result (``app.models.Result``) that pooling reads."""
+
+    tokens_per_s: float
+    tokens_per_s_low: float | None
+    tokens_per_s_high: float | None
+    rounds: int
+    num_drafts: int
+    num_draft_tokens: int
+    num_accepted_tokens: int
+    accepted_per_position: list[int] | None
+    mean_acceptance_length: float | None
+    mean_acceptance_length_low: float | None
+    mean_acceptance_length_high: float | None
+    resolved_graph_mode: str | None
+    graph_downgraded: bool | None
+    draft_eager: bool | None
+    vllm_version: str | None
+    gpu_name: str | None
+
+
+def add(cell: PooledCell, result: StoredResult, *, job_id: int) -> None:
+    """Pool one repeat (one engine start, job ``job_id``) into ``cell``: its counters summed, and
+    ``accepted_per_position`` position by position; its tokens/s (the median of its rounds) one more repeat
+    of ``cell.repeats``. Counts or speeds no run can make are left out, with a note."""
+    cell.resolved_graph_modes.add(result.resolved_graph_mode or "?")
+    cell.downgraded |= bool(result.graph_downgraded)
+    cell.draft_eager |= bool(result.draft_eager)
+    if (why := impossible_counts(result)) is not None:
+        cell.notes.append(f"job {job_id}: {why}; its acceptance is left out")
+    else:
+        cell.drafts += result.num_drafts
+        cell.draft_tokens += result.num_draft_tokens
+        cell.accepted += result.num_accepted_tokens
+        for i, at in enumerate(result.accepted_per_position or []):
+            if i == len(cell.accepted_per_position):
+                cell.accepted_per_position.append(0)
+            cell.accepted_per_position[i] += at
+        if result.mean_acceptance_length is not None:
+            cell.lengths.append((result.mean_acceptance_length, result.mean_acceptance_length_low, result.mean_acceptance_length_high))
+    speeds = (result.tokens_per_s, result.tokens_per_s_low, result.tokens_per_s_high)
+    if not all(speed is None or plausible_speed(speed) for speed in speeds):
+        shown = ", ".join(f"{speed:g}" for speed in speeds if speed is not None)
+        cell.notes.append(f"job {job_id}: tokens/s ({shown}) beyond {MAX_TOKENS_PER_S:g}, what no GPU does; left out")
+    elif result.tokens_per_s > 0:
+        cell.repeats.append(RepeatSpeed(result.tokens_per_s, result.tokens_per_s_low, result.tokens_per_s_high, result.rounds))
+    cell.vllm_versions.add(result.vllm_version or "?")
+    if result.gpu_name:
+        cell.gpu_names.add(result.gpu_name)
+
+
+def impossible_counts(row: StoredResult) -> str | None:
+    """Why a stored row's spec-decode counters cannot come from one run (its intervals would fail), or None."""
+    per_position = row.accepted_per_position or []
+    if min(row.num_drafts, row.num_draft_tokens, row.num_accepted_tokens, *per_position) < 0:
+        return "a negative count"
+    if row.num_accepted_tokens > row.num_draft_tokens:
+        return f"{row.num_accepted_tokens} accepted of {row.num_draft_tokens} draft tokens"
+    if any(at > row.num_drafts for at in per_position):
+        return f"a position accepted more than the {row.num_drafts} drafts"
+    return None
+
+
+def sample(cell: PooledCell) -> CellSample:
+    """The cell as the verdicts read it (``app.analysis.verdicts``): one tokens/s per repeat, the median of its
+    rounds, since rounds of one engine start share its luck; the summed counters."""
+    return CellSample(
+        tokens_per_s=[r.median for r in cell.repeats], drafts=cell.drafts, draft_tokens=cell.draft_tokens,
+        accepted_tokens=cell.accepted, accepted_per_position=tuple(cell.accepted_per_position),
+    )

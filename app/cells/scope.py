@@ -1,0 +1,42 @@
+"""Which cells a page, the alarm or a comparison reads: a filter on the jobs behind them."""
+
+from dataclasses import dataclass
+
+from sqlalchemy import Select
+
+from app.models import Job
+
+
+@dataclass(frozen=True)
+class CellScope:
+    """Which cells to read; every field None reads all (pages pass a build or a sweep)."""
+
+    sweep_id: int | None = None
+    build: str | None = None
+    builds: tuple[str, ...] | None = None
+    gpu_kind: str | None = None
+    method: str | None = None
+    backend: str | None = None
+    graph_mode: str | None = None
+
+    def describe(self) -> str:
+        """Where the cells come from, in words: ``sweep 3``, ``build vllm-0.26.0``..."""
+        if self.sweep_id is not None:
+            return f"sweep {self.sweep_id}"
+        if self.build is not None:
+            return f"build {self.build}"
+        if self.builds is not None:
+            return f"builds {', '.join(self.builds)} (the newest sweeps')" if self.builds else "no build yet"
+        return "every build"
+
+    def apply(self, stmt: Select) -> Select:
+        for column, value in (
+            (Job.sweep_id, self.sweep_id), (Job.build, self.build), (Job.gpu_kind, self.gpu_kind),
+            (Job.method, self.method), (Job.backend, self.backend), (Job.graph_mode, self.graph_mode),
+        ):
+            if value is not None:
+                stmt = stmt.where(column == value)
+        if self.builds is not None:
+            stmt = stmt.where(Job.build.in_(self.builds))
+        return stmt
+

@@ -1,0 +1,142 @@
+"""Jobs folded into pooled cells (``app.cells.pooling``): what the dashboards, the alarm and comparisons read,
+one per cell with its repeats pooled, each against its baseline."""
+
+from collections import defaultdict
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.analysis.acceptance import lossless_share
+from app.analysis.fallback import pool_repeats, ratio
+from app.cells import identity, pooling
+from app.cells.pooling import PooledCell
+from app.cells.scope import CellScope
+from app.models import Crash, CrashSignature, Job, Result, Sweep
+
+_COLUMNS = (
+    Job.id, Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.config_hash,
+    Job.state, Job.finished_at, Job.repeat,
+    Result.id.label("result_id"), Result.tokens_per_s, Result.tokens_per_s_low, Result.tokens_per_s_high,
+    Result.rounds, Result.num_drafts, Result.num_draft_tokens, Result.num_accepted_tokens, Result.accepted_per_position,
+    Result.mean_acceptance_length, Result.mean_acceptance_length_low, Result.mean_acceptance_length_high,
+    Result.resolved_graph_mode, Result.graph_downgraded, Result.draft_eager, Result.vllm_version, Result.gpu_name,
+    Crash.kind.label("crash_kind"), CrashSignature.signature, CrashSignature.title, Sweep.name.label("sweep_name"),
+)
+
+
+def load(*, session: Session, scope: CellScope) -> list[PooledCell]:
+    """The cells in scope, in matrix order, each with its speedup against its baseline cell and the share of its
+    outputs that match the baseline's (lossless), where the sweep ran baselines. Two queries, three with
+    baselines; nothing per cell."""
+    stmt = scope.apply(
+        select(*_COLUMNS)
+        .join(Sweep, Sweep.id == Job.sweep_id)
+        .outerjoin(Result, Result.job_id == Job.id)
+        .outerjoin(Crash, Crash.job_id == Job.id)
+        .outerjoin(CrashSignature, CrashSignature.id == Crash.signature_id)
+    )
+    cells: dict[tuple, PooledCell] = {}
+    with_baselines: set[int] = set()
+    # Core rows, not ORM ones: thousands of them, and nothing here needs an identity map.
+    rows = session.connection().execute(stmt.order_by(Job.id)).all()
+    variants = identity.variants(session=session, hashes={row.config_hash for row in rows})
+    for row in rows:
+        variant = variants[row.config_hash]
+        key = (row.build, identity.measured(row, variant))
+        cell = cells.get(key)
+        if cell is None:
+            cell = cells[key] = PooledCell(row.build, row.gpu_kind, row.backend, row.graph_mode, row.method,
+                                           variant, variant.label)
+        _add(cell, row)
+        if row.method is None:
+            with_baselines.add(row.sweep_id)
+    _tell_apart(cells.values())
+    found = sorted(cells.values(), key=lambda c: (c.build, c.gpu_kind, c.label, c.backend, c.graph_mode))
+    for cell in found:
+        if cell.repeats:
+            cell.speed = pool_repeats(cell.repeats)
+    _speedups(found)
+    if with_baselines:
+        _lossless(session, scope, with_baselines, cells)
+    return found
+
+
+def _add(cell: PooledCell, row) -> None:  # noqa: ANN001
+    cell.job_ids.append(row.id)
+    if row.sweep_id not in cell.sweep_ids:
+        cell.sweep_ids.append(row.sweep_id)
+        cell.sweep_names.append(row.sweep_name)
+    cell.states[row.state] += 1
+    if row.finished_at is not None and (cell.ran_at is None or row.finished_at > cell.ran_at):
+        cell.ran_at = row.finished_at
+    if row.crash_kind is not None:
+        cell.crash_kinds[str(row.crash_kind)] += 1
+        cell.crash_signature, cell.crash_title = row.signature, row.title
+    if row.result_id is not None:
+        pooling.add(cell, row, job_id=row.id)
+
+
+def _tell_apart(cells) -> None:  # noqa: ANN001
+    """Cells whose labels agree but whose variants differ (two sweeps of one build with other models or
+    workloads) get their first sweep's name in the label."""
+    variants: dict[tuple, set[identity.Variant]] = defaultdict(set)
+    for cell in cells:
+        variants[(cell.build, cell.gpu_kind, cell.label)].add(cell.variant)
+    for cell in cells:
+        if len(variants[(cell.build, cell.gpu_kind, cell.label)]) > 1:
+            cell.label = f"{cell.label} ({cell.sweep_names[0]})"
+
+
+
+def _speedups(cells: list[PooledCell]) -> None:
+    baselines = {c.key: c for c in cells if c.method is None}
+    for cell in cells:
+        base = baselines.get((cell.build, identity.baseline(cell, cell.variant)))
+        if cell.method is not None and base is not None and cell.speed and base.speed:
+            cell.speedup = ratio(cell.speed, base.speed)
+
+
+def _lossless(session: Session, scope: CellScope, sweep_ids: set[int], cells: dict[tuple, PooledCell]) -> None:
+    """Per repeat, the outputs equal to its baseline's (``app.cells.identity.baseline``, same sweep and repeat), summed."""
+    stmt = (
+        select(Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.repeat, Job.method, Job.config_hash,
+               Result.raw["requests"].label("requests"))
+        .join(Result, Result.job_id == Job.id)
+        .where(Job.sweep_id.in_(sorted(sweep_ids)))
+    )
+    rows = session.execute(scope.apply(stmt) if scope.method is None else stmt).all()
+    variants = identity.variants(session=session, hashes={r.config_hash for r in rows})
+    prints = {
+        (r.sweep_id, r.repeat, identity.measured(r, variants[r.config_hash])): [q["fingerprint"] for q in r.requests or []]
+        for r in rows if r.method is None
+    }
+    for r in rows:
+        if r.method is None:
+            continue
+        variant = variants[r.config_hash]
+        theirs = prints.get((r.sweep_id, r.repeat, identity.baseline(r, variant)))
+        mine = [q["fingerprint"] for q in r.requests or []]
+        cell = cells.get((r.build, identity.measured(r, variant)))
+        if cell is None or not theirs or len(theirs) != len(mine):
+            continue
+        cell.lossless_same += round(lossless_share(mine, theirs) * len(mine))
+        cell.lossless_total += len(mine)
+
+
+RECENT_SWEEPS = 10
+
+
+def recent_builds(*, session: Session, sweeps: int = RECENT_SWEEPS) -> tuple[str, ...]:
+    """The builds of the newest ``sweeps`` sweeps: what pages and the alarm read when no filter names a build or
+    a sweep (reading every build would mix them and read every result ever stored)."""
+    newest = select(Sweep.build).order_by(Sweep.created_at.desc(), Sweep.id.desc()).limit(sweeps).subquery()
+    return tuple(sorted(set(session.scalars(select(newest.c.build)))))
+
+
+def latest_cell(*, session: Session) -> dict[str, str | None] | None:
+    """GPU kind, method, backend and graph mode of the newest result: the history a page shows unasked."""
+    row = session.execute(
+        select(Job.gpu_kind, Job.method, Job.backend, Job.graph_mode).join(Result, Result.job_id == Job.id)
+        .where(Job.method.is_not(None)).order_by(Result.id.desc()).limit(1)
+    ).first()
+    return dict(row._mapping) if row else None
