@@ -61,6 +61,11 @@ def test_fallback_says_which_graph_mode_each_draft_ran(h200: TestClient) -> None
     assert answered == {"NONE"}
 
 
+def test_the_imported_matrix_reads_finished_with_its_unrun_cells_queued(h200: TestClient) -> None:
+    sweeps = {cells[1]: cells for _, cells in tables(h200.get("/").text)["sweeps"][1:]}
+    assert sweeps["h200-matrix"][3:5] == ["finished", "queued 3, succeeded 21"]
+
+
 def test_fallback_of_the_proof_has_intervals_from_the_rounds(tmp_path: Path) -> None:
     for client in _client(copy_of("proof", tmp_path)):
         html = client.get("/fallback?build=vllm-0.26.0&method=dflash").text
