@@ -42,6 +42,7 @@ class PooledCell:
     crash_signature: str | None = None
     crash_title: str | None = None
     resolved_graph_modes: set[str] = field(default_factory=set)
+    resolved_draft_graph_modes: set[str] = field(default_factory=set)
     downgraded: bool = False
     draft_eager: bool = False
     drafts: int = 0
@@ -141,6 +142,7 @@ class StoredResult(Protocol):
     mean_acceptance_length_low: float | None
     mean_acceptance_length_high: float | None
     resolved_graph_mode: str | None
+    resolved_draft_graph_mode: str | None
     graph_downgraded: bool | None
     draft_eager: bool | None
     vllm_version: str | None
@@ -152,6 +154,7 @@ def add(cell: PooledCell, result: StoredResult, *, job_id: int) -> None:
     ``accepted_per_position`` position by position; its tokens/s (the median of its rounds) one more repeat
     of ``cell.repeats``. Counts or speeds no run can make are left out, with a note."""
     cell.resolved_graph_modes.add(result.resolved_graph_mode or "?")
+    cell.resolved_draft_graph_modes.add(result.resolved_draft_graph_mode or "?")
     cell.downgraded |= bool(result.graph_downgraded)
     cell.draft_eager |= bool(result.draft_eager)
     if (why := impossible_counts(result)) is not None:

@@ -258,7 +258,7 @@ def _print_results(api: Api, sweep_id: int) -> None:
     sweep = api.get(f"/api/v1/sweeps/{sweep_id}")
     results = {r["job_id"]: r for r in api.get("/api/v1/results", sweep_id=sweep_id)}
     table = Table("job", "GPU kind", "backend", "graph mode → resolved", "method", "rep", "state",
-                  escape("acceptance [95% CI]"), escape("accept len [95% CI]"), escape("tok/s [interval] (rounds)"),
+                  escape("acceptance [95% CI]"), escape("accept len [95% CI]"), escape("tok/s [95%] (rounds)"),
                   title=f"sweep {sweep_id}: {sweep['name']} ({sweep['state']})")
     for job in sweep["jobs"]:
         r = results.get(job["job_id"])
@@ -272,12 +272,18 @@ def _print_results(api: Api, sweep_id: int) -> None:
 
 
 def measured_text(r: dict | None) -> tuple[str, str, str]:
-    """A result's acceptance, mean acceptance length and tokens/s as the results table shows them (blank without)."""
+    """A result's acceptance, mean acceptance length and tokens/s as the results table shows them (blank without).
+
+    Tokens/s carries its rounds' interval to 95 % as the pages do for one engine start
+    (``app.analysis.fallback.repeat_interval``), not the stored order-statistic interval at its own level."""
+    from app.analysis.fallback import RepeatSpeed, repeat_interval
+
     acc = length = tps = ""
     if r:
         tps = f"{r['tokens_per_s']:.1f}"
-        if r["tokens_per_s_low"] is not None:
-            tps += f" [{r['tokens_per_s_low']:.1f}, {r['tokens_per_s_high']:.1f}]"
+        own = repeat_interval(RepeatSpeed(r["tokens_per_s"], r["tokens_per_s_low"], r["tokens_per_s_high"], r["rounds"]))
+        if own is not None:
+            tps += f" [{own[0]:.1f}, {own[1]:.1f}]"
         tps += f" ({r['rounds']})"
         if r["acceptance_rate"] is not None:
             acc = f"{r['acceptance_rate']:.3f} [{r['acceptance_rate_low']:.3f}, {r['acceptance_rate_high']:.3f}]"

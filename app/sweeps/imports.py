@@ -23,7 +23,6 @@ from app.workers import service as workers
 
 # Imports are not limited by the service's DRAFTBENCH_MAX_JOBS: the jobs already ran.
 IMPORT_LIMIT = 100_000
-SCOPE = "import"
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ def import_sweep(
     ``source`` says what measured the results: ``cell`` (runners/offline.py) or ``vllm-bench`` (a file
     of vLLM's own benchmark tools, app.sweeps.bench_files); it is also a tag of the sweep.
     """
-    idempotency = sweeps.Idempotency(scope=SCOPE, key=digest)
+    idempotency = sweeps.Idempotency(scope=sweeps.IMPORT_SCOPE, key=digest)
     existing = sweeps.by_key(session=session, idempotency=idempotency)
     if existing is not None:
         return existing, False

@@ -19,6 +19,9 @@ from app.schemas.sweep import JobStatus, SweepDetail, SweepSpec, SweepSummary
 from app.sweeps import engine_args, matrix, paths
 from app.workers import service as workers
 
+# The idempotency scope of sweeps made by ``app.sweeps.imports`` (API senders' scopes: ``Principal.key``).
+IMPORT_SCOPE = "import"
+
 
 @dataclass(frozen=True)
 class Idempotency:
@@ -240,10 +243,14 @@ def cancel(*, session: Session, sweep_id: int) -> Sweep:
 
 
 def state_of(sweep: Sweep, counts: dict[str, int]) -> SweepState:
+    """Cancelled, else running while a job runs; a sweep with jobs still queued is queued or running, except
+    an imported one: what ran elsewhere came in whole, and the cells it never ran stay queued to be seen."""
     if sweep.cancelled_at is not None:
         return SweepState.CANCELLED
     if counts.get(JobState.RUNNING, 0):
         return SweepState.RUNNING
+    if sweep.idempotency_scope == IMPORT_SCOPE:
+        return SweepState.FINISHED
     if counts.get(JobState.QUEUED, 0):
         return SweepState.QUEUED if len(counts) == 1 else SweepState.RUNNING
     return SweepState.FINISHED

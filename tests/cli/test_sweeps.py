@@ -5,6 +5,7 @@ import yaml
 
 from tests.cli.test_errors import run
 from tests.conftest import AUTH, TOKEN
+from tests.dashboards.test_pages import matrix_rows
 from tests.factories import cell_result, sweep_body
 
 
@@ -30,6 +31,26 @@ def test_status_shows_each_result_with_its_interval(server: str, dataset) -> Non
     done = run("status", str(sweep["id"]), "--server", server)
     assert done.returncode == 0, done.stderr
     # Rich reads square brackets as markup: the header and the cells must keep theirs.
-    assert "tok/s [interval] (rounds)" in done.stdout and "acceptance [95% CI]" in done.stdout
+    assert "tok/s [95%] (rounds)" in done.stdout and "acceptance [95% CI]" in done.stdout
     assert "accept len [95% CI]" in done.stdout
-    assert "100.0 [90.0, 120.0] (3)" in done.stdout
+    # The rounds' range [90, 120] holds the median of 3 at 75 %; carried to 95 % as the sweep page does.
+    assert "100.0 [83.6, 136.4] (3)" in done.stdout
+
+
+def test_status_and_the_sweep_page_give_one_job_the_same_interval(server: str, dataset) -> None:  # noqa: ANN001
+    # They once printed [146, 3524] and [17.7, 3993] for one job: the stored interval at its own level, and 95 %.
+    worker = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "vllm-test"}]}
+    registered = httpx.post(f"{server}/api/v1/workers", json=worker, headers=AUTH, timeout=30).json()
+    own = {"Authorization": f"Bearer {registered['credential']}"}
+    body = sweep_body(dataset, repeats=1, speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
+    sweep = httpx.post(f"{server}/api/v1/sweeps", json=body, headers=AUTH, timeout=30).json()
+    job = httpx.post(f"{server}/api/v1/workers/{registered['id']}/claim", headers=own, timeout=30).json()
+    rounds = [{"seconds": 1.0, "output_tokens": n, "num_requests": 2} for n in (40, 150, 160, 170, 900)]
+    outcome = {"result": cell_result() | {"rounds": rounds}}
+    httpx.post(f"{server}/api/v1/jobs/{job['job_id']}/complete", json={"outcome": outcome}, headers=own, timeout=30)
+    [row] = matrix_rows(httpx.get(f"{server}/sweeps/{sweep['id']}", timeout=30).text)
+    shown = row["tokens/s [95 %]"].split("]")[0] + "]"
+    assert shown.startswith("160.0 [") and float(shown.split("[")[1].split(",")[0]) < 40
+    done = run("status", str(sweep["id"]), "--server", server)
+    assert done.returncode == 0, done.stderr
+    assert f"{shown} (5)" in done.stdout

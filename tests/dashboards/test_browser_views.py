@@ -83,7 +83,7 @@ def test_a_sweep_page_gives_each_cell_its_interval_and_draws_it(site: str, page,
     assert rows.count() == 1 + 4
     # TRITON_ATTN FULL_DECODE_ONLY draft_model: 5893 tok/s, its 5 rounds' interval read as 95 % (fallback.pool_repeats).
     texts = [rows.nth(i).inner_text() for i in range(1, 5)]
-    assert any("5893.3 [" in text and "1 rep × 5 rounds" in text for text in texts), texts
+    assert any("5893.3 [" in text and "1 start × 5 rounds" in text for text in texts), texts
     assert page.locator("#chart svg").count() == 1
     _shot(page, shots, "sweep")
 

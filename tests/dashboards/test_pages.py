@@ -145,11 +145,24 @@ def test_sweep_page_draws_the_chart_once_a_result_exists(client, dataset) -> Non
     ngram = next(r for r in matrix_rows(html) if r["method"] == "ngram k=3")
     # 30 of 60 draft tokens with Wilson's interval; one round of one start gives tokens/s no interval, and says so.
     assert ngram["acceptance [95 %]"] == "0.500 [0.377, 0.623]"
-    assert ngram["tokens/s [95 %]"] == "100.01 rep × 1 rounds"
+    assert ngram["tokens/s [95 %]"] == "100.01 start × 1 round"
     assert ngram["resolved graph mode"] == "NONE" and ngram["_class"] == ""
     assert ngram["states"] == "queued 1, succeeded 1"
     chart = html[html.index('<figure id="chart">'):]
     assert chart.index("<svg") < chart.index("</figure>") and "Throughput per cell" in chart
+
+
+def test_sweep_page_counts_rounds_per_engine_start(client, dataset) -> None:  # noqa: ANN001
+    # Two starts of 3 rounds each were once written "2 rep × 6 rounds": the rounds of both starts summed.
+    body = sweep_body(dataset, repeats=2, speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
+    worker, sweep = new_sweep(client, body)
+    rounds = [{"seconds": 1.0, "output_tokens": n, "num_requests": 2} for n in (90, 100, 120)]
+    for _ in range(2):
+        job = claim(client, worker)
+        outcome = {"result": cell_result() | {"rounds": rounds}, "exit_code": 0, "duration_s": 12}
+        assert complete(client, job["job_id"], worker, outcome).status_code == 200
+    [row] = matrix_rows(client.get(f"/sweeps/{sweep['id']}").text)
+    assert row["tokens/s [95 %]"].endswith("]2 starts × 3 rounds"), row["tokens/s [95 %]"]
 
 
 def test_unknown_sweep_page_is_404(client) -> None:  # noqa: ANN001

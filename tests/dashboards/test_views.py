@@ -50,6 +50,22 @@ def test_fallback_names_the_most_expensive_fallback_first(h200: TestClient) -> N
     assert html.count('class="chart"') == 2  # DFlash and draft_model on the H200
 
 
+def test_fallback_says_which_graph_mode_each_draft_ran(h200: TestClient) -> None:
+    # Drafts of graph-mode-NONE cells read "graphed" here while the API said their draft ran NONE.
+    header, *rows = tables(h200.get("/fallback").text)["costs"]
+    assert header[1][3:6] == ["graph mode asked", "ran", "draft"]
+    drafts = {(cells[3], cells[5]) for _, cells in rows}
+    assert ("NONE", "NONE") in drafts and not any(asked == "NONE" and draft != "NONE" for asked, draft in drafts)
+    assert ("FULL_AND_PIECEWISE", "FULL") in drafts and ("FULL_AND_PIECEWISE", "eager") in drafts
+    answered = {r["resolved_draft_graph_mode"] for r in h200.get("/api/v1/results").json() if r["graph_mode"] == "NONE" and r["method"]}
+    assert answered == {"NONE"}
+
+
+def test_the_imported_matrix_reads_finished_with_its_unrun_cells_queued(h200: TestClient) -> None:
+    sweeps = {cells[1]: cells for _, cells in tables(h200.get("/").text)["sweeps"][1:]}
+    assert sweeps["h200-matrix"][3:5] == ["finished", "queued 3, succeeded 21"]
+
+
 def test_fallback_of_the_proof_has_intervals_from_the_rounds(tmp_path: Path) -> None:
     for client in _client(copy_of("proof", tmp_path)):
         html = client.get("/fallback?build=vllm-0.26.0&method=dflash").text

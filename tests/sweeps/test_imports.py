@@ -11,7 +11,9 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from app.models import CrashSignature, Sweep
+from app.sweeps import service as sweeps
 from app.sweeps.imports import import_sweep
+from tests.dashboards.h200 import SWEEPS
 from runners.folders import read_folder
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200-matrix"
@@ -83,6 +85,16 @@ def test_a_cell_that_never_ran_stays_queued(migrated_sessions, tmp_path: Path) -
         sweep, _ = _import(session, folder)
         states = [j.state.value for j in sweep.jobs]
     assert states.count("succeeded") == 17 and states.count("queued") == 1
+
+
+def test_an_imported_sweep_is_finished_with_the_cells_it_never_ran_left_queued(migrated_sessions) -> None:  # noqa: ANN001
+    # The proof's matrix: the lease ended before its last 3 cells. It read "running" forever: nothing runs it.
+    with migrated_sessions.begin() as session:
+        sweep, _ = _import(session, SWEEPS / "proof" / "h200-matrix")
+        summary = sweeps.summary(session=session, sweep=sweep)
+        assert summary.counts == {"queued": 3, "succeeded": 21} and summary.state == "finished"
+        ran = [j for j in sweep.jobs if j.state.value == "succeeded"]
+        assert all(j.finished_at is not None and j.finished_at >= j.started_at for j in ran)
 
 
 def test_exit_zero_without_a_result_is_a_failure_not_a_crash(migrated_sessions, tmp_path: Path) -> None:  # noqa: ANN001
