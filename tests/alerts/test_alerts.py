@@ -1,9 +1,14 @@
 """Open regressions from each cell's history across builds: listed, acknowledged with a reason, counted in /metrics."""
 
+import hashlib
+import json
 from pathlib import Path
 
+from alembic import command
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 
+from app import db
 from tests.conftest import AUTH
 from tests.factories import run_history
 
@@ -48,3 +53,25 @@ def test_acknowledging_needs_a_token_a_reason_and_an_open_alert(client: TestClie
     no_reason = client.post("/api/v1/alerts/0123456789abcdef/ack", json={"reason": ""}, headers=AUTH)
     assert no_reason.status_code == 422 and "reason" in no_reason.text
     assert client.get("/api/v1/alerts?state=closed").status_code == 422
+
+
+def test_an_acknowledgement_under_its_alerts_old_id_follows_it_to_the_new_one(client: TestClient, dataset: Path) -> None:
+    # Before alerts were keyed by measured identity, an alert's cell was the digest of its whole config but
+    # the build, matrix axes and timeout: migration 0015 moves a stored acknowledgement to its alert's new id.
+    run_history(client, dataset, [100.0, 101.0, 99.0, 100.0, 70.0, 71.0])
+    alert = client.get("/api/v1/alerts").json()[0]
+    alert_id, build = alert["id"], alert["first_bad_build"]
+    client.post(f"/api/v1/alerts/{alert_id}/ack", json={"reason": "known"}, headers=AUTH).raise_for_status()
+    engine = client.app.state.engine
+    with engine.begin() as conn:
+        configs = [json.loads(c) if isinstance(c, str) else c for (c,) in conn.execute(text("SELECT config FROM jobs"))]
+        first_bad = next(c for c in configs if c["build"] == build)
+        rest = {k: v for k, v in first_bad.items() if k not in ("build", "gpu_kind", "backend", "graph_mode", "timeout_s")}
+        old_variant = hashlib.sha256(json.dumps(rest, sort_keys=True, default=str).encode()).hexdigest()[:12]
+        key = ("tokens_per_s", first_bad["gpu_kind"], first_bad["backend"], first_bad["graph_mode"], old_variant, build)
+        conn.execute(text("UPDATE alert_acks SET alert_id = :old"), {"old": hashlib.sha256(repr(key).encode()).hexdigest()[:16]})
+    assert client.get("/api/v1/alerts?state=acknowledged").json() == []
+    url = str(engine.url.render_as_string(hide_password=False))
+    command.downgrade(db.alembic_config(url), "0014")
+    db.upgrade(url)
+    assert [a["id"] for a in client.get("/api/v1/alerts?state=acknowledged").json()] == [alert_id]
