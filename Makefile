@@ -44,6 +44,7 @@ postgres:
 	@pg_isready -h 127.0.0.1 -p 5432
 
 test: install vllm-env browser compose-cli postgres
+	$(VENV)/bin/ruff check --no-cache .
 	DRAFTBENCH_VLLM_PYTHON=$(VLLM_PY) DRAFTBENCH_TEST_PG=$(PG_URL) $(VPY) -m pytest -q -p no:cacheprovider
 
 demo: install vllm-env

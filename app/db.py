@@ -35,7 +35,7 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **pool)
 
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001
+        def _sqlite_pragmas(dbapi_conn, _record):
             # WAL lets readers (dashboards) run beside the one writer; foreign keys are off by default.
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
@@ -46,11 +46,11 @@ def make_engine(url: str) -> Engine:
         # pysqlite's own transaction handling defers BEGIN; emit it ourselves so a claim's read and
         # write happen under one write lock (BEGIN IMMEDIATE), never interleaved with another claim.
         @event.listens_for(engine, "connect")
-        def _no_pysqlite_begin(dbapi_conn, _record):  # noqa: ANN001
+        def _no_pysqlite_begin(dbapi_conn, _record):
             dbapi_conn.isolation_level = None
 
         @event.listens_for(engine, "begin")
-        def _begin_immediate(conn):  # noqa: ANN001
+        def _begin_immediate(conn):
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
@@ -120,7 +120,7 @@ def _migration_lock(url: str) -> Iterator[Connection]:
         database = engine.url.database
         with contextlib.ExitStack() as stack:
             if database and database != ":memory:":
-                lock = stack.enter_context(open(f"{database}.migrate-lock", "a"))  # noqa: SIM115
+                lock = stack.enter_context(open(f"{database}.migrate-lock", "a"))
                 fcntl.flock(lock, fcntl.LOCK_EX)
             with engine.begin() as connection:
                 yield connection

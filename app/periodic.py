@@ -29,7 +29,7 @@ async def running(every_s: float, *jobs: tuple[str, Callable[[], object]]) -> As
                 except SQLAlchemyError:
                     # The database being away is the metrics' and the operator's business; try again next period.
                     log.exception("%s failed", name)
-                except Exception:  # noqa: BLE001 - a bug in one job must not end the schedule, or the service with it
+                except Exception:
                     log.exception("%s failed (not the database): the next period tries again", name)
 
     async with anyio.create_task_group() as group:

@@ -17,7 +17,7 @@ FORMULA_START = ("=", "+", "-", "@", "＝", "＋", "－", "＠")
 CONTROL_START = ("\t", "\r", "\n")
 
 
-def spreadsheet_safe(value: Any) -> Any:  # noqa: ANN401
+def spreadsheet_safe(value: Any) -> Any:
     """A CSV cell that no spreadsheet runs as a formula.
 
     Text (lists are written as JSON text) that starts with ``= + - @`` (or their full-width forms), after

@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
+from app.api.main import create_app
 from app.auth import service as tokens
 from app.config import Settings
-from app.api.main import create_app
 from tests import scratchdb
 
 BOOTSTRAP = "bench-token"

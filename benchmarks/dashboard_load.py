@@ -28,9 +28,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import insert
 
 from app import db
+from app.api.main import create_app
 from app.config import Settings
 from app.crashes.excerpt import excerpt
-from app.api.main import create_app
 from app.models import Crash, CrashSignature, Job, JobLog, Result, Sweep, Worker
 from tests import scratchdb
 
@@ -137,7 +137,7 @@ def seed(url: str, *, builds: int, sweeps: int, repeats: int, big_logs: int = 0,
     return results, names
 
 
-def _big_logs(engine, groups: int, mib: int, rng: random.Random) -> None:  # noqa: ANN001
+def _big_logs(engine, groups: int, mib: int, rng: random.Random) -> None:
     """The newest crash of ``groups`` signatures gets a log of ``mib`` MiB that compresses as a real one
     does (about 2x: numbers and hex ids), its excerpt taken as the service takes it."""
     lines, size = [], 0

@@ -133,7 +133,7 @@ def start(work: Path, name: str, argv: list[str], env: dict[str, str]) -> subpro
     return proc
 
 
-def wait(check, timeout_s: float, *, alive=lambda: True, log: Path | None = None) -> None:  # noqa: ANN001
+def wait(check, timeout_s: float, *, alive=lambda: True, log: Path | None = None) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not alive():

@@ -98,7 +98,7 @@ def dataset_flags(workload: dict) -> list[str]:
             "--num-prompts", str(workload["num_prompts"])]
 
 
-def tool(name: str, argv: list[str], env: dict, log, timeout_s: float = RUN_TIMEOUT_S) -> float:  # noqa: ANN001
+def tool(name: str, argv: list[str], env: dict, log, timeout_s: float = RUN_TIMEOUT_S) -> float:
     started = time.monotonic()
     log.write(f"\n$ vllm bench {name} {' '.join(argv)}\n".encode())
     log.flush()
@@ -107,7 +107,7 @@ def tool(name: str, argv: list[str], env: dict, log, timeout_s: float = RUN_TIME
     return time.monotonic() - started
 
 
-def throughput(spec: dict, flags: list[str], out: Path, runs: int, env: dict, log) -> None:  # noqa: ANN001
+def throughput(spec: dict, flags: list[str], out: Path, runs: int, env: dict, log) -> None:
     workload = spec["workload"]
     if workload.get("temperature", 0.0) != 1.0:
         raise SystemExit("vllm bench throughput samples at temperature 1: the cell must ask for temperature 1")
@@ -122,7 +122,7 @@ def throughput(spec: dict, flags: list[str], out: Path, runs: int, env: dict, lo
               f"in {data['elapsed_time']:.2f} s; process {wall:.0f} s", flush=True)
 
 
-def serve(spec: dict, kwargs: dict, out: Path, env: dict, log) -> None:  # noqa: ANN001
+def serve(spec: dict, kwargs: dict, out: Path, env: dict, log) -> None:
     workload = spec["workload"]
     port = serving._free_port()
     base = f"http://127.0.0.1:{port}"

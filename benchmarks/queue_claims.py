@@ -100,7 +100,7 @@ def _job_row(sweep_id: int, index: int) -> dict:
 # --- the worker process ----------------------------------------------------------------------
 
 
-def work(url: str, worker_id: int, barrier, results) -> None:  # noqa: ANN001
+def work(url: str, worker_id: int, barrier, results) -> None:
     """Claim and finish jobs until none is left; report to the parent even when something fails."""
     report = WorkerReport(worker_id=worker_id)
     engine = db.make_engine(url)
@@ -111,7 +111,7 @@ def work(url: str, worker_id: int, barrier, results) -> None:  # noqa: ANN001
         barrier.wait()
         while _claim_and_finish(factory, worker_id, report):
             pass
-    except Exception as exc:  # noqa: BLE001 - the parent must learn of it, not hang
+    except Exception as exc:
         report.error = f"worker {worker_id}: {type(exc).__name__}: {exc}"
         barrier.abort()  # a failure before the start releases everyone at once, not after a timeout
     finally:
@@ -120,7 +120,7 @@ def work(url: str, worker_id: int, barrier, results) -> None:  # noqa: ANN001
         results.put(report)
 
 
-def _claim_and_finish(factory, worker_id: int, report: WorkerReport) -> bool:  # noqa: ANN001
+def _claim_and_finish(factory, worker_id: int, report: WorkerReport) -> bool:
     """One cycle as a worker does it over HTTP: claim (own transaction), then complete (another)."""
     started = time.perf_counter()
     with db.session_scope(factory) as session:

@@ -18,10 +18,10 @@ import itertools
 import tempfile
 from pathlib import Path
 
-from tests.samples import pooled
 from app.analysis.verdicts import Change, cell_verdict
 from app.schemas.cell import CellResult
 from benchmarks.stats.rounds import aa_check
+from tests.samples import pooled
 from tests.vllm_fixtures import DEFAULT_VLLM_PYTHON, cell_spec, run_cell
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,14 +23,14 @@ class FinishedSweeps:
         self._items: OrderedDict[int, Any] = OrderedDict()
         self._lock = threading.Lock()  # pages render on several threads
 
-    def get(self, sweep_id: int) -> Any | None:  # noqa: ANN401
+    def get(self, sweep_id: int) -> Any | None:
         with self._lock:
             if sweep_id not in self._items:
                 return None
             self._items.move_to_end(sweep_id)
             return self._items[sweep_id]
 
-    def put(self, sweep_id: int, value: Any) -> None:  # noqa: ANN401
+    def put(self, sweep_id: int, value: Any) -> None:
         with self._lock:
             self._items[sweep_id] = value
             self._items.move_to_end(sweep_id)

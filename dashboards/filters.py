@@ -11,8 +11,8 @@ from urllib.parse import urlencode
 from fastapi import Depends, Query
 from pydantic import BeforeValidator, Field
 
-from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
 from app.cells.scope import CellScope
+from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
 
 
 def _blank_is_none(value: object) -> object:

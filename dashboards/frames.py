@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 
-def known(value: Any) -> Any:  # noqa: ANN401 (a frame's cell is of any type)
+def known(value: Any) -> Any:
     """``value``, or None where it is missing (None, NaN, ``pd.NA``, NaT)."""
     # pd.isna answers a bool for a scalar (an array for a list, which is never missing).
     return None if value is None or pd.isna(value) is True else value

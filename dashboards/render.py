@@ -23,7 +23,7 @@ CHOICES = {
 }
 
 
-def page(request: Request, template: str, filters: Filters | None, *, status_code: int = 200, **context: Any) -> HTMLResponse:  # noqa: ANN401
+def page(request: Request, template: str, filters: Filters | None, *, status_code: int = 200, **context: Any) -> HTMLResponse:
     return templates.TemplateResponse(
         request, template, {"filters": filters, "choices": CHOICES, "path": request.url.path, **context},
         status_code=status_code,

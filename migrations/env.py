@@ -32,7 +32,7 @@ def run_migrations_online() -> None:
         _run(connection)
 
 
-def _run(connection) -> None:  # noqa: ANN001
+def _run(connection) -> None:
     # SQLite cannot ALTER most things in place: batch mode rebuilds tables for later migrations.
     context.configure(
         connection=connection,

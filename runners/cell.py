@@ -271,7 +271,7 @@ def model_runner(llm) -> str | None:
     config = getattr(getattr(llm, "llm_engine", None), "vllm_config", None)
     try:
         uses_v2 = getattr(config, "use_v2_model_runner", None)
-    except Exception:  # noqa: BLE001 - a build's property may raise on a config it cannot judge
+    except Exception:
         return None
     return None if uses_v2 is None else ("V2" if uses_v2 else "V1")
 

@@ -93,7 +93,7 @@ def random_prompts(workload: dict[str, Any], tokenizer) -> list[dict[str, Any]]:
 
 def no_counters() -> dict[str, Any]:
     """Spec-decode counters at zero, in the result's field order."""
-    return {**{key: 0 for key in SPEC_DECODE_COUNTERS}, "accepted_per_position": []}
+    return {**dict.fromkeys(SPEC_DECODE_COUNTERS, 0), "accepted_per_position": []}
 
 
 def add_counters(left: dict[str, Any], right: dict[str, Any], sign: int = 1) -> dict[str, Any]:
@@ -103,7 +103,7 @@ def add_counters(left: dict[str, Any], right: dict[str, Any], sign: int = 1) -> 
     ours, theirs = left["accepted_per_position"], right["accepted_per_position"]
     size = max(len(ours), len(theirs))
     ours, theirs = ours + [0] * (size - len(ours)), theirs + [0] * (size - len(theirs))
-    total["accepted_per_position"] = [a + sign * b for a, b in zip(ours, theirs)]
+    total["accepted_per_position"] = [a + sign * b for a, b in zip(ours, theirs, strict=True)]
     return total
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from runners.lifeline import Lifeline
 
-
 # Where cells keep Python's bytecode (``bytecode_env``), shared by the worker and runners/offline.py.
 DEFAULT_PYCACHE = Path.home() / ".cache" / "draftbench" / "pycache"
 
@@ -90,7 +89,7 @@ def run(
     )
 
 
-def _pump(proc: subprocess.Popen, log, on_line: Callable[[str], None] | None) -> None:  # noqa: ANN001
+def _pump(proc: subprocess.Popen, log, on_line: Callable[[str], None] | None) -> None:
     assert proc.stdout is not None
     for raw in iter(proc.stdout.readline, b""):
         log.write(raw)

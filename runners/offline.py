@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from runners import execute
@@ -34,7 +34,7 @@ def exit_record(
         "signal": signal,
         "timed_out": timed_out,
         "duration_s": round(duration_s, 3),
-        "finished_at": finished_at.astimezone(timezone.utc).strftime(FINISHED_AT_FORMAT),
+        "finished_at": finished_at.astimezone(UTC).strftime(FINISHED_AT_FORMAT),
     }
 
 
@@ -70,7 +70,7 @@ def run_folder(
             print(json.dumps({"cell": cell_dir.name, "cut": "budget spent mid-cell; run it again"}), flush=True)
             break
         exit_info = exit_record(exit_code=finished.exit_code, signal=finished.signal, timed_out=finished.timed_out,
-                                duration_s=finished.duration_s, finished_at=datetime.now(timezone.utc))
+                                duration_s=finished.duration_s, finished_at=datetime.now(UTC))
         (cell_dir / "exit.json").write_text(json.dumps(exit_info))
         summary = {"cell": cell_dir.name, **exit_info}
         if (cell_dir / "result.json").is_file():

@@ -296,7 +296,7 @@ def _delta_text(choice: dict[str, Any]) -> str:
     return choice.get("text") or (choice.get("delta") or {}).get("content") or ""
 
 
-def _tokenizer(kwargs: dict[str, Any]):  # noqa: ANN202
+def _tokenizer(kwargs: dict[str, Any]):
     try:
         from vllm.tokenizers import get_tokenizer
     except ImportError:  # vLLM before the tokenizers package (0.26 and older)

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import db
-from app.config import Settings
 from app.api.main import create_app
+from app.config import Settings
 from tests import scratchdb
 
 pytest_plugins = ["tests.vllm_fixtures", "tests.browser"]
@@ -109,6 +109,6 @@ def pytest_report_header() -> str:
     return _seed_line()
 
 
-def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
+def pytest_terminal_summary(terminalreporter) -> None:
     # Also at the end: `make test` runs pytest -q, which prints no header.
     terminalreporter.write_line(_seed_line())

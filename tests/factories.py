@@ -38,7 +38,7 @@ def sweep_body(dataset: Path | str, **overrides: Any) -> dict[str, Any]:
 
 
 def register_worker(
-    client: TestClient, *, gpu_kinds=("cpu",), builds=("vllm-test",), headers: dict[str, str] = AUTH, **extra: Any  # noqa: ANN001
+    client: TestClient, *, gpu_kinds=("cpu",), builds=("vllm-test",), headers: dict[str, str] = AUTH, **extra: Any
 ) -> Registered:
     response = client.post(
         "/api/v1/workers",
@@ -54,7 +54,7 @@ def submit(client: TestClient, body: dict[str, Any], **headers: str) -> Any:
     return client.post("/api/v1/sweeps", json=body, headers=AUTH | headers)
 
 
-def cell_result(tokens_per_s: float = 100.0, accepted: int = 30, fingerprints=("a", "b")) -> dict[str, Any]:  # noqa: ANN001
+def cell_result(tokens_per_s: float = 100.0, accepted: int = 30, fingerprints=("a", "b")) -> dict[str, Any]:
     """A valid cell result body, as runners/cell.py writes it: 60 draft tokens, ``accepted`` accepted."""
     return {
         "engine_start_s": 10.0, "warmup_s": 1.0, "generation_s": 2.0, "num_requests": len(fingerprints),

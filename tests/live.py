@@ -9,8 +9,8 @@ from contextlib import contextmanager
 import httpx
 import uvicorn
 
-from app.config import Settings
 from app.api.main import create_app
+from app.config import Settings
 
 
 def free_port() -> int:

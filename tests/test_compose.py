@@ -72,7 +72,7 @@ def test_compose_accepts_the_file(tmp_path: Path) -> None:
     assert _config(broken).returncode != 0
 
 
-def test_three_services_in_start_order(compose) -> None:  # noqa: ANN001
+def test_three_services_in_start_order(compose) -> None:
     services = compose["services"]
     assert set(services) == {"postgres", "api", "gpu-worker"}
     assert services["postgres"]["image"] == "postgres:16" and "healthcheck" in services["postgres"]
@@ -81,7 +81,7 @@ def test_three_services_in_start_order(compose) -> None:  # noqa: ANN001
     assert any(v.endswith(":/var/lib/postgresql/data") for v in services["postgres"]["volumes"])
 
 
-def test_api_talks_to_postgres_and_needs_a_token(compose) -> None:  # noqa: ANN001
+def test_api_talks_to_postgres_and_needs_a_token(compose) -> None:
     env = compose["services"]["api"]["environment"]
     assert env["DRAFTBENCH_DATABASE_URL"] == "postgresql+psycopg://draftbench:draftbench@postgres:5432/draftbench"
     # `:?` makes compose refuse to start without a token instead of serving anonymous writes.
@@ -89,19 +89,19 @@ def test_api_talks_to_postgres_and_needs_a_token(compose) -> None:  # noqa: ANN0
     assert compose["services"]["gpu-worker"]["environment"]["DRAFTBENCH_TOKEN"].startswith("${DRAFTBENCH_TOKEN:?")
 
 
-def test_worker_reserves_every_gpu(compose) -> None:  # noqa: ANN001
+def test_worker_reserves_every_gpu(compose) -> None:
     [device] = compose["services"]["gpu-worker"]["deploy"]["resources"]["reservations"]["devices"]
     assert device["driver"] == "nvidia" and device["count"] == "all" and device["capabilities"] == ["gpu"]
 
 
-def test_worker_keeps_vllm_and_hf_caches_in_named_volumes(compose) -> None:  # noqa: ANN001
+def test_worker_keeps_vllm_and_hf_caches_in_named_volumes(compose) -> None:
     mounts = dict(v.split(":", 1)[::-1] for v in compose["services"]["gpu-worker"]["volumes"])
     for target in ("/root/.cache/vllm", "/root/.cache/huggingface"):
         assert target in mounts, f"{target} is not mounted"
         assert mounts[target] in compose["volumes"], f"{mounts[target]} is not a named volume"
 
 
-def test_services_build_the_dockerfile_targets(compose) -> None:  # noqa: ANN001
+def test_services_build_the_dockerfile_targets(compose) -> None:
     stages = dict(re.findall(r"^FROM\s+(\S+)\s+AS\s+(\S+)", (ROOT / "Dockerfile").read_text(), re.M | re.I))
     targets = {image: stage for stage, image in stages.items()}
     assert targets["api"] == "python:3.11-slim"
@@ -111,7 +111,7 @@ def test_services_build_the_dockerfile_targets(compose) -> None:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("service", ["api", "gpu-worker"])
-def test_commands_are_ones_draftbench_accepts(compose, service: str) -> None:  # noqa: ANN001
+def test_commands_are_ones_draftbench_accepts(compose, service: str) -> None:
     argv = compose["services"][service]["command"]
     assert argv[:2] == ["draftbench", {"api": "serve", "gpu-worker": "worker"}[service]]
     help_text = _help(argv[1])
@@ -120,7 +120,7 @@ def test_commands_are_ones_draftbench_accepts(compose, service: str) -> None:  #
     _parses(argv)
 
 
-def test_worker_build_label_follows_the_vllm_version(compose) -> None:  # noqa: ANN001
+def test_worker_build_label_follows_the_vllm_version(compose) -> None:
     argv = compose["services"]["gpu-worker"]["command"]
     build = argv[argv.index("--build") + 1]
     assert build == "vllm-${VLLM_VERSION:-v0.26.0}=/usr/bin/python3"

@@ -14,7 +14,7 @@ from app import db
 from app.models import Base
 
 
-def _engine(url: str):  # noqa: ANN202
+def _engine(url: str):
     return create_engine(url)
 
 

@@ -8,7 +8,7 @@ from sqlalchemy.exc import OperationalError
 from app import periodic
 
 
-def test_a_failing_job_is_logged_and_the_schedule_goes_on(caplog) -> None:  # noqa: ANN001
+def test_a_failing_job_is_logged_and_the_schedule_goes_on(caplog) -> None:
     runs = {"db": 0, "bug": 0, "ok": 0}
     done = threading.Event()
 

@@ -14,7 +14,7 @@ from app.spreadsheets import csv_response, spreadsheet_safe
      ("@SUM(A1)", "'@SUM(A1)"), ("\tx", "'\tx"), ("\rx", "'\rx"), ("plain", "plain"), (-1.5, -1.5), (3, 3), (None, None),
      ([1, 2], "[1, 2]"), (float("nan"), None), ("", ""), ("a=b", "a=b"), ("'=already", "'=already")],
 )
-def test_text_that_starts_a_formula_gets_a_quote_and_numbers_stay_numbers(value, written) -> None:  # noqa: ANN001
+def test_text_that_starts_a_formula_gets_a_quote_and_numbers_stay_numbers(value, written) -> None:
     assert spreadsheet_safe(value) == written
 
 

@@ -9,8 +9,8 @@ rounding). The rule and its statistics are
 from dataclasses import dataclass
 
 from app.analysis.alarms import MIN_EFFECT, Difference, difference, shifted
-from app.enums import AlarmKind
 from app.cells.pooling import PooledCell
+from app.enums import AlarmKind
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.analysis.changepoints import open_regression
 from app.analysis.verdicts import DEFAULT_THRESHOLD
-from app.db import session_scope
-from app.errors import ConflictError, NotFoundError
-from app.models import AlertAck, Job, utcnow
 from app.cells import service as cells_service
 from app.cells.pooling import PooledCell
 from app.cells.scope import CellScope
+from app.db import session_scope
+from app.errors import ConflictError, NotFoundError
+from app.models import AlertAck, Job, utcnow
 from app.workers import service as workers
 
 # A drop smaller than this (relative) is not an alert: the compare verdict's default change of tokens/s.

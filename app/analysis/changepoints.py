@@ -7,6 +7,7 @@ too short for it (two or three builds, where a pull request's history starts).
 """
 
 import heapq
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -86,7 +87,7 @@ def detect_steps(values: Sequence[float], *, penalty: float | None = None, min_s
     # best[j]: the least cost of the first j points; previous[j]: where its last segment starts.
     best, previous = [0.0] + [math.inf] * n, [0] * (n + 1)
     for end in range(min_size, n + 1):
-        for start in range(0, end - min_size + 1):
+        for start in range(end - min_size + 1):
             if best[start] == math.inf:  # no split of the first ``start`` points has long enough segments
                 continue
             total = best[start] + cost[start][end - start - 1] + (gamma if start else 0.0)
@@ -150,7 +151,7 @@ def default_penalty(values: Sequence[float]) -> float:
     n = len(values)
     if n < 2:
         return 0.0
-    jumps = statistics.median(abs(b - a) for a, b in zip(values, values[1:], strict=False))
+    jumps = statistics.median(abs(b - a) for a, b in itertools.pairwise(values))
     sigma = max(_MAD_TO_SD * jumps / math.sqrt(2.0), NOISE_FLOOR * abs(statistics.median(values)))
     return PENALTY_FACTOR * math.log(n) * sigma
 

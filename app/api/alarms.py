@@ -5,13 +5,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
-from app.analysis.alarms import MIN_EFFECT
-from app.sessions import SessionDep
-from app.enums import AlarmKind, AttentionBackend, GpuKind, SpecMethod
-from app.api.responses import answers
 from app.alarms import service as alarms
+from app.analysis.alarms import MIN_EFFECT
+from app.api.responses import answers
 from app.cells import service as cells
 from app.cells.scope import CellScope
+from app.enums import AlarmKind, AttentionBackend, GpuKind, SpecMethod
+from app.sessions import SessionDep
 
 router = APIRouter(prefix="/api/v1", tags=["results"])
 

@@ -7,8 +7,8 @@ from fastapi import APIRouter, Path, Query
 from app.alerts import service
 from app.alerts.schemas import AckIn, AlertOut
 from app.api.deps import Submitter
-from app.sessions import SessionDep
 from app.api.responses import answers
+from app.sessions import SessionDep
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
 

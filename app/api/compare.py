@@ -4,13 +4,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.sessions import SessionDep
-from app.api.responses import answers
 from app.alarms import service as alarms
+from app.api.responses import answers
 from app.cells.pooling import PooledCell
 from app.cells.scope import CellScope
 from app.comparisons import service as comparisons
 from app.schemas.compare import CaptureAlarm, CellChange, CellSide, Comparison, Interval
+from app.sessions import SessionDep
 from app.sweeps import service as sweeps
 
 router = APIRouter(prefix="/api/v1", tags=["results"])

@@ -4,13 +4,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
+from app.api.deps import AdminAuth
+from app.api.responses import answers
 from app.auth.service import Principal
 from app.crashes import service
 from app.crashes.schemas import CrashCell, CrashGroupDetail, CrashGroupOut, MergeIn, SplitIn
-from app.api.deps import AdminAuth
-from app.sessions import SessionDep
 from app.enums import CrashKind
-from app.api.responses import answers
+from app.sessions import SessionDep
 
 router = APIRouter(prefix="/api/v1/crashes", tags=["crashes"])
 

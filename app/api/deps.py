@@ -12,12 +12,11 @@ from app.auth import service as tokens
 from app.auth.ratelimit import retry_after
 from app.auth.service import Principal
 from app.config import Settings
-from app.sessions import SessionDep, SettingsDep
 from app.enums import TokenScope
 from app.errors import NotFoundError
 from app.jobs import queue
 from app.models import Job
-
+from app.sessions import SessionDep, SettingsDep
 
 _bearer = HTTPBearer(
     auto_error=False, description="An API token (`draftbench token create`) or the bootstrap DRAFTBENCH_TOKEN"

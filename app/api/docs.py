@@ -18,8 +18,8 @@ from fastapi.openapi.utils import (
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from app.schemas.sweep import SweepSpec
 from app.api.security_headers import script_policy
+from app.schemas.sweep import SweepSpec
 
 ASSETS = Path(fastapi_offline.__file__).parent / "static"
 STATIC = "/docs-static"

@@ -5,11 +5,11 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.api.deps import ExistingJob
-from app.sessions import SessionDep
+from app.api.responses import answers
 from app.enums import JobState
 from app.jobs import service
-from app.api.responses import answers
 from app.schemas.worker import JobOut
+from app.sessions import SessionDep
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 

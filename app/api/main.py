@@ -8,27 +8,25 @@ import anyio.to_thread
 from fastapi import Depends, FastAPI
 
 from app import db, periodic
-from app.api import docs
-from app.api import handlers
-from app.api import security_headers
-from app.api.admission import AdmissionMiddleware
 from app.alerts import service as alerts
+from app.api import docs, handlers, security_headers
+from app.api.admission import AdmissionMiddleware
+from app.api.alarms import router as alarms_router
 from app.api.alerts import router as alerts_router
-from app.auth.ratelimit import RateLimiter
-from app.api.tokens import router as tokens_router
-from app.config import Settings, get_settings
+from app.api.compare import router as compare_router
 from app.api.crashes import router as crashes_router
 from app.api.deps import known_query
-from app.jobs import stalled
 from app.api.jobs import router as jobs_router
 from app.api.limits import BodyLimitMiddleware
 from app.api.metrics import router as metrics_router
-from app.metrics.service import Metrics
-from app.api.alarms import router as alarms_router
-from app.api.compare import router as compare_router
 from app.api.results import router as results_router
 from app.api.sweeps import router as sweeps_router
+from app.api.tokens import router as tokens_router
 from app.api.workers import router as workers_router
+from app.auth.ratelimit import RateLimiter
+from app.config import Settings, get_settings
+from app.jobs import stalled
+from app.metrics.service import Metrics
 from dashboards import errors as dashboards_errors
 from dashboards.cache import FinishedSweeps
 from dashboards.pages import router as dashboards_router

@@ -3,8 +3,8 @@
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from app.metrics.service import MetricsDep
 from app.api.responses import answers
+from app.metrics.service import MetricsDep
 
 router = APIRouter(tags=["metrics"])
 

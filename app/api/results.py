@@ -6,15 +6,15 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import Response, StreamingResponse
 
 from app import spreadsheets
-from app.crashes import service as crashes
 from app.api.deps import ExistingJob, HeldJob
-from app.sessions import SessionDep
+from app.api.responses import answers
+from app.crashes import service as crashes
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
 from app.metrics.service import MetricsDep
-from app.api.responses import answers
 from app.results import service
 from app.schemas.result import ResultOut
 from app.schemas.worker import CompleteRequest, JobOut
+from app.sessions import SessionDep
 
 router = APIRouter(prefix="/api/v1", tags=["results"])
 

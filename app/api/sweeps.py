@@ -7,10 +7,10 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
 from app.api.deps import Submitter
-from app.sessions import SessionDep, SettingsDep
-from app.enums import TokenScope
 from app.api.responses import answers
+from app.enums import TokenScope
 from app.schemas.sweep import SweepDetail, SweepSpec, SweepSummary
+from app.sessions import SessionDep, SettingsDep
 from app.sweeps import parsing, service
 
 router = APIRouter(prefix="/api/v1/sweeps", tags=["sweeps"])

@@ -2,11 +2,11 @@
 
 from fastapi import APIRouter, status
 
-from app.auth import service
 from app.api.deps import AdminAuth, AdminIssuer
-from app.sessions import SessionDep
 from app.api.responses import answers
+from app.auth import service
 from app.schemas.token import TokenCreate, TokenCreated, TokenOut
+from app.sessions import SessionDep
 
 router = APIRouter(
     prefix="/api/v1/tokens", tags=["tokens"], dependencies=[AdminAuth], responses=answers(401, 403, 422, 429)

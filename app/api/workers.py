@@ -5,10 +5,9 @@ import time
 from fastapi import APIRouter, Response, status
 
 from app.api.deps import PathWorker, RegisteringHost
-from app.sessions import SessionDep, SettingsDep
+from app.api.responses import answers
 from app.jobs import queue
 from app.metrics.service import MetricsDep
-from app.api.responses import answers
 from app.schemas.worker import (
     BuildOut,
     ClaimedJob,
@@ -18,6 +17,7 @@ from app.schemas.worker import (
     WorkerOut,
     WorkerRegistered,
 )
+from app.sessions import SessionDep, SettingsDep
 from app.workers import service
 
 router = APIRouter(prefix="/api/v1", tags=["workers"])

@@ -2,7 +2,8 @@
 
 Two references per cell, both of the same build, GPU kind and variant (``app.cells.identity``: model,
 workload, speculative config, engine arguments, environment): (a) the fastest backend that ran the
-requested graph mode as requested (no downgrade), and (b) the fastest cell of any backend and graph mode. Ratios and intervals: ``app.analysis.fallback``.
+requested graph mode as requested (no downgrade), and (b) the fastest cell of any backend and graph mode.
+Ratios and intervals: ``app.analysis.fallback``.
 """
 
 from dataclasses import dataclass

@@ -19,7 +19,8 @@ _COLUMNS = (
     Result.id.label("result_id"), Result.tokens_per_s, Result.tokens_per_s_low, Result.tokens_per_s_high,
     Result.rounds, Result.num_drafts, Result.num_draft_tokens, Result.num_accepted_tokens, Result.accepted_per_position,
     Result.mean_acceptance_length, Result.mean_acceptance_length_low, Result.mean_acceptance_length_high,
-    Result.resolved_graph_mode, Result.resolved_draft_graph_mode, Result.graph_downgraded, Result.draft_eager, Result.vllm_version, Result.gpu_name,
+    Result.resolved_graph_mode, Result.resolved_draft_graph_mode, Result.graph_downgraded, Result.draft_eager,
+    Result.vllm_version, Result.gpu_name,
     Crash.kind.label("crash_kind"), CrashSignature.signature, CrashSignature.title, Sweep.name.label("sweep_name"),
 )
 
@@ -61,7 +62,7 @@ def load(*, session: Session, scope: CellScope) -> list[PooledCell]:
     return found
 
 
-def _add(cell: PooledCell, row) -> None:  # noqa: ANN001
+def _add(cell: PooledCell, row) -> None:
     cell.job_ids.append(row.id)
     if row.sweep_id not in cell.sweep_ids:
         cell.sweep_ids.append(row.sweep_id)
@@ -76,7 +77,7 @@ def _add(cell: PooledCell, row) -> None:  # noqa: ANN001
         pooling.add(cell, row, job_id=row.id)
 
 
-def _tell_apart(cells) -> None:  # noqa: ANN001
+def _tell_apart(cells) -> None:
     """Cells whose labels agree but whose variants differ (two sweeps of one build with other models or
     workloads) get their first sweep's name in the label."""
     variants: dict[tuple, set[identity.Variant]] = defaultdict(set)

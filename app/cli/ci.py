@@ -21,8 +21,8 @@ from app.ci.github import API_URL, GitHub, GitHubError
 from app.cli import compare
 from app.cli.errors import CliError, redact
 from app.cli.http import Api
-from app.cli.sweeps import follow
 from app.cli.options import Server, SubmitToken
+from app.cli.sweeps import follow
 from app.config import DEFAULT_SERVER
 
 # Exit codes, bits that add up: the check failed by --fail-on (3), the comment was not posted (4), both (7).
@@ -49,7 +49,9 @@ def ci(
     token: SubmitToken = "",
     fail_on: Annotated[str, typer.Option(help="regression (worse or newly crashing cells), crash, any, or never")] = "regression",
     github_api: Annotated[str, typer.Option(help="GitHub's REST API")] = API_URL,
-    github_token_env: Annotated[str, typer.Option(help="The environment variable holding the GitHub token (pull-requests: write)")] = "GITHUB_TOKEN",
+    github_token_env: Annotated[
+        str, typer.Option(help="The environment variable holding the GitHub token (pull-requests: write)")
+    ] = "GITHUB_TOKEN",
     comment_author: Annotated[str | None, typer.Option(
         help="The login whose comment is edited (as github-actions\\[bot]); default: the GitHub token's account, asked of GitHub")] = None,
     comment_file: Annotated[Path, typer.Option(help="Where the comment's Markdown is saved")] = Path("draftbench-comment.md"),

@@ -37,7 +37,7 @@ class Api:
     def __exit__(self, *_: object) -> None:
         self._http.close()
 
-    def get(self, path: str, **params: Any) -> Any:  # noqa: ANN401
+    def get(self, path: str, **params: Any) -> Any:
         return self.send("GET", path, params=params).json()
 
     def send(self, method: str, path: str, *, attempts: int = 4, **kwargs: Any) -> httpx.Response:

@@ -41,8 +41,8 @@ def serve(
 
     import uvicorn
 
-    from app.db import SchemaError, upgrade
     from app.api.main import create_app
+    from app.db import SchemaError, upgrade
 
     settings = settings_for(database_url)
     if not settings.token:

@@ -15,8 +15,8 @@ from rich.table import Table
 
 from app.cli.errors import CliError
 from app.cli.http import Api
-from app.cli.service import DatabaseUrl, upgraded
 from app.cli.options import Server, SubmitToken
+from app.cli.service import DatabaseUrl, upgraded
 from app.config import DEFAULT_SERVER
 from app.enums import JobState, SweepState
 
@@ -67,7 +67,9 @@ def status(sweep_id: Annotated[int | None, typer.Argument()] = None, server: Ser
 
 
 def import_results(
-    folder: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A folder made by `draftbench expand` and runners/offline.py")],
+    folder: Annotated[
+        Path, typer.Argument(exists=True, file_okay=False, help="A folder made by `draftbench expand` and runners/offline.py")
+    ],
     database_url: DatabaseUrl = None,
 ) -> None:
     """Import cells run elsewhere (runners/offline.py) as a finished sweep, with their logs and crashes.
@@ -144,8 +146,12 @@ def export_sweep(
 
 
 def import_bench(
-    result_file: Annotated[Path, typer.Argument(dir_okay=False, help="JSON of `vllm bench serve --save-result` or `vllm bench throughput --output-json`")],
-    sweep_file: Annotated[Path, typer.Option("--sweep", dir_okay=False, help="A sweep of exactly one cell: the build and config the file measured")],
+    result_file: Annotated[
+        Path, typer.Argument(dir_okay=False, help="JSON of `vllm bench serve --save-result` or `vllm bench throughput --output-json`")
+    ],
+    sweep_file: Annotated[
+        Path, typer.Option("--sweep", dir_okay=False, help="A sweep of exactly one cell: the build and config the file measured")
+    ],
     output_len: Annotated[int | None, typer.Option(min=1, help="`vllm bench throughput` only: the output length it ran with")] = None,
     database_url: DatabaseUrl = None,
 ) -> None:
@@ -174,7 +180,8 @@ def import_bench(
     with _importing(database_url) as session:
         sweep, created = imports.import_sweep(session=session, spec=spec, ran=[ran], digest=digest, source="vllm-bench")
         what = "imported as" if created else "already imported as"
-        console.print(f"{what} sweep {sweep.id} '{sweep.name}' ({bench_files.kind_of(data)}: {ran.outcome.result.tokens_per_s:.1f} output tok/s)")
+        speed = f"{ran.outcome.result.tokens_per_s:.1f} output tok/s"
+        console.print(f"{what} sweep {sweep.id} '{sweep.name}' ({bench_files.kind_of(data)}: {speed})")
 
 
 def _read_bench(path: Path, *, output_len: int | None, concurrency: int | None) -> "tuple[bytes, object, RanJob]":
@@ -206,7 +213,7 @@ def _read_bench(path: Path, *, output_len: int | None, concurrency: int | None) 
     return found.data, data, ran
 
 
-def _read_sweep(path: Path):  # noqa: ANN202
+def _read_sweep(path: Path):
     """A sweep file (YAML or JSON, read by app.files' rules), validated; CliError with the reason otherwise."""
     import yaml
     from pydantic import ValidationError

@@ -12,7 +12,6 @@ from app.enums import GpuKind
 from runners.execute import DEFAULT_PYCACHE
 
 
-
 def worker(
     server: Server = DEFAULT_SERVER,
     token: HostToken = "",

@@ -14,13 +14,13 @@ from app.analysis import verdicts
 from app.analysis.compare_cells import SEVERITY, Side, verdict
 from app.analysis.fallback import Ratio, ratio
 from app.analysis.proportions import ProportionChange
-from app.enums import JobState, Verdict
-from app.models import Job, Result, Sweep
 from app.cells import identity, pooling
 from app.cells import service as cells
 from app.cells.identity import Identity
 from app.cells.pooling import PooledCell
 from app.cells.scope import CellScope
+from app.enums import JobState, Verdict
+from app.models import Job, Result, Sweep
 from app.schemas.physical import MAX_TOKENS_PER_S
 
 

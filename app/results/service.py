@@ -6,17 +6,17 @@ from datetime import datetime
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
+from app.alarms import service as alarms
 from app.analysis.acceptance import calibration_misses, derive
 from app.analysis.rounds import MedianInterval, efficiency, median_interval
+from app.cells import service as cells
+from app.cells.scope import CellScope
 from app.crashes import service as crashes
 from app.enums import JobState
 from app.jobs import queue
 from app.models import Job, Result, Sweep, utcnow
-from app.alarms import service as alarms
-from app.cells import service as cells
-from app.cells.scope import CellScope
 from app.results import baselines
-from app.schemas.cell import JobOutcome, CellResult, Resolved
+from app.schemas.cell import CellResult, JobOutcome, Resolved
 from app.schemas.result import ResultOut
 from app.vllmlog.ran import parse_log
 

@@ -22,7 +22,7 @@ class Input(BaseModel):
 
     @field_validator("*", mode="after")
     @classmethod
-    def _storable(cls, value: Any) -> Any:  # noqa: ANN401
+    def _storable(cls, value: Any) -> Any:
         problem = unstorable(value)
         if problem:
             raise ValueError(problem)
@@ -37,7 +37,7 @@ class Input(BaseModel):
         return self
 
 
-def unstorable(value: Any) -> str | None:  # noqa: ANN401
+def unstorable(value: Any) -> str | None:
     """Why ``value`` (and everything inside it) cannot be stored and echoed as JSON, or None.
 
     Walks lists and mappings without recursion, refusing nesting deeper than ``MAX_DEPTH``

@@ -8,7 +8,7 @@ and tied to this one by ``tests/runners/test_cell.py``.
 
 from typing import Any
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, model_validator
 
 from app.config import DEFAULT_CELL_TIMEOUT_S
 from app.enums import AttentionBackend, BuiltinDataset, GpuKind, GraphMode, Mode
@@ -126,7 +126,7 @@ class CellSpec(Input):
 class SpecDecodeCounters(Input):
     """vLLM's spec-decode counters over the measured run (warm-up subtracted)."""
 
-    model_config = {"extra": "ignore"}
+    model_config = ConfigDict(extra="ignore")
 
     num_drafts: Count
     num_draft_tokens: Count
@@ -149,7 +149,7 @@ class SpecDecodeCounters(Input):
 class MeasuredRequest(Input):
     """One request of the measured run: enough to bootstrap and to compare against the baseline."""
 
-    model_config = {"extra": "ignore"}
+    model_config = ConfigDict(extra="ignore")
 
     num_output_tokens: Count
     fingerprint: reported(Result.raw, 128)
@@ -160,7 +160,7 @@ class MeasuredRequest(Input):
 class Round(Input):
     """One measured round: the workload repeated until the round's window was filled."""
 
-    model_config = {"extra": "ignore"}
+    model_config = ConfigDict(extra="ignore")
 
     seconds: Seconds
     output_tokens: Count
@@ -188,7 +188,7 @@ class Percentiles(Input):
 class Serving(Input):
     """What clients saw in serving mode (milliseconds), as ``vllm bench serve`` reports it."""
 
-    model_config = {"extra": "ignore"}
+    model_config = ConfigDict(extra="ignore")
 
     concurrency: int = Field(ge=1)
     ttft_ms: Percentiles
@@ -203,7 +203,7 @@ class Serving(Input):
 class Versions(Input):
     """What the cell ran on; vLLM's version and the GPU's name also get columns of their own."""
 
-    model_config = {"extra": "allow"}
+    model_config = ConfigDict(extra="allow")
 
     vllm: reported(Result.vllm_version) | None = None
     vllm_commit: reported(Result.versions) | None = None
@@ -217,7 +217,7 @@ class Versions(Input):
 
     @model_validator(mode="before")
     @classmethod
-    def _clean_extras(cls, data: Any) -> Any:  # noqa: ANN401
+    def _clean_extras(cls, data: Any) -> Any:
         # Keys beyond the fields above are kept as they came, once storable.
         return clean(data)
 
@@ -225,7 +225,7 @@ class Versions(Input):
 class CellResult(Input):
     """The JSON ``runners/cell.py`` writes when the cell ran to the end (schema 1 files read as well)."""
 
-    model_config = {"extra": "ignore"}
+    model_config = ConfigDict(extra="ignore")
 
     schema_version: int = CELL_SCHEMA_VERSION
     engine_start_s: Seconds

@@ -9,8 +9,8 @@ from pydantic import (
     ConfigDict,
     Field,
     TypeAdapter,
-    computed_field,
     ValidationError,
+    computed_field,
     field_validator,
     model_validator,
 )

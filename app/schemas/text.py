@@ -40,14 +40,14 @@ class StoredIn:
 
 def stored(
     column: QueryableAttribute, limit: int | None = None, *, min_length: int = 0, pattern: str | None = None
-) -> Any:  # noqa: ANN401
+) -> Any:
     """A user's text kept in ``column``: at most the column's length (or ``limit`` for a JSON or Text column)."""
     where = StoredIn(column)
     constraints = StringConstraints(min_length=min_length, max_length=_length(where, limit), pattern=pattern)
     return Annotated[str, where, constraints, AfterValidator(_storable)]
 
 
-def reported(column: QueryableAttribute, limit: int | None = None) -> Any:  # noqa: ANN401
+def reported(column: QueryableAttribute, limit: int | None = None) -> Any:
     """A worker's text kept in ``column``: made storable and cut to the column's length (or ``limit``), never refused."""
     where = StoredIn(column, cut=True)
     length = _length(where, limit)
@@ -55,7 +55,7 @@ def reported(column: QueryableAttribute, limit: int | None = None) -> Any:  # no
     return Annotated[str, where, fit, StringConstraints(max_length=length)]
 
 
-def clean(value: Any) -> Any:  # noqa: ANN401
+def clean(value: Any) -> Any:
     """``value`` with every string in it (keys too, through lists and mappings) storable: NUL dropped, lone
     surrogates replaced by U+FFFD. Anything else is left to validation."""
     if isinstance(value, str):
@@ -67,7 +67,7 @@ def clean(value: Any) -> Any:  # noqa: ANN401
     return value
 
 
-def cut(value: Any, limit: int | None) -> Any:  # noqa: ANN401
+def cut(value: Any, limit: int | None) -> Any:
     """Text longer than ``limit`` cut to it, ending in ``…[cut N chars]`` (N: how many were left out)."""
     if not isinstance(value, str) or limit is None or len(value) <= limit:
         return value

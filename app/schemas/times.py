@@ -23,7 +23,8 @@ def plausible(when: datetime) -> datetime:
         utc = None
     if utc is None or not EARLIEST <= utc <= latest:
         raise ValueError(
-            f"{f'{utc:%Y-%m-%dT%H:%M:%SZ}' if utc else when.isoformat()} is not a plausible time: it must lie between {EARLIEST:%Y-%m-%d} and now "
+            f"{f'{utc:%Y-%m-%dT%H:%M:%SZ}' if utc else when.isoformat()} is not a plausible time: "
+            f"it must lie between {EARLIEST:%Y-%m-%d} and now "
             f"(+{CLOCK_SKEW.total_seconds() / 3600:g} h for the host's clock)"
         )
     return utc

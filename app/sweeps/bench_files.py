@@ -79,7 +79,7 @@ class ThroughputFile(_File):
     requests_per_second: Amount
 
 
-def kind_of(data: Any) -> str:  # noqa: ANN401
+def kind_of(data: Any) -> str:
     """``serve`` or ``throughput``, by the fields each tool writes."""
     if isinstance(data, dict) and "output_throughput" in data and "duration" in data:
         return SERVE

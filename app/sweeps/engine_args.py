@@ -271,7 +271,7 @@ def _free_form(value: Mapping[str, Any] | list, prefix: list[str | int], where: 
             return
 
 
-def _walk(value: Any, prefix: list[str | int]) -> list[tuple[list[str | int], str, Any]]:  # noqa: ANN401
+def _walk(value: Any, prefix: list[str | int]) -> list[tuple[list[str | int], str, Any]]:
     """(loc, key, value) of everything inside mappings and lists, without recursion; key '' for list items."""
     out: list[tuple[list[str | int], str, Any]] = []
     stack: list[tuple[list[str | int], Any]] = [(prefix, value)]

@@ -25,7 +25,7 @@ class BodyError(ValueError):
 class _JsonOnlyLoader(yaml.SafeLoader):
     """SafeLoader without aliases, deep nesting, or types JSON lacks."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: ANN401
+    def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise ComposerError(None, None, "aliases (*name) are not accepted in a sweep", event.start_mark)
@@ -47,11 +47,11 @@ _JsonOnlyLoader.yaml_constructors = {
 _JsonOnlyLoader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
 
 
-def load(raw: bytes, content_type: str) -> Any:  # noqa: ANN401
+def load(raw: bytes, content_type: str) -> Any:
     """The body as JSON values; BodyError naming the format and the problem."""
     if content_type in YAML_TYPES:
         try:
-            data = yaml.load(raw, Loader=_JsonOnlyLoader)  # noqa: S506 (a SafeLoader subclass)
+            data = yaml.load(raw, Loader=_JsonOnlyLoader)
         except (ComposerError, ConstructorError) as exc:
             raise BodyError(f"body is not a valid sweep in YAML: {_first_line(exc)}") from None
         except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
@@ -68,7 +68,7 @@ def load(raw: bytes, content_type: str) -> Any:  # noqa: ANN401
     return data
 
 
-def depth(value: Any) -> int:  # noqa: ANN401
+def depth(value: Any) -> int:
     """How deep lists and mappings nest (a scalar is 0), without recursion."""
     deepest = 0
     stack = [(value, 1)]

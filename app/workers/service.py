@@ -14,7 +14,6 @@ from app.models import Build, Worker, utcnow
 from app.schemas.worker import RegisterRequest, WorkerOut
 from app.workers import liveness
 
-
 # What ``draftbench build create`` records about a build, as BuildInfo and the Build row name them.
 BUILD_FACTS = ("kind", "base", "patch_sha256", "source", "commit", "committed_at")
 
@@ -90,7 +89,7 @@ def commit_dates(*, session: Session, labels: Iterable[str]) -> dict[str, dateti
     """When each build's commit was made, for the builds that recorded it."""
     rows = session.execute(select(Build.label, Build.committed_at).where(Build.label.in_(sorted(set(labels))),
                                                                          Build.committed_at.is_not(None)))
-    return {label: when for label, when in rows}
+    return dict(rows.tuples().all())
 
 
 def build_labels(*, session: Session) -> list[str]:

@@ -24,8 +24,8 @@ LEGEND_COLUMNS = 2
 
 
 def history(series: list[tuple[str, pd.DataFrame]]) -> str | None:
-    """``series``: (label, frame) with columns when (the date a point is placed at), placed_by, acceptance(_low/_high), tokens_per_s(_low/_high),
-    acceptance_change, speed_change (booleans). None when nothing ran."""
+    """``series``: (label, frame) with columns when (the date a point is placed at), placed_by,
+    acceptance(_low/_high), tokens_per_s(_low/_high), acceptance_change, speed_change (booleans). None when nothing ran."""
     lines = []
     for label, frame in series:
         points = tuple(

@@ -3,12 +3,12 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from pydantic import Field
 from fastapi.responses import Response
+from pydantic import Field
 
+from app.alarms import service as alarms
 from app.analysis.alarms import MIN_EFFECT
 from app.sessions import SessionDep
-from app.alarms import service as alarms
 from dashboards import data, render
 from dashboards.filters import Blank, FiltersDep, Format
 
@@ -20,7 +20,7 @@ MinEffect = Annotated[Annotated[float, Field(ge=0, le=1)] | None, Blank,
 
 @router.get("/alarms")
 def alarms_page(request: Request, session: SessionDep, filters: FiltersDep, min_effect: MinEffect = None,
-                format: Format = "html") -> Response:  # noqa: A002
+                format: Format = "html") -> Response:
     min_effect = MIN_EFFECT if min_effect is None else min_effect
     scope = filters.scope(default_builds=data.recent_builds(session=session))
     cells = data.cells(session=session, scope=scope)

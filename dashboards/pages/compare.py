@@ -3,8 +3,8 @@
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from app.sessions import SessionDep
 from app.cells.scope import CellScope
+from app.sessions import SessionDep
 from app.sweeps import service as sweep_service
 from dashboards import data, render
 from dashboards.filters import BuildLabel, FiltersDep, Format, SweepId
@@ -17,7 +17,7 @@ PICKABLE = 200
 
 @router.get("/compare")
 def compare_page(request: Request, session: SessionDep, filters: FiltersDep, base: SweepId = None, head: SweepId = None,
-                 base_build: BuildLabel = None, head_build: BuildLabel = None, format: Format = "html") -> Response:  # noqa: A002
+                 base_build: BuildLabel = None, head_build: BuildLabel = None, format: Format = "html") -> Response:
     if not (base or base_build) and not (head or head_build):
         pair = data.default_pair(session=session)
         if pair:

@@ -4,8 +4,8 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse
 
 from app.crashes import service as crashes
-from app.sessions import SessionDep
 from app.models import CrashSignature
+from app.sessions import SessionDep
 from dashboards import data, render
 from dashboards.filters import FiltersDep
 

@@ -3,8 +3,8 @@
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from app.sessions import SessionDep
 from app.cells import fallback
+from app.sessions import SessionDep
 from dashboards import data, render
 from dashboards.figures.bars import speed_bars
 from dashboards.filters import FiltersDep, Format
@@ -13,7 +13,7 @@ router = APIRouter()
 
 
 @router.get("/fallback")
-def fallback_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html") -> Response:  # noqa: A002
+def fallback_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html") -> Response:
     scope = filters.scope(default_builds=data.recent_builds(session=session))
     cells = data.cells(session=session, scope=scope)
     costs = fallback.costs(cells)

@@ -6,12 +6,12 @@ from fastapi.responses import Response
 
 from app.analysis.changepoints import Point, steps
 from app.analysis.verdicts import DEFAULT_THRESHOLD as MIN_SPEED_CHANGE
-from app.sessions import SessionDep
 from app.cells.scope import CellScope
+from app.sessions import SessionDep
 from dashboards import data, render
 from dashboards.figures.history import history
-from dashboards.frames import known_float
 from dashboards.filters import FiltersDep, Format
+from dashboards.frames import known_float
 
 router = APIRouter()
 
@@ -20,7 +20,7 @@ SHOWN = 8  # lines on the figure; the table lists every series
 
 
 @router.get("/history")
-def history_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html") -> Response:  # noqa: A002
+def history_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html") -> Response:
     if not any((filters.method, filters.backend, filters.graph_mode, filters.sweep_id, filters.build)):
         filters = filters.with_(**(data.latest_cell(session=session) or {}))
     scope = CellScope(sweep_id=filters.sweep_id, build=filters.build, gpu_kind=filters.gpu_kind, method=filters.method,

@@ -4,11 +4,11 @@ builds (alerts), and the live workers."""
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from app.alerts import service as alert_service
-from app.sessions import SessionDep, SettingsDep
-from app.models import utcnow
 from app.alarms import service as alarms
+from app.alerts import service as alert_service
 from app.cells.scope import CellScope
+from app.models import utcnow
+from app.sessions import SessionDep, SettingsDep
 from app.sweeps import service as sweeps
 from app.workers import service as workers
 from dashboards import data, render

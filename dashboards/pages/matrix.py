@@ -5,8 +5,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from app.sessions import SessionDep
 from app.alarms import service as alarms
+from app.sessions import SessionDep
 from dashboards import data, render
 from dashboards.figures.heatmap import METRICS, heatmap
 from dashboards.filters import Blank, FiltersDep, Format
@@ -19,7 +19,7 @@ Metric = Annotated[Literal["acceptance", "acceptance_length", "tokens_per_s", "s
 
 @router.get("/matrix")
 def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metric: Metric = "acceptance",
-                format: Format = "html") -> Response:  # noqa: A002
+                format: Format = "html") -> Response:
     scope = filters.scope(default_builds=data.recent_builds(session=session))
     cells = data.cells(session=session, scope=scope)
     alarmed = alarms.by_cell(alarms.find(cells))

@@ -3,8 +3,8 @@
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from app.sessions import SessionDep, SettingsDep
 from app.cells.scope import CellScope
+from app.sessions import SessionDep, SettingsDep
 from app.sweeps import service as sweeps
 from dashboards import data, render
 from dashboards.cache import FinishedSweeps, is_over

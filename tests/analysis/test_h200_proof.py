@@ -12,15 +12,16 @@ import pytest
 from app.analysis.acceptance import calibration_misses, derive, per_position
 from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio
 from app.analysis.rounds import median_interval
-from tests.samples import pooled
 from app.analysis.verdicts import Change, cell_verdict
 from app.schemas.cell import CellResult
 from benchmarks.stats.acceptance import per_pass_counts
 from benchmarks.stats.rounds import aa_check
+from tests.samples import pooled
 
 PROOF = Path(__file__).resolve().parents[1] / "data" / "h200-proof-2026-11-30"
 ROWS = """
-SELECT s.name, j.backend, j.graph_mode, j.method, j.concurrency, j.config_hash, r.raw, r.tokens_per_s, r.tokens_per_s_low, r.tokens_per_s_high,
+SELECT s.name, j.backend, j.graph_mode, j.method, j.concurrency, j.config_hash, r.raw,
+       r.tokens_per_s, r.tokens_per_s_low, r.tokens_per_s_high,
        r.acceptance_rate, r.mean_acceptance_length, r.mean_acceptance_length_low, r.mean_acceptance_length_high,
        r.expected_per_position, r.calibration_miss
 FROM results r JOIN jobs j ON j.id = r.job_id JOIN sweeps s ON s.id = j.sweep_id

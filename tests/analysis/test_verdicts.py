@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.samples import pooled
 from app.analysis.verdicts import (
     CellSample,
     Change,
@@ -18,6 +17,7 @@ from app.analysis.verdicts import (
     throughput_change,
 )
 from app.schemas.cell import CellResult
+from tests.samples import pooled
 
 AA_RUNS = Path(__file__).resolve().parents[1] / "data" / "aa-cpu"
 DEFAULT = Threshold(0.05, "default", 0)

@@ -16,7 +16,7 @@ from tests.live import serve
 def test_no_more_than_the_limit_inside_and_the_rest_in_arrival_order() -> None:
     inside, most, entered = 0, 0, []
 
-    async def app(scope, receive, send) -> None:  # noqa: ANN001
+    async def app(scope, receive, send) -> None:
         nonlocal inside, most
         inside += 1
         most = max(most, inside)
@@ -48,7 +48,7 @@ def test_no_more_than_the_limit_inside_and_the_rest_in_arrival_order() -> None:
     assert [m["status"] for m in sent if m["type"] == "http.response.start"] == [200] * 7
 
 
-def test_many_more_clients_than_connections_are_all_answered(db_url: str, dataset) -> None:  # noqa: ANN001
+def test_many_more_clients_than_connections_are_all_answered(db_url: str, dataset) -> None:
     # Each submission authenticates (a query on one thread) and then writes (on another). Without
     # admission, requests holding a connection while they waited for a thread starved the threads
     # holding a thread while they waited for a connection, until the pool timed out (500s).

@@ -16,20 +16,20 @@ def live_server(sqlite_url: str) -> Iterator[str]:
         yield url
 
 
-def _offline_page(chromium, base: str, refused: list[str]):  # noqa: ANN001, ANN202
+def _offline_page(chromium, base: str, refused: list[str]):
     """A page that may load only from the service: anything else is refused, and recorded when it is
     code or style (ReDoc's footer also asks a CDN for its logo, an image the page does without). What its
     Content-Security-Policy refuses is recorded too, but for images from elsewhere (that logo)."""
     page = chromium.new_page(viewport={"width": 1280, "height": 900})
 
-    def policy(message) -> None:  # noqa: ANN001
+    def policy(message) -> None:
         text = message.text
         if "Content Security Policy" in text and not ("image" in text and f"'{base}" not in text):
             refused.append(text)
 
     page.on("console", policy)
 
-    def only_local(route) -> None:  # noqa: ANN001
+    def only_local(route) -> None:
         if route.request.url.startswith(base):
             route.continue_()
             return
@@ -41,7 +41,7 @@ def _offline_page(chromium, base: str, refused: list[str]):  # noqa: ANN001, ANN
     return page
 
 
-def test_swagger_ui_lists_every_operation_without_internet(live_server: str, chromium, tmp_path) -> None:  # noqa: ANN001
+def test_swagger_ui_lists_every_operation_without_internet(live_server: str, chromium, tmp_path) -> None:
     import httpx
 
     spec = httpx.get(f"{live_server}/openapi.json").json()
@@ -56,7 +56,7 @@ def test_swagger_ui_lists_every_operation_without_internet(live_server: str, chr
     assert refused == []
 
 
-def test_redoc_renders_the_operations_without_internet(live_server: str, chromium) -> None:  # noqa: ANN001
+def test_redoc_renders_the_operations_without_internet(live_server: str, chromium) -> None:
     refused: list[str] = []
     page = _offline_page(chromium, live_server, refused)
     assert "script-src 'self';" in page.goto(f"{live_server}/redoc").headers["content-security-policy"]

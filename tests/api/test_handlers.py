@@ -9,8 +9,8 @@ from sqlalchemy.exc import DataError
 
 from app import db
 from app.api import handlers
-from app.config import Settings
 from app.api.main import create_app
+from app.config import Settings
 from app.models import ApiToken, Sweep, Worker
 from tests.conftest import AUTH, TOKEN
 from tests.factories import register_worker, sweep_body
@@ -41,7 +41,7 @@ def _count(client: TestClient, model: type) -> int:
     ids=["nan-temperature", "inf-timeout", "nan-in-engine-args", "surrogate-name", "surrogate-tag", "surrogate-branch",
          "surrogate-reason", "surrogate-submitter"],
 )
-def test_values_json_or_the_database_cannot_hold_are_422_naming_the_field(client, dataset, change, loc) -> None:  # noqa: ANN001
+def test_values_json_or_the_database_cannot_hold_are_422_naming_the_field(client, dataset, change, loc) -> None:
     register_worker(client)
     body = sweep_body(dataset) | change
     response = client.post("/api/v1/sweeps", content=_json(body), headers=AUTH | {"content-type": "application/json"})
@@ -50,7 +50,7 @@ def test_values_json_or_the_database_cannot_hold_are_422_naming_the_field(client
     assert _count(client, Sweep) == 0
 
 
-def test_a_surrogate_in_a_worker_or_token_name_is_422(client) -> None:  # noqa: ANN001
+def test_a_surrogate_in_a_worker_or_token_name_is_422(client) -> None:
     worker = {"name": SURROGATE, "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "b"}]}
     refused = client.post("/api/v1/workers", content=_json(worker), headers=AUTH | {"content-type": "application/json"})
     assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["body", "name"]
@@ -60,7 +60,7 @@ def test_a_surrogate_in_a_worker_or_token_name_is_422(client) -> None:  # noqa: 
     assert _count(client, Worker) == 0 and _count(client, ApiToken) == 0
 
 
-def test_a_body_that_is_not_utf8_json_is_422_on_every_route(client) -> None:  # noqa: ANN001
+def test_a_body_that_is_not_utf8_json_is_422_on_every_route(client) -> None:
     worker = register_worker(client)
     for path, headers in (("/api/v1/workers", AUTH), ("/api/v1/tokens", AUTH),
                           (f"/api/v1/workers/{worker.id}/heartbeat", worker.headers)):
@@ -69,13 +69,13 @@ def test_a_body_that_is_not_utf8_json_is_422_on_every_route(client) -> None:  # 
         assert response.json()["detail"][0]["loc"][0] == "body"
 
 
-def test_json_nested_past_pythons_recursion_limit_is_422_not_400(client) -> None:  # noqa: ANN001
+def test_json_nested_past_pythons_recursion_limit_is_422_not_400(client) -> None:
     deep = b"[" * 100_000 + b"]" * 100_000
     response = client.post("/api/v1/workers", content=deep, headers=AUTH | {"content-type": "application/json"})
     assert response.status_code == 422, response.text
 
 
-def test_guessing_tokens_is_rate_limited_per_client(make_client) -> None:  # noqa: ANN001
+def test_guessing_tokens_is_rate_limited_per_client(make_client) -> None:
     limited = make_client(rate_limit_per_minute=5)
     wrong = {"Authorization": "Bearer dbk_guess"}
     answers = [limited.post("/api/v1/sweeps", json={}, headers=wrong).status_code for _ in range(7)]
@@ -101,7 +101,7 @@ def _worker_with(**build: str) -> dict:
      ("/api/v1/tokens", {"name": "ci" + NUL, "scopes": ["submit"]}, ["body", "name"])],
     ids=["worker-host", "worker-name", "build-base", "build-source", "build-commit", "token-name"],
 )
-def test_a_nul_in_a_name_or_a_build_fact_is_422_naming_the_field(client, path, body, loc) -> None:  # noqa: ANN001
+def test_a_nul_in_a_name_or_a_build_fact_is_422_naming_the_field(client, path, body, loc) -> None:
     response = client.post(path, json=body, headers=AUTH)
     assert response.status_code == 422, response.text
     assert response.json()["detail"][0]["loc"] == loc
@@ -123,7 +123,7 @@ def test_a_nul_in_a_name_or_a_build_fact_is_422_naming_the_field(client, path, b
     ids=["name", "tag", "reason", "branch", "submitter", "model", "engine-arg", "pull-request-past-32-bits",
          "acceptance-rate-past-1"],
 )
-def test_a_sweep_the_database_cannot_hold_is_422_naming_the_field(client, dataset, change, loc) -> None:  # noqa: ANN001
+def test_a_sweep_the_database_cannot_hold_is_422_naming_the_field(client, dataset, change, loc) -> None:
     register_worker(client)
     response = client.post("/api/v1/sweeps", json=sweep_body(dataset) | change, headers=AUTH)
     assert response.status_code == 422, response.text
@@ -131,7 +131,7 @@ def test_a_sweep_the_database_cannot_hold_is_422_naming_the_field(client, datase
     assert _count(client, Sweep) == 0
 
 
-def test_a_heartbeat_for_a_job_id_past_64_bits_is_422_naming_it(client) -> None:  # noqa: ANN001
+def test_a_heartbeat_for_a_job_id_past_64_bits_is_422_naming_it(client) -> None:
     worker = register_worker(client)
     response = client.post(f"/api/v1/workers/{worker.id}/heartbeat", json={"job_ids": [1, 2**70]}, headers=worker.headers)
     assert response.status_code == 422, response.text
@@ -145,7 +145,7 @@ def test_a_heartbeat_for_a_job_id_past_64_bits_is_422_naming_it(client) -> None:
      ({"gpu_count": 2**40}, ["request", "workers", "gpu_count"], "workers.gpu_count holds integers of 32 bits")],
     ids=["too-long", "nul", "past-32-bits"],
 )
-def test_a_write_postgresql_refuses_is_answered_naming_its_column(pg_url, columns, loc, msg) -> None:  # noqa: ANN001
+def test_a_write_postgresql_refuses_is_answered_naming_its_column(pg_url, columns, loc, msg) -> None:
     # What validation should have caught (app.schemas.text) and did not: the answer still names the column.
     db.upgrade(pg_url)
     engine = db.make_engine(pg_url)
@@ -165,7 +165,7 @@ def test_a_write_postgresql_refuses_is_answered_naming_its_column(pg_url, column
     [("/api/v1/results?build=vllm%00", ["query", "build"]), ("/api/v1/crashes/abc%00", ["path", "signature"])],
     ids=["query", "path"],
 )
-def test_a_nul_in_a_filter_postgresql_cannot_compare_is_answered_naming_it(pg_url, path, loc) -> None:  # noqa: ANN001
+def test_a_nul_in_a_filter_postgresql_cannot_compare_is_answered_naming_it(pg_url, path, loc) -> None:
     app = create_app(Settings(database_url=pg_url, token=TOKEN))
     try:
         with TestClient(app) as client:

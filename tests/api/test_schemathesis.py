@@ -21,8 +21,8 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, seed, settings
 from schemathesis.checks import not_a_server_error, response_schema_conformance, status_code_conformance
 
-from app.config import Settings
 from app.api.main import create_app
+from app.config import Settings
 from tests.conftest import AUTH, DATASET, SCHEMATHESIS_SEED, TOKEN
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body, upload_log
 
@@ -85,7 +85,7 @@ def test_every_operation_is_in_the_run() -> None:
     phases=[Phase.explicit, Phase.generate, Phase.target],
     database=None,
 )
-def test_no_server_error_and_every_answer_is_documented(case) -> None:  # noqa: ANN001
+def test_no_server_error_and_every_answer_is_documented(case) -> None:
     headers = AUTH
     if case.path.startswith(("/api/v1/workers/{worker_id}/", "/api/v1/jobs/{job_id}/complete")) or (
         case.path == "/api/v1/jobs/{job_id}/log" and case.method == "PUT"

@@ -6,9 +6,9 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from app.config import Settings
 from app.api.main import create_app
 from app.api.security_headers import PAGE_POLICY
+from app.config import Settings
 from tests.conftest import AUTH, TOKEN
 from tests.dashboards.test_pages import new_sweep
 from tests.factories import sweep_body
@@ -19,7 +19,7 @@ ANSWERS = ["/api/v1/sweeps", "/api/v1/results.csv", "/api/v1/results?graph_mode=
            "/matrix?format=csv", "/openapi.json", "/metrics", "/docs-static/swagger-ui-bundle.js", "/no-such-path"]
 
 
-def test_every_answer_says_nosniff_and_every_page_carries_the_page_policy(client: TestClient, dataset) -> None:  # noqa: ANN001
+def test_every_answer_says_nosniff_and_every_page_carries_the_page_policy(client: TestClient, dataset) -> None:
     new_sweep(client, sweep_body(dataset))
     for path in PAGES:
         response = client.get(path)

@@ -14,11 +14,11 @@ def _register(client: TestClient, headers: dict[str, str], forwarded_for: str | 
     return client.post("/api/v1/workers", json=body, headers=headers | extra)
 
 
-def _answer(response) -> tuple:  # noqa: ANN001
+def _answer(response) -> tuple:
     return response.status_code, response.json().get("detail"), response.headers.get("retry-after")
 
 
-def test_a_spent_failed_auth_bucket_refuses_the_right_secret_too(make_client) -> None:  # noqa: ANN001
+def test_a_spent_failed_auth_bucket_refuses_the_right_secret_too(make_client) -> None:
     limited = make_client(rate_limit_per_minute=3)
     now = [0.0]
     limited.app.state.rate_limiter = RateLimiter(3, clock=lambda: now[0])
@@ -33,7 +33,7 @@ def test_a_spent_failed_auth_bucket_refuses_the_right_secret_too(make_client) ->
     assert _answer(_register(limited, AUTH))[:2] == (429, answers[0][1])
 
 
-def test_forwarded_for_is_read_only_from_a_trusted_proxy(make_client) -> None:  # noqa: ANN001
+def test_forwarded_for_is_read_only_from_a_trusted_proxy(make_client) -> None:
     # No proxy trusted (the default): a forged header from loopback gets no fresh bucket.
     direct = make_client(peer="127.0.0.1", rate_limit_per_minute=2)
     assert [_register(direct, WRONG, f"198.51.100.{n}").status_code for n in (1, 2, 3)] == [401, 401, 429]

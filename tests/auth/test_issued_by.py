@@ -25,7 +25,7 @@ def _listed(client: TestClient) -> dict[str, dict]:
     return {t["name"]: t for t in client.get("/api/v1/tokens", headers=AUTH).json()}
 
 
-def test_revoking_a_token_ends_every_token_issued_under_it(client, dataset) -> None:  # noqa: ANN001
+def test_revoking_a_token_ends_every_token_issued_under_it(client, dataset) -> None:
     # bootstrap -> admin a (a root) -> admin b -> host token -> worker credential; b also issues a submitter.
     a = _token(client, AUTH, "admin", name="a")
     b = _token(client, a, "admin", name="b")
@@ -53,7 +53,7 @@ def test_revoking_a_token_ends_every_token_issued_under_it(client, dataset) -> N
     assert listed[f"worker {worker.id} (w)"]["issued_by_id"] == listed["host"]["id"]
 
 
-def test_a_chain_issues_no_deeper_than_its_bound_and_a_deeper_row_is_refused(client) -> None:  # noqa: ANN001
+def test_a_chain_issues_no_deeper_than_its_bound_and_a_deeper_row_is_refused(client) -> None:
     chain = [_token(client, AUTH, "admin", name="t1")]
     for depth in range(2, tokens.MAX_CHAIN + 1):
         chain.append(_token(client, chain[-1], "admin", name=f"t{depth}"))
@@ -73,7 +73,7 @@ def test_a_chain_issues_no_deeper_than_its_bound_and_a_deeper_row_is_refused(cli
     assert client.get("/api/v1/tokens", headers={"Authorization": f"Bearer {secret}"}).status_code == 401
 
 
-def test_authentication_reads_a_whole_chain_in_one_statement(client) -> None:  # noqa: ANN001
+def test_authentication_reads_a_whole_chain_in_one_statement(client) -> None:
     # Authentication is on every worker call: a chain costs one query, not one a level.
     admin = _token(client, AUTH, "admin", name="admin")
     host = _token(client, admin, "worker", name="host")
@@ -97,7 +97,7 @@ def test_authentication_reads_a_whole_chain_in_one_statement(client) -> None:  #
     assert principal.depth == 7
 
 
-def test_credentials_that_registered_workers_before_the_chain_die_with_their_hosts_token(db_url) -> None:  # noqa: ANN001
+def test_credentials_that_registered_workers_before_the_chain_die_with_their_hosts_token(db_url) -> None:
     # Rows as the probe left them under revision 0011: host token H registered worker 1, whose
     # credential C1 registered worker 2 (credential C2). Migrated, C2 must die with H.
     command.upgrade(db.alembic_config(db_url), "0011")

@@ -26,11 +26,11 @@ def _token_id(client: TestClient, name: str) -> int:
     return token["id"]
 
 
-def _submit(client: TestClient, headers: dict[str, str], dataset) -> object:  # noqa: ANN001
+def _submit(client: TestClient, headers: dict[str, str], dataset) -> object:
     return client.post("/api/v1/sweeps", json=sweep_body(dataset), headers=headers)
 
 
-def test_only_the_hash_is_stored_and_the_secret_is_shown_once(client) -> None:  # noqa: ANN001
+def test_only_the_hash_is_stored_and_the_secret_is_shown_once(client) -> None:
     created = client.post("/api/v1/tokens", json={"name": "ci", "scopes": ["submit"]}, headers=AUTH).json()
     secret = created["secret"]
     assert secret.startswith("dbk_") and len(secret) > 40
@@ -42,7 +42,7 @@ def test_only_the_hash_is_stored_and_the_secret_is_shown_once(client) -> None:  
     assert [t["name"] for t in listed] == ["ci"] and "secret" not in listed[0]
 
 
-def test_a_submit_token_submits_but_cannot_act_as_a_worker(client, dataset) -> None:  # noqa: ANN001
+def test_a_submit_token_submits_but_cannot_act_as_a_worker(client, dataset) -> None:
     worker = register_worker(client)
     submitter = _token(client, "submit")
     assert _submit(client, submitter, dataset).status_code == 201
@@ -53,7 +53,7 @@ def test_a_submit_token_submits_but_cannot_act_as_a_worker(client, dataset) -> N
         assert "'worker' scope" in response.json()["detail"]
 
 
-def test_a_worker_token_works_but_cannot_submit_or_manage_tokens(client, dataset) -> None:  # noqa: ANN001
+def test_a_worker_token_works_but_cannot_submit_or_manage_tokens(client, dataset) -> None:
     register_worker(client)
     assert _submit(client, AUTH, dataset).status_code == 201
     worker_token = _token(client, "worker")
@@ -69,7 +69,7 @@ def test_a_worker_token_works_but_cannot_submit_or_manage_tokens(client, dataset
     assert client.post("/api/v1/tokens", json={"name": "x", "scopes": ["admin"]}, headers=worker_token).status_code == 403
 
 
-def test_an_admin_token_may_do_everything_but_act_as_a_worker(client, dataset) -> None:  # noqa: ANN001
+def test_an_admin_token_may_do_everything_but_act_as_a_worker(client, dataset) -> None:
     admin = _token(client, "admin")
     worker = register_worker(client, headers=admin)
     sweep = _submit(client, _token(client, "submit"), dataset).json()["id"]
@@ -79,7 +79,7 @@ def test_an_admin_token_may_do_everything_but_act_as_a_worker(client, dataset) -
     assert client.get("/api/v1/tokens", headers=admin).status_code == 200
 
 
-def test_a_submitter_cancels_only_its_own_sweeps(client, dataset) -> None:  # noqa: ANN001
+def test_a_submitter_cancels_only_its_own_sweeps(client, dataset) -> None:
     register_worker(client)
     alice, bob = _token(client, "submit", name="alice"), _token(client, "submit", name="bob")
     sweep = _submit(client, alice, dataset).json()["id"]
@@ -94,7 +94,7 @@ def test_a_submitter_cancels_only_its_own_sweeps(client, dataset) -> None:  # no
     assert owners == {_token_id(client, "alice"), _token_id(client, "bob")}
 
 
-def test_revoked_unknown_and_missing_tokens_get_401(client, dataset) -> None:  # noqa: ANN001
+def test_revoked_unknown_and_missing_tokens_get_401(client, dataset) -> None:
     register_worker(client)
     submitter = _token(client, "submit", name="to-revoke")
     assert client.delete(f"/api/v1/tokens/{_token_id(client, 'to-revoke')}", headers=AUTH).json()["revoked_at"] is not None
@@ -106,12 +106,12 @@ def test_revoked_unknown_and_missing_tokens_get_401(client, dataset) -> None:  #
     assert client.delete("/api/v1/tokens/9999", headers=AUTH).status_code == 404
 
 
-def test_bad_token_requests_get_422(client) -> None:  # noqa: ANN001
+def test_bad_token_requests_get_422(client) -> None:
     for body in ({"name": "x", "scopes": []}, {"name": "x", "scopes": ["root"]}, {"name": "", "scopes": ["submit"]}):
         assert client.post("/api/v1/tokens", json=body, headers=AUTH).status_code == 422
 
 
-def test_cli_creates_a_working_token_lists_and_revokes_it(client, db_url, dataset) -> None:  # noqa: ANN001
+def test_cli_creates_a_working_token_lists_and_revokes_it(client, db_url, dataset) -> None:
     register_worker(client)
     runner = CliRunner()
     created = runner.invoke(cli, ["token", "create", "--name", "ci", "--scope", "submit", "--database-url", db_url])
@@ -128,7 +128,7 @@ def test_cli_creates_a_working_token_lists_and_revokes_it(client, db_url, datase
     assert unknown.exit_code != 0
 
 
-def test_rate_limit_per_token_answers_429_with_retry_after(make_client) -> None:  # noqa: ANN001
+def test_rate_limit_per_token_answers_429_with_retry_after(make_client) -> None:
     limited = make_client(rate_limit_per_minute=3)
     worker_token = _token(limited, "worker")  # the bootstrap token's first request
     body = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "b"}]}

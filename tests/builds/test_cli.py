@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from app.builds.facts import read_facts
-
 from tests.builds.conftest import PROPOSER, diff
 
 REPO = Path(__file__).resolve().parents[2]

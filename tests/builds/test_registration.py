@@ -8,7 +8,7 @@ from tests.builds.conftest import PROPOSER, diff
 from tests.conftest import AUTH
 
 
-def test_a_worker_registers_a_patched_builds_facts(client, tmp_path: Path, base_python: Path) -> None:  # noqa: ANN001
+def test_a_worker_registers_a_patched_builds_facts(client, tmp_path: Path, base_python: Path) -> None:
     patch = tmp_path / "pr.diff"
     patch.write_text(diff("vllm/v1/proposer.py", PROPOSER, "def propose(tokens):\n    return []\n"))
     facts = patched.create(label="pr-1", base=str(base_python), patch=patch, root=tmp_path / "builds", commit="abc123")
@@ -23,7 +23,7 @@ def test_a_worker_registers_a_patched_builds_facts(client, tmp_path: Path, base_
     assert (builds["base"]["kind"], builds["base"]["patch_sha256"]) == (None, None)
 
 
-def test_no_worker_can_register_another_patch_under_a_label(client) -> None:  # noqa: ANN001
+def test_no_worker_can_register_another_patch_under_a_label(client) -> None:
     def body(sha: str) -> dict:
         return {"name": "w", "host": "h", "gpu_kinds": ["cpu"],
                 "builds": [{"label": "pr-1", "vllm_version": "0.32.0", "kind": "patch", "patch_sha256": sha}]}
@@ -33,7 +33,7 @@ def test_no_worker_can_register_another_patch_under_a_label(client) -> None:  # 
     assert refused.status_code == 409 and "patch_sha256 " + "a" * 64 in refused.json()["detail"]
 
 
-def test_bad_facts_name_the_field(client) -> None:  # noqa: ANN001
+def test_bad_facts_name_the_field(client) -> None:
     body = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "pr-1", "kind": "tarball"}]}
     refused = client.post("/api/v1/workers", json=body, headers=AUTH)
     assert refused.status_code == 422 and "kind" in refused.text and "patch" in refused.text

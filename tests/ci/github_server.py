@@ -54,7 +54,7 @@ def _app(state: GitHubState) -> FastAPI:
     app = FastAPI()
 
     @app.middleware("http")
-    async def check(request: Request, call_next):  # noqa: ANN001, ANN202
+    async def check(request: Request, call_next):
         state.calls.append((request.method, request.url.path))
         state.authorizations.append(request.headers.get("authorization", ""))
         if request.headers.get("authorization", "").removeprefix("Bearer ") not in ACCOUNTS:

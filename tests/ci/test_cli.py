@@ -184,7 +184,8 @@ def test_without_a_github_token_the_comment_is_saved_and_the_exit_says_so(
 def test_bad_options_are_one_line_naming_the_option_and_its_values(sweep_file: Path) -> None:
     base = [sys.executable, "-m", "app.cli", "ci", "--server", "http://127.0.0.1:9", "--token", "t", "--pr", "1",
             "--head", "a", "--base", "b", "--build", "x", "--base-build", "y", "--sweep", str(sweep_file)]
-    for extra, said in ((["--repo", "o/r", "--fail-on", "sometimes"], "--fail-on must be one of regression, crash, any, never; got 'sometimes'"),
+    for extra, said in ((["--repo", "o/r", "--fail-on", "sometimes"],
+                         "--fail-on must be one of regression, crash, any, never; got 'sometimes'"),
                         (["--repo", "not a repo"], "--repo must be OWNER/NAME")):
         done = subprocess.run(base + extra, cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert done.returncode == 1 and done.stderr.startswith("draftbench: ") and said in done.stderr

@@ -64,7 +64,8 @@ def test_an_account_github_cannot_name_stops_before_any_comment_is_touched(gh: G
     with _client(gh) as client, pytest.raises(GitHubError) as caught:
         client.upsert_comment(12, f"x\n{MARKER}", marker=MARKER)
     said = str(caught.value)
-    assert "which account the token acts as" in said and "--comment-author" in said and "GET /user: 403: Resource not accessible by integration" in said
+    assert "which account the token acts as" in said and "--comment-author" in said
+    assert "GET /user: 403: Resource not accessible by integration" in said
     assert [m for m, _ in gh.calls] == ["GET", "POST"] and gh.comments[12][0]["body"] == f"x\n{MARKER}"
 
 
@@ -112,7 +113,8 @@ def test_a_redirect_is_a_refusal_and_is_not_followed(gh: GitHubState) -> None:
 
 def test_an_answer_of_another_shape_is_said_so(gh: GitHubState) -> None:
     gh.refuse["list"] = (200, {}, "a proxy's page")  # an object where the comments' list belongs
-    with _client(gh) as client, pytest.raises(GitHubError, match="listing the comments of #7 in octo/vllm with something other than a JSON list"):
+    refused = "listing the comments of #7 in octo/vllm with something other than a JSON list"
+    with _client(gh) as client, pytest.raises(GitHubError, match=refused):
         client.upsert_comment(7, f"x\n{MARKER}", marker=MARKER)
 
 

@@ -8,6 +8,6 @@ from tests.live import serve
 
 
 @pytest.fixture
-def server(sqlite_url: str):  # noqa: ANN201
+def server(sqlite_url: str):
     with serve(Settings(database_url=sqlite_url, token=TOKEN)) as url:
         yield url

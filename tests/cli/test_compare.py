@@ -12,7 +12,7 @@ from tests.factories import cell_result, sweep_body
 BASE, HEAD = "main-0.32", "pr-12"
 
 
-def _store(server: str, dataset, build: str, commit: str, ngram_speed: float) -> int:  # noqa: ANN001
+def _store(server: str, dataset, build: str, commit: str, ngram_speed: float) -> int:
     """A finished sweep of ``build`` at ``commit``: seven repeats of an n-gram and a draft-model cell, the n-gram
     one at ``ngram_speed`` times the draft model's tokens/s."""
     worker = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": build}]}
@@ -33,7 +33,7 @@ def _store(server: str, dataset, build: str, commit: str, ngram_speed: float) ->
 
 
 @pytest.fixture
-def sweeps(server: str, dataset) -> tuple[int, int, int]:  # noqa: ANN001
+def sweeps(server: str, dataset) -> tuple[int, int, int]:
     """The base, a head whose n-gram cell runs at 0.7x, and a head as fast as the base."""
     return (_store(server, dataset, BASE, "def4567", 1.0), _store(server, dataset, HEAD, "abc1234", 0.7),
             _store(server, dataset, HEAD, "fff0000", 1.0))
@@ -52,7 +52,7 @@ def test_a_regression_renders_ci_s_comment_and_fails_the_gate(server: str, sweep
     assert run("compare", str(base), str(slow), "--server", server, "--fail-on", "never").returncode == 0
 
 
-def test_an_unchanged_head_says_no_regression_into_the_output_file(server: str, sweeps: tuple[int, int, int], tmp_path) -> None:  # noqa: ANN001
+def test_an_unchanged_head_says_no_regression_into_the_output_file(server: str, sweeps: tuple[int, int, int], tmp_path) -> None:
     base, _, same = sweeps
     out = tmp_path / "comment.md"
     done = run("compare", str(base), str(same), "--server", server, "--fail-on", "any", "--output", str(out))

@@ -74,7 +74,7 @@ def echoing_service() -> Iterator[str]:
     """A service (or a proxy before it) whose refusal repeats the request's Authorization header."""
 
     class Echo(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             body = json.dumps({"detail": f"no such sweep for {self.headers['Authorization']}"}).encode()
             self.send_response(400)
             self.send_header("content-type", "application/json")

@@ -9,7 +9,7 @@ from tests.dashboards.test_pages import matrix_rows
 from tests.factories import cell_result, sweep_body
 
 
-def test_submit_prints_why_the_jobs_will_wait(server: str, tmp_path, dataset) -> None:  # noqa: ANN001
+def test_submit_prints_why_the_jobs_will_wait(server: str, tmp_path, dataset) -> None:
     # The only worker serves H200 cells of the build; the sweep asks for the CPU engine.
     worker = {"name": "w", "host": "h", "gpu_kinds": ["H200"], "builds": [{"label": "vllm-test"}]}
     assert httpx.post(f"{server}/api/v1/workers", json=worker, headers=AUTH, timeout=30).status_code == 201
@@ -20,7 +20,7 @@ def test_submit_prints_why_the_jobs_will_wait(server: str, tmp_path, dataset) ->
     assert "warning: no live worker serves GPU kind cpu with build vllm-test: 2 job(s) wait" in done.stdout
 
 
-def test_status_shows_each_result_with_its_interval(server: str, dataset) -> None:  # noqa: ANN001
+def test_status_shows_each_result_with_its_interval(server: str, dataset) -> None:
     worker = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "vllm-test"}]}
     registered = httpx.post(f"{server}/api/v1/workers", json=worker, headers=AUTH, timeout=30).json()
     own = {"Authorization": f"Bearer {registered['credential']}"}
@@ -37,7 +37,7 @@ def test_status_shows_each_result_with_its_interval(server: str, dataset) -> Non
     assert "100.0 [83.6, 136.4] (3)" in done.stdout
 
 
-def test_status_and_the_sweep_page_give_one_job_the_same_interval(server: str, dataset) -> None:  # noqa: ANN001
+def test_status_and_the_sweep_page_give_one_job_the_same_interval(server: str, dataset) -> None:
     # They once printed [146, 3524] and [17.7, 3993] for one job: the stored interval at its own level, and 95 %.
     worker = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "vllm-test"}]}
     registered = httpx.post(f"{server}/api/v1/workers", json=worker, headers=AUTH, timeout=30).json()

@@ -21,7 +21,7 @@ def test_a_missing_interpreter_is_named() -> None:
         Build("y", "/no/such/python").vllm_version()  # type: ignore[arg-type]
 
 
-def test_a_gpu_kind_the_host_lacks_is_refused_saying_what_it_found(tmp_path) -> None:  # noqa: ANN001
+def test_a_gpu_kind_the_host_lacks_is_refused_saying_what_it_found(tmp_path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     line = one_line(run("worker", "--server", "http://127.0.0.1:9", "--token", "t", "--gpu-kind", "H200",

@@ -7,9 +7,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
-from app.models import Job, Result
-from app.comparisons import service as comparisons
 from app.cells.scope import CellScope
+from app.comparisons import service as comparisons
+from app.models import Job, Result
 from tests.factories import cell_result, claim, complete, register_worker, run_cell, submit, sweep_body
 
 BUILDS = [f"b{i}" for i in range(7)]
@@ -77,7 +77,7 @@ def _store(client: TestClient, sweep_id: int, **values: object) -> list[int]:
      ({"num_accepted_tokens": -5}, "a negative count; its acceptance is left out")],
     ids=["1e308-tokens-per-s", "infinite-tokens-per-s", "accepted-past-drafted", "position-past-drafts", "negative-count"],
 )
-def test_one_impossible_stored_result_never_breaks_a_comparison(client: TestClient, dataset: Path, values, note) -> None:  # noqa: ANN001
+def test_one_impossible_stored_result_never_breaks_a_comparison(client: TestClient, dataset: Path, values, note) -> None:
     worker = register_worker(client, builds=BUILDS[:3])
     absurd = run_cell(client, worker, dataset, "b0", [100.0, 101.0])
     base = run_cell(client, worker, dataset, "b1", [100.0, 101.0])

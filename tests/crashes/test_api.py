@@ -23,7 +23,7 @@ SHAPE = "RuntimeError: size mismatch, got input (10), mat (10x128), vec (0)"
 
 
 @pytest.fixture
-def crash(client, dataset):  # noqa: ANN001, ANN201
+def crash(client, dataset):
     """A function that makes one more crashed job with a log of ``line``; answers its job id."""
     worker = register_worker(client)
     submit(client, sweep_body(dataset, repeats=4))
@@ -38,18 +38,18 @@ def crash(client, dataset):  # noqa: ANN001, ANN201
     return make
 
 
-def groups(client) -> dict[str, dict]:  # noqa: ANN001
+def groups(client) -> dict[str, dict]:
     return {group["title"]: group for group in client.get("/api/v1/crashes").json()}
 
 
-def test_a_group_shows_its_title(client, crash):  # noqa: ANN001
+def test_a_group_shows_its_title(client, crash):
     crash(RANGE)
     [group] = client.get("/api/v1/crashes").json()
     assert group["title"] == "ValueError: target_layer_ids [<n>] out of range for a <n>-layer target in dflash.load_model"
     assert client.get(f"/api/v1/crashes/{group['signature']}").json()["title"] == group["title"]
 
 
-def test_merging_and_splitting_need_an_admin(client, crash):  # noqa: ANN001
+def test_merging_and_splitting_need_an_admin(client, crash):
     crash(RANGE)
     [group] = client.get("/api/v1/crashes").json()
     body = {"into": "f" * 64, "reason": "one cause"}
@@ -59,7 +59,7 @@ def test_merging_and_splitting_need_an_admin(client, crash):  # noqa: ANN001
     assert client.post(f"/api/v1/crashes/{group['signature']}/split", json=split, headers=crash.worker.headers).status_code == 403
 
 
-def test_a_merge_moves_every_crash_and_later_crashes_follow(client, crash, migrated_sessions):  # noqa: ANN001
+def test_a_merge_moves_every_crash_and_later_crashes_follow(client, crash, migrated_sessions):
     first, second, other = crash(RANGE), crash(RANGE), crash(SHAPE)
     by_title = groups(client)
     source = next(g for t, g in by_title.items() if t.startswith("ValueError"))
@@ -78,7 +78,7 @@ def test_a_merge_moves_every_crash_and_later_crashes_follow(client, crash, migra
         assert sorted(override.job_ids) == sorted([first, second, other])
 
 
-def test_a_group_merged_into_itself_or_an_unknown_one_is_refused(client, crash):  # noqa: ANN001
+def test_a_group_merged_into_itself_or_an_unknown_one_is_refused(client, crash):
     crash(RANGE)
     [group] = client.get("/api/v1/crashes").json()
     url = f"/api/v1/crashes/{group['signature']}/merge"
@@ -88,7 +88,7 @@ def test_a_group_merged_into_itself_or_an_unknown_one_is_refused(client, crash):
     assert client.post(url, json={"into": "0" * 64}, headers=AUTH).status_code == 422
 
 
-def test_a_split_moves_the_named_jobs_to_a_group_of_their_own(client, crash):  # noqa: ANN001
+def test_a_split_moves_the_named_jobs_to_a_group_of_their_own(client, crash):
     first, second, third = crash(RANGE), crash(RANGE), crash(RANGE)
     [group] = client.get("/api/v1/crashes").json()
     url = f"/api/v1/crashes/{group['signature']}/split"
@@ -100,7 +100,7 @@ def test_a_split_moves_the_named_jobs_to_a_group_of_their_own(client, crash):  #
     assert client.get(f"/api/v1/crashes/{new['signature']}").json()["job_ids"] == [second]
 
 
-def test_a_split_of_jobs_outside_the_group_names_job_ids(client, crash):  # noqa: ANN001
+def test_a_split_of_jobs_outside_the_group_names_job_ids(client, crash):
     crash(RANGE)
     [group] = client.get("/api/v1/crashes").json()
     answer = client.post(f"/api/v1/crashes/{group['signature']}/split", json={"job_ids": [999], "reason": "r"}, headers=AUTH)

@@ -10,7 +10,7 @@ VENV = "/usr/local/lib/python3.12/dist-packages"
 IMA = "CUDA error: an illegal memory access was encountered"
 
 
-def sign(log: str, context: CellContext | None = None, **end):  # noqa: ANN003
+def sign(log: str, context: CellContext | None = None, **end):
     return signature_for(log, exit_code=end.get("exit_code", 1), signal=end.get("signal"), timed_out=False, context=context)
 
 

@@ -12,7 +12,7 @@ from app.models import Crash
 from tests.crashes.test_api import RANGE, crash  # noqa: F401 (the fixture)
 
 
-def test_the_crash_pages_show_the_excerpt_kept_with_the_crash_and_read_no_log(client, crash, monkeypatch):  # noqa: ANN001, F811
+def test_the_crash_pages_show_the_excerpt_kept_with_the_crash_and_read_no_log(client, crash, monkeypatch):  # noqa: F811
     job_id = crash(RANGE)
     signature = client.get("/api/v1/crashes").json()[0]["signature"]
 
@@ -26,7 +26,7 @@ def test_the_crash_pages_show_the_excerpt_kept_with_the_crash_and_read_no_log(cl
         assert f"log excerpt (job {job_id}" in page.text and "out of range for a 2-layer target" in page.text
 
 
-def test_each_crash_keeps_the_excerpt_of_its_own_log(client, crash, migrated_sessions):  # noqa: ANN001, F811
+def test_each_crash_keeps_the_excerpt_of_its_own_log(client, crash, migrated_sessions):  # noqa: F811
     first, second = crash(RANGE), crash(RANGE)
     with migrated_sessions() as session:
         kept = dict(session.execute(select(Crash.job_id, Crash.excerpt)).all())
@@ -56,7 +56,7 @@ def test_text_split_between_pieces_is_decoded_whole():
     assert "".join(crashes.log_chunks(zlib.compress(text.encode()))) == text
 
 
-def test_a_downloaded_log_is_the_uploaded_one_and_a_missing_one_is_a_json_404(client, crash, migrated_sessions):  # noqa: ANN001, F811
+def test_a_downloaded_log_is_the_uploaded_one_and_a_missing_one_is_a_json_404(client, crash, migrated_sessions):  # noqa: F811
     job_id = crash(RANGE)
     response = client.get(f"/api/v1/jobs/{job_id}/log")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
@@ -70,7 +70,7 @@ def test_a_downloaded_log_is_the_uploaded_one_and_a_missing_one_is_a_json_404(cl
     assert list(documented["200"]["content"]) == ["text/plain"]
 
 
-def test_the_migration_gives_crashes_stored_before_it_their_excerpts(client, crash, db_url, migrated_sessions):  # noqa: ANN001, F811
+def test_the_migration_gives_crashes_stored_before_it_their_excerpts(client, crash, db_url, migrated_sessions):  # noqa: F811
     job_id = crash(RANGE)
     with migrated_sessions() as session:
         kept = session.scalar(select(Crash.excerpt).where(Crash.job_id == job_id))

@@ -6,10 +6,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from app.api.main import create_app
 from app.config import Settings
 from app.crashes.rederive import rederive
 from app.enums import CrashKind
-from app.api.main import create_app
 from app.models import Crash, CrashSignature, Result
 from tests.cli.test_errors import run
 from tests.conftest import AUTH, TOKEN
@@ -20,7 +20,7 @@ CPU_LOG = "(EngineCore_DP0 pid=5) INFO 11-30 00:00:00 [cpu_worker.py:260] Auto s
 LEGACY = "e" * 64  # a group the rules of an older release made
 
 
-def store(client: TestClient, dataset) -> dict[str, int]:  # noqa: ANN001
+def store(client: TestClient, dataset) -> dict[str, int]:
     """A result and three crashes with their logs, the RANGE group merged into the SHAPE group by hand."""
     worker = register_worker(client)
     submit(client, sweep_body(dataset, repeats=2))
@@ -41,11 +41,11 @@ def store(client: TestClient, dataset) -> dict[str, int]:  # noqa: ANN001
 
 
 @pytest.fixture
-def stored(client: TestClient, dataset) -> dict[str, int]:  # noqa: ANN001
+def stored(client: TestClient, dataset) -> dict[str, int]:
     return store(client, dataset)
 
 
-def _as_an_older_release_left_it(session, stored: dict) -> None:  # noqa: ANN001
+def _as_an_older_release_left_it(session, stored: dict) -> None:
     """What ran read wrong, and the SHAPE crash in a group of its own titled by its exit code."""
     result = session.scalar(select(Result))
     result.resolved_graph_mode, result.graph_downgraded = "FULL", True
@@ -57,7 +57,7 @@ def _as_an_older_release_left_it(session, stored: dict) -> None:  # noqa: ANN001
     session.commit()
 
 
-def test_rederive_moves_what_the_rules_read_differently_and_keeps_a_merge(stored, migrated_sessions):  # noqa: ANN001
+def test_rederive_moves_what_the_rules_read_differently_and_keeps_a_merge(stored, migrated_sessions):
     with migrated_sessions() as session:
         _as_an_older_release_left_it(session, stored)
     with migrated_sessions() as session:
@@ -80,7 +80,7 @@ def test_rederive_moves_what_the_rules_read_differently_and_keeps_a_merge(stored
         assert session.scalar(select(Result)).resolved_graph_mode == "NONE"
 
 
-def test_rederive_twice_moves_nothing_the_second_time(stored, migrated_sessions):  # noqa: ANN001
+def test_rederive_twice_moves_nothing_the_second_time(stored, migrated_sessions):
     with migrated_sessions() as session:
         rederive(session=session)
         session.commit()
@@ -97,7 +97,7 @@ def sqlite_client(sqlite_url: str) -> Iterator[TestClient]:
     app.state.engine.dispose()
 
 
-def test_the_command_shows_what_moved_and_a_dry_run_writes_nothing(sqlite_client, sqlite_url, dataset):  # noqa: ANN001
+def test_the_command_shows_what_moved_and_a_dry_run_writes_nothing(sqlite_client, sqlite_url, dataset):
     jobs = store(sqlite_client, dataset)
     sessions = sqlite_client.app.state.sessionmaker
     with sessions() as session:

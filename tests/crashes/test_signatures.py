@@ -70,11 +70,11 @@ vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See 
 """
 
 
-FIRST = dict(worker=8603, core=8422, main=8247, time="11-30 00:41:31", venv=CPU_VENV, address="0x7f3a2c001e40")
-SECOND = dict(
-    worker=31337, core=31200, main=31100, time="12-01 17:05:59", venv="/srv/builds/a1b2/lib/python3.11/site-packages",
-    address="0x55d0aa12f000",
-)
+FIRST = {"worker": 8603, "core": 8422, "main": 8247, "time": "11-30 00:41:31", "venv": CPU_VENV, "address": "0x7f3a2c001e40"}
+SECOND = {
+    "worker": 31337, "core": 31200, "main": 31100, "time": "12-01 17:05:59", "venv": "/srv/builds/a1b2/lib/python3.11/site-packages",
+    "address": "0x55d0aa12f000",
+}
 
 
 def sign(log: str, *, exit_code: int | None = 1, signal: int | None = None, timed_out: bool = False):

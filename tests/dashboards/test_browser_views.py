@@ -20,7 +20,7 @@ SHOTS = ROOT / "var" / "screenshots"
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory, ngram_cell, self_draft_cell, synthetic_crash_log: str) -> Iterator[str]:  # noqa: ANN001
+def site(tmp_path_factory: pytest.TempPathFactory, ngram_cell, self_draft_cell, synthetic_crash_log: str) -> Iterator[str]:
     """The H200 matrix and the capture-bug sweep imported from their folders, and a CPU sweep whose cells ran on real
     vLLM (the session's ngram and draft_model cells, and a real crash's log) reported through the worker protocol."""
     url = f"sqlite:///{tmp_path_factory.mktemp('site') / 'site.db'}"
@@ -54,19 +54,19 @@ def shots() -> Path:
 
 
 @pytest.fixture
-def page(chromium):  # noqa: ANN001, ANN201
+def page(chromium):
     tab = chromium.new_page(viewport={"width": 1400, "height": 1000}, java_script_enabled=False)
     yield tab
     tab.close()
 
 
-def _shot(page, shots: Path, name: str) -> None:  # noqa: ANN001
+def _shot(page, shots: Path, name: str) -> None:
     path = shots / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 10_000
 
 
-def test_index_shows_alarms_workers_and_sweeps(site: str, page, shots: Path) -> None:  # noqa: ANN001
+def test_index_shows_alarms_workers_and_sweeps(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/")
     assert page.locator("#alarms li").count() == 2
     assert page.locator("#workers tr").count() == 2  # the header and the live CPU worker
@@ -76,7 +76,7 @@ def test_index_shows_alarms_workers_and_sweeps(site: str, page, shots: Path) -> 
     assert page.locator("#cells tr.alarm").count() == 2
 
 
-def test_a_sweep_page_gives_each_cell_its_interval_and_draws_it(site: str, page, shots: Path) -> None:  # noqa: ANN001
+def test_a_sweep_page_gives_each_cell_its_interval_and_draws_it(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/")
     page.locator("#sweeps").get_by_role("link", name="h200-matrix-rest").click()
     rows = page.locator("#matrix tr")
@@ -88,7 +88,7 @@ def test_a_sweep_page_gives_each_cell_its_interval_and_draws_it(site: str, page,
     _shot(page, shots, "sweep")
 
 
-def test_fallback_headline_figures_and_filter(site: str, page, shots: Path) -> None:  # noqa: ANN001
+def test_fallback_headline_figures_and_filter(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/fallback?build=vllm-0.26.0")
     assert "0.41x [0.36, 0.47]" in page.locator("#headline").inner_text()
     assert page.locator("figure.chart svg").count() == 2
@@ -99,7 +99,7 @@ def test_fallback_headline_figures_and_filter(site: str, page, shots: Path) -> N
     assert page.locator("#costs tr").count() == 1 + 12
 
 
-def test_matrix_heatmaps_toggle_and_crash_links(site: str, page, shots: Path) -> None:  # noqa: ANN001
+def test_matrix_heatmaps_toggle_and_crash_links(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/matrix?build=vllm-0.26.0")
     assert page.locator("figure.chart svg").count() == 2
     _shot(page, shots, "matrix-acceptance")
@@ -115,7 +115,7 @@ def test_matrix_heatmaps_toggle_and_crash_links(site: str, page, shots: Path) ->
     _shot(page, shots, "crash-group")
 
 
-def test_alarms_page_and_its_history_link(site: str, page, shots: Path) -> None:  # noqa: ANN001
+def test_alarms_page_and_its_history_link(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/alarms?build=vllm-0.26.0-fi-full")
     assert page.locator("#alarm-table tr.alarm").count() == 2
     _shot(page, shots, "alarms")
@@ -124,7 +124,7 @@ def test_alarms_page_and_its_history_link(site: str, page, shots: Path) -> None:
     _shot(page, shots, "history")
 
 
-def test_compare_and_crashes(site: str, page, shots: Path) -> None:  # noqa: ANN001
+def test_compare_and_crashes(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/compare?base_build=vllm-0.26.0-fi-full&head_build=vllm-0.26.0-fi-full")
     assert page.locator("#changes tr").count() == 1 + 3
     _shot(page, shots, "compare")

@@ -20,7 +20,7 @@ CRASH_LOG = ('Traceback (most recent call last):\n  File "/w/cell.py", line 9, i
 PAGES = ["/fallback", "/matrix", "/alarms", "/history", "/compare"]
 
 
-def _hostile_history(client: TestClient, dataset) -> None:  # noqa: ANN001
+def _hostile_history(client: TestClient, dataset) -> None:
     """Two builds of an n-gram sweep (eager and piecewise, with a baseline), every result carrying the hostile
     vLLM version, GPU name, resolved graph mode and fingerprint, the second build's piecewise cell accepting less
     (an alarm), and one crash whose log says a formula."""
@@ -62,7 +62,7 @@ def _runnable(cell: str) -> bool:
     return False
 
 
-def test_no_page_csv_holds_a_formula_from_any_hostile_field(client: TestClient, dataset) -> None:  # noqa: ANN001
+def test_no_page_csv_holds_a_formula_from_any_hostile_field(client: TestClient, dataset) -> None:
     _hostile_history(client, dataset)
     views = [(page, {}) for page in PAGES] + [
         ("/matrix", {"build": BUILDS[1]}), ("/history", {"method": "ngram", "backend": "CPU_ATTN", "graph_mode": "PIECEWISE"}),
@@ -79,7 +79,7 @@ def test_no_page_csv_holds_a_formula_from_any_hostile_field(client: TestClient, 
     assert {"'" + BUILDS[0], "'" + BUILDS[1], "'" + VLLM, "'" + RESOLVED} <= seen
 
 
-def test_each_page_csv_names_the_hostile_build_and_version_as_text(client: TestClient, dataset) -> None:  # noqa: ANN001
+def test_each_page_csv_names_the_hostile_build_and_version_as_text(client: TestClient, dataset) -> None:
     _hostile_history(client, dataset)
     matrix = _cells(client, "/matrix", build=BUILDS[0])
     assert {r["build"] for r in matrix} == {"'+A1"} and {r["vllm_version"] for r in matrix} == {"'" + VLLM}

@@ -6,12 +6,13 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from app.api.main import create_app
 from app.config import Settings
 from app.enums import AttentionBackend, GraphMode, allowed
-from app.api.main import create_app
 from dashboards.figures.heatmap import METRICS
 from tests.conftest import TOKEN
 from tests.dashboards.test_pages import tables
+
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:

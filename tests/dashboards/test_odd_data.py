@@ -69,7 +69,7 @@ def _no_missing_written(pages: dict[str, str]) -> None:
             assert ">nan<" not in html and "(nan)" not in html and ">None<" not in html, view
 
 
-def test_matrix_by_speedup_shows_a_cell_whose_baseline_crashed(client: TestClient, dataset) -> None:  # noqa: ANN001
+def test_matrix_by_speedup_shows_a_cell_whose_baseline_crashed(client: TestClient, dataset) -> None:
     worker = register_worker(client)
     body = sweep_body(dataset, repeats=1, baseline=True, speculative=NGRAM)
     response = submit(client, body)
@@ -86,7 +86,7 @@ def test_matrix_by_speedup_shows_a_cell_whose_baseline_crashed(client: TestClien
     assert rows["ngram k=3"][9] == "" and rows["baseline"][11].startswith("crashed 1")
 
 
-def test_a_submitted_sweeps_speculative_cell_has_its_speedup_over_the_baseline(client: TestClient, dataset) -> None:  # noqa: ANN001
+def test_a_submitted_sweeps_speculative_cell_has_its_speedup_over_the_baseline(client: TestClient, dataset) -> None:
     """A baseline submitted through the API stores ``"speculative": null``: it is still its cells' baseline (it
     once was none's, and every speedup of a submitted sweep was blank)."""
     worker = register_worker(client)
@@ -103,7 +103,7 @@ def test_a_submitted_sweeps_speculative_cell_has_its_speedup_over_the_baseline(c
 
 
 @pytest.mark.parametrize("metric", list(METRICS))
-def test_a_running_sweep_with_a_crashed_and_a_queued_cell_answers_for_every_metric(client: TestClient, dataset, metric: str) -> None:  # noqa: ANN001
+def test_a_running_sweep_with_a_crashed_and_a_queued_cell_answers_for_every_metric(client: TestClient, dataset, metric: str) -> None:
     worker = register_worker(client)
     sweep = _sweep(client, worker, sweep_body(dataset, repeats=1), ["crashed"])
     for view in (f"/matrix?sweep_id={sweep}&metric={metric}", f"/matrix?metric={metric}", f"/sweeps/{sweep}"):
@@ -112,7 +112,7 @@ def test_a_running_sweep_with_a_crashed_and_a_queued_cell_answers_for_every_metr
     assert 'id="sweep-state">running<' in response.text
 
 
-def test_every_page_answers_while_jobs_are_in_every_state(client: TestClient, dataset) -> None:  # noqa: ANN001
+def test_every_page_answers_while_jobs_are_in_every_state(client: TestClient, dataset) -> None:
     """A sweep with a baseline, two methods and two graph modes, two repeats: its 12 jobs succeeded, crashed, timed out,
     failed, running and queued in turn; then a second sweep of the build cancelled with one of each kind done."""
     worker = register_worker(client)
@@ -138,7 +138,7 @@ def test_every_page_answers_while_jobs_are_in_every_state(client: TestClient, da
     [datetime(2026, 11, 30, 9, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC)],
     [datetime(2026, 11, 30, 9, tzinfo=UTC), datetime(2026, 11, 30, 9, 0, 0, 1, tzinfo=UTC)],
 ], ids=["9999", "year-1", "both-ends", "now-and-9999", "a-microsecond-apart"])
-def test_history_answers_with_extreme_stored_finish_times(client: TestClient, dataset, db_url: str, finished: list[datetime]) -> None:  # noqa: ANN001
+def test_history_answers_with_extreme_stored_finish_times(client: TestClient, dataset, db_url: str, finished: list[datetime]) -> None:
     """An imported ``exit.json`` once stored a cell as finished on 9999-12-31 (the import refuses such times now)."""
     worker = register_worker(client, builds=HISTORY_BUILDS[:2])
     for build in HISTORY_BUILDS[:2]:
@@ -158,7 +158,7 @@ def test_history_answers_with_extreme_stored_finish_times(client: TestClient, da
 
 @pytest.mark.parametrize("committed", [(datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)),
                                        (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),) * 2])
-def test_history_placed_by_extreme_commit_dates_answers(client: TestClient, dataset, committed: tuple[datetime, datetime]) -> None:  # noqa: ANN001
+def test_history_placed_by_extreme_commit_dates_answers(client: TestClient, dataset, committed: tuple[datetime, datetime]) -> None:
     # Registration refuses such dates now (app.schemas.times); a database written before may hold them.
     worker = register_worker(client, builds=HISTORY_BUILDS[:2])
     with client.app.state.sessionmaker.begin() as session:
@@ -174,7 +174,7 @@ def test_history_placed_by_extreme_commit_dates_answers(client: TestClient, data
 @pytest.mark.parametrize("speeds", [[1.7976931348623157e308], [1e308, 1e308], [5e-324, 5e-324], [1e300, 1e-300],
                                     [1e308, 1.0], [0.0, 1.0]],
                          ids=["largest", "1e308", "smallest", "far-apart", "huge-and-one", "zero"])
-def test_pages_answer_with_extreme_stored_speeds(client: TestClient, dataset, speeds: list[float]) -> None:  # noqa: ANN001
+def test_pages_answer_with_extreme_stored_speeds(client: TestClient, dataset, speeds: list[float]) -> None:
     worker = register_worker(client, builds=HISTORY_BUILDS[:2])
     sweeps = []
     for build in HISTORY_BUILDS[:2]:
@@ -190,7 +190,7 @@ def test_pages_answer_with_extreme_stored_speeds(client: TestClient, dataset, sp
 
 
 @pytest.mark.parametrize(("base", "head", "verdict"), [(1e7, 5e-324, "worse"), (5e-324, 1e7, "better"), (1e308, 1.0, "undecided")])
-def test_compare_answers_between_speeds_whose_ratio_no_float_holds(client: TestClient, dataset, base: float, head: float,  # noqa: ANN001
+def test_compare_answers_between_speeds_whose_ratio_no_float_holds(client: TestClient, dataset, base: float, head: float,
                                                                    verdict: str) -> None:
     """1e7 (the ceiling on reports) against 5e-324 tokens/s: the ratio is 0 or infinite, which the verdict once took
     the logarithm of. A side beyond the ceiling (stored before it) is left out: nothing to call, never unchanged."""
@@ -201,6 +201,7 @@ def test_compare_answers_between_speeds_whose_ratio_no_float_holds(client: TestC
             job = claim(client, worker)
             assert complete(client, job["job_id"], worker, {"result": cell_result()}).status_code == 200
             _stored_speed(client, job["job_id"], speed)
-    pages = _all_answer(client, ["/compare", "/compare?format=csv", f"/compare?base_build={HISTORY_BUILDS[0]}&head_build={HISTORY_BUILDS[1]}"])
+    two_builds = f"/compare?base_build={HISTORY_BUILDS[0]}&head_build={HISTORY_BUILDS[1]}"
+    pages = _all_answer(client, ["/compare", "/compare?format=csv", two_builds])
     [(_, cells)] = tables(pages["/compare"])["changes"][1:]
     assert cells[0] == verdict

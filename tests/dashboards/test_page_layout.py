@@ -45,13 +45,13 @@ def shots() -> Path:
 
 
 @pytest.fixture
-def page(chromium):  # noqa: ANN001, ANN201
+def page(chromium):
     tab = chromium.new_page(viewport={"width": WIDTH, "height": 1000}, java_script_enabled=False)
     yield tab
     tab.close()
 
 
-def _fits(page, shots: Path, name: str) -> None:  # noqa: ANN001
+def _fits(page, shots: Path, name: str) -> None:
     """Nothing wider than the window (a wide table scrolls in its own box); the page's screenshot saved."""
     assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
     page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
@@ -59,12 +59,12 @@ def _fits(page, shots: Path, name: str) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize(("path", "name"), [("/", "index"), ("/matrix", "matrix"), ("/matrix?metric=speedup", "matrix-speedup"),
                                             ("/fallback", "fallback"), ("/alarms", "alarms")])
-def test_no_page_is_wider_than_the_window(site: str, page, shots: Path, path: str, name: str) -> None:  # noqa: ANN001
+def test_no_page_is_wider_than_the_window(site: str, page, shots: Path, path: str, name: str) -> None:
     page.goto(site + path)
     _fits(page, shots, name)
 
 
-def test_the_matrix_table_scrolls_in_its_own_box(site: str, page, shots: Path) -> None:  # noqa: ANN001
+def test_the_matrix_table_scrolls_in_its_own_box(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/matrix")
     table = page.locator("#cells")
     assert table.evaluate("t => t.scrollWidth > t.clientWidth")  # wider than the window: it scrolls
@@ -72,7 +72,7 @@ def test_the_matrix_table_scrolls_in_its_own_box(site: str, page, shots: Path) -
     _fits(page, shots, "matrix")
 
 
-def test_the_crash_excerpt_is_whole_inside_the_window(site: str, page, shots: Path) -> None:  # noqa: ANN001
+def test_the_crash_excerpt_is_whole_inside_the_window(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/crashes")
     excerpt = page.locator("pre.excerpt").first
     box = excerpt.bounding_box()
@@ -81,7 +81,7 @@ def test_the_crash_excerpt_is_whole_inside_the_window(site: str, page, shots: Pa
     _fits(page, shots, "crashes")
 
 
-def test_the_history_legend_is_whole_and_outside_the_plots(site: str, page, shots: Path) -> None:  # noqa: ANN001
+def test_the_history_legend_is_whole_and_outside_the_plots(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/history?build=vllm-0.26.0&method=draft_model&gpu_kind=H200")
     svg = page.locator("#history-chart svg")
     drawn = min(len(page.locator("#points tr").all_inner_texts()) - 1, 8)
@@ -94,7 +94,7 @@ def test_the_history_legend_is_whole_and_outside_the_plots(site: str, page, shot
     _fits(page, shots, "history")
 
 
-def test_compare_with_nothing_picked_says_what_to_pick_and_offers_the_stored_ones(site: str, page, shots: Path) -> None:  # noqa: ANN001
+def test_compare_with_nothing_picked_says_what_to_pick_and_offers_the_stored_ones(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/compare")
     assert page.locator("h1").inner_text() == "Compare"
     assert page.locator("#empty").inner_text().startswith("Pick a base and a head above")

@@ -86,7 +86,7 @@ def finish_jobs(client: httpx.Client, worker: Registered, count: int, *, resolve
 # --- server-side rendering -------------------------------------------------------------------
 
 
-def test_index_lists_sweeps_with_a_link_to_each(client, dataset) -> None:  # noqa: ANN001
+def test_index_lists_sweeps_with_a_link_to_each(client, dataset) -> None:
     assert "No sweep yet" in client.get("/").text
     _, sweep = new_sweep(client, sweep_body(dataset, name="eagle-vs-ngram"))
     response = client.get("/")
@@ -97,7 +97,7 @@ def test_index_lists_sweeps_with_a_link_to_each(client, dataset) -> None:  # noq
     assert cells[4] == "queued 4"
 
 
-def _page_once(client: httpx.Client, path: str, until, timeout_s: float = 20.0) -> str:  # noqa: ANN001
+def _page_once(client: httpx.Client, path: str, until, timeout_s: float = 20.0) -> str:
     """``path``'s HTML once ``until(html)`` holds (the service's schedule refreshes some sections)."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -107,7 +107,7 @@ def _page_once(client: httpx.Client, path: str, until, timeout_s: float = 20.0) 
         time.sleep(0.1)
 
 
-def test_index_lists_open_regressions_as_of_the_last_refresh(make_client, dataset) -> None:  # noqa: ANN001
+def test_index_lists_open_regressions_as_of_the_last_refresh(make_client, dataset) -> None:
     client = make_client(stall_check_seconds=0.2)
     # The first view of a process reads the histories itself; later ones show the schedule's last reading.
     assert 'id="regressions-empty"' in client.get("/").text
@@ -125,7 +125,7 @@ def test_index_lists_open_regressions_as_of_the_last_refresh(make_client, datase
     assert 'id="regressions-empty"' in _page_once(client, "/", lambda html: 'id="regressions-empty"' in html)
 
 
-def test_sweep_page_shows_the_matrix_before_any_result(client, dataset) -> None:  # noqa: ANN001
+def test_sweep_page_shows_the_matrix_before_any_result(client, dataset) -> None:
     _, sweep = new_sweep(client, sweep_body(dataset, name="matrix-only"))
     response = client.get(f"/sweeps/{sweep['id']}")
     assert response.status_code == 200
@@ -138,7 +138,7 @@ def test_sweep_page_shows_the_matrix_before_any_result(client, dataset) -> None:
     assert "No cell has finished yet" in response.text and "<svg" not in response.text
 
 
-def test_sweep_page_draws_the_chart_once_a_result_exists(client, dataset) -> None:  # noqa: ANN001
+def test_sweep_page_draws_the_chart_once_a_result_exists(client, dataset) -> None:
     worker, sweep = new_sweep(client, sweep_body(dataset, name="charted"))
     finish_jobs(client, worker, 1, resolved={"resolved_backend": "CPU_ATTN", "resolved_graph_mode": "NONE"})
     html = client.get(f"/sweeps/{sweep['id']}").text
@@ -152,7 +152,7 @@ def test_sweep_page_draws_the_chart_once_a_result_exists(client, dataset) -> Non
     assert chart.index("<svg") < chart.index("</figure>") and "Throughput per cell" in chart
 
 
-def test_sweep_page_counts_rounds_per_engine_start(client, dataset) -> None:  # noqa: ANN001
+def test_sweep_page_counts_rounds_per_engine_start(client, dataset) -> None:
     # Two starts of 3 rounds each were once written "2 rep × 6 rounds": the rounds of both starts summed.
     body = sweep_body(dataset, repeats=2, speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
     worker, sweep = new_sweep(client, body)
@@ -165,11 +165,11 @@ def test_sweep_page_counts_rounds_per_engine_start(client, dataset) -> None:  # 
     assert row["tokens/s [95 %]"].endswith("]2 starts × 3 rounds"), row["tokens/s [95 %]"]
 
 
-def test_unknown_sweep_page_is_404(client) -> None:  # noqa: ANN001
+def test_unknown_sweep_page_is_404(client) -> None:
     assert client.get("/sweeps/9999").status_code == 404
 
 
-def test_a_downgraded_cell_shows_the_mode_that_ran_and_is_marked(client, dataset) -> None:  # noqa: ANN001
+def test_a_downgraded_cell_shows_the_mode_that_ran_and_is_marked(client, dataset) -> None:
     body = sweep_body(dataset, repeats=1, graph_modes=["FULL_AND_PIECEWISE"],
                       speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
     worker, sweep = new_sweep(client, body)
@@ -196,7 +196,7 @@ def _resolved_as_on_cpu(job: dict) -> dict[str, Any]:
     return {"resolved_backend": "CPU_ATTN", "resolved_graph_mode": ran, "graph_downgraded": ran != requested}
 
 
-def test_a_browser_follows_the_sweep_link_and_sees_matrix_and_chart(live_server, chromium, dataset, tmp_path) -> None:  # noqa: ANN001
+def test_a_browser_follows_the_sweep_link_and_sees_matrix_and_chart(live_server, chromium, dataset, tmp_path) -> None:
     with httpx.Client(base_url=live_server, timeout=30) as http:
         body = sweep_body(dataset, name="browser-sweep", repeats=1, graph_modes=["NONE", "FULL_AND_PIECEWISE"])
         worker, sweep = new_sweep(http, body)
@@ -229,7 +229,7 @@ def test_a_browser_follows_the_sweep_link_and_sees_matrix_and_chart(live_server,
     assert shot.stat().st_size > 10_000
 
 
-def test_a_finished_sweeps_matrix_is_kept_and_its_page_still_shows_a_cancel(client, dataset) -> None:  # noqa: ANN001
+def test_a_finished_sweeps_matrix_is_kept_and_its_page_still_shows_a_cancel(client, dataset) -> None:
     worker, sweep = new_sweep(client, sweep_body(dataset, name="kept", repeats=1))
     page = f"/sweeps/{sweep['id']}"
     finish_jobs(client, worker, 1)
@@ -244,7 +244,7 @@ def test_a_finished_sweeps_matrix_is_kept_and_its_page_still_shows_a_cancel(clie
     assert 'id="sweep-state">cancelled<' in after and matrix_rows(after) == matrix_rows(finished)
 
 
-def test_a_browser_shows_the_speedup_matrix_of_a_sweep_whose_baseline_crashed(live_server, chromium, dataset) -> None:  # noqa: ANN001
+def test_a_browser_shows_the_speedup_matrix_of_a_sweep_whose_baseline_crashed(live_server, chromium, dataset) -> None:
     """The n-gram cell has no speedup (its baseline crashed): a missing value the heatmap once failed on (a 500).
     Under the page's Content-Security-Policy both panels draw, rasters and all, beside the table."""
     with httpx.Client(base_url=live_server, timeout=30) as http:

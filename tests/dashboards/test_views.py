@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.config import Settings
 from app.api.main import create_app
+from app.config import Settings
 from tests.conftest import AUTH, TOKEN
 from tests.dashboards.h200 import MATRIX, copy_of, imported
 from tests.dashboards.test_pages import tables
@@ -43,7 +43,7 @@ def test_fallback_names_the_most_expensive_fallback_first(h200: TestClient) -> N
     # each the median of 5 rounds, whose order-statistic intervals give the ratio's.
     assert "FLASHINFER, dflash k=3 draft eager, target PIECEWISE (asked FULL_AND_PIECEWISE): 0.41x [0.36, 0.47]" in headline
     assert "of FLASH_ATTN with FULL_AND_PIECEWISE" in headline and "no interval" not in headline
-    header, first, *_ = tables(html)["costs"]
+    _, first, *_ = tables(html)["costs"]
     assert first[0] == "fallback" and first[1][2:4] == ["FLASHINFER", "FULL_AND_PIECEWISE"]
     # One start: its rounds' range, 3373-3805 at 93.75 %, carried to 95 % on each side (fallback.repeat_interval).
     assert first[1][6:8] == ["3574 [3362, 3817]", "1 × 5"]
@@ -196,7 +196,7 @@ def test_history_runs_in_commit_order_once_every_build_has_its_commit_date(tmp_p
     """The capture-bug build ran after the unpatched one; registered as committed earlier, it comes first."""
     cell = "/history?gpu_kind=H200&method=draft_model&backend=FLASHINFER&graph_mode=FULL_DECODE_ONLY"
     for client in _client(copy_of("capture-bug", tmp_path)):
-        def builds() -> list[tuple[str, str]]:
+        def builds(client: TestClient = client) -> list[tuple[str, str]]:
             [_, *rows] = tables(client.get(cell).text)["points"]
             return [(cells[1], cells[2].split()[-1]) for _, cells in rows]
 
@@ -208,7 +208,8 @@ def test_history_runs_in_commit_order_once_every_build_has_its_commit_date(tmp_p
         assert answer.status_code == 201, answer.text
         assert builds() == [("vllm-0.26.0-fi-full", "(committed)"), ("vllm-0.26.0", "(committed)")]
         # The same date again is no conflict; another is (a build's facts are written once).
-        again = {"name": "w", "host": "h", "gpu_kinds": ["H200"], "builds": [{"label": "vllm-0.26.0", "committed_at": dates["vllm-0.26.0"]}]}
+        build = {"label": "vllm-0.26.0", "committed_at": dates["vllm-0.26.0"]}
+        again = {"name": "w", "host": "h", "gpu_kinds": ["H200"], "builds": [build]}
         assert client.post("/api/v1/workers", headers=AUTH, json=again).status_code == 201
         again["builds"][0]["committed_at"] = "2026-11-21T09:00:00+00:00"
         assert client.post("/api/v1/workers", headers=AUTH, json=again).status_code == 409

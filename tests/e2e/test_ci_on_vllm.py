@@ -102,7 +102,7 @@ def _ci(service: tuple[str, Worker], gh: GitHubState, sweep: Path, tmp_path: Pat
     return subprocess.CompletedProcess(command, process.returncode, out, err)
 
 
-def test_a_pull_request_series_on_real_vllm(service, gh: GitHubState, tmp_path: Path, tiny_model: Path) -> None:  # noqa: ANN001, F811
+def test_a_pull_request_series_on_real_vllm(service, gh: GitHubState, tmp_path: Path, tiny_model: Path) -> None:  # noqa: F811
     sweep = _sweep(tmp_path, tiny_model, max_tokens=32)
 
     aa = _ci(service, gh, sweep, tmp_path, head="aa00001", build="nightly-2")

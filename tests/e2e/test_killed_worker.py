@@ -30,7 +30,7 @@ ENGINE_UP = "init engine (profile, create kv cache, warmup model) took"
 GONE_WITHIN_S = 5.0
 
 
-def _wait_for(predicate, timeout_s: float, what: str):  # noqa: ANN001, ANN202
+def _wait_for(predicate, timeout_s: float, what: str):
     deadline = time.monotonic() + timeout_s
     while not (value := predicate()):
         assert time.monotonic() < deadline, f"timed out after {timeout_s:.0f} s waiting for {what}"

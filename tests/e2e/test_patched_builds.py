@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.samples import pooled
 from app.analysis.verdicts import CellSample, Change, cell_verdict
 from app.builds import patched
 from app.enums import BuildKind
 from app.schemas.cell import CellResult
+from tests.samples import pooled
 from tests.vllm_fixtures import CellRun, cell_spec, run_cell
 
 pytestmark = pytest.mark.vllm
@@ -21,7 +21,7 @@ def _sample(run: CellRun) -> CellSample:
     return pooled([CellResult.model_validate(run.result)])
 
 
-def _patched_cell(name: str, vllm_python: Path, tmp_path_factory, tiny_model: Path, prompts: Path) -> CellRun:  # noqa: ANN001
+def _patched_cell(name: str, vllm_python: Path, tmp_path_factory, tiny_model: Path, prompts: Path) -> CellRun:
     root = tmp_path_factory.mktemp(f"builds-{name}")
     facts = patched.create(label=name, base=str(vllm_python), patch=PATCHES / f"{name}.diff", root=root)
     assert facts.kind is BuildKind.PATCH and facts.patch_files == ["vllm/v1/spec_decode/ngram_proposer.py"]
@@ -31,14 +31,14 @@ def _patched_cell(name: str, vllm_python: Path, tmp_path_factory, tiny_model: Pa
 
 
 @pytest.fixture(scope="module")
-def base_cell(vllm_python, tmp_path_factory, tiny_model, prompts) -> CellRun:  # noqa: ANN001
+def base_cell(vllm_python, tmp_path_factory, tiny_model, prompts) -> CellRun:
     """The unpatched build on the same cell (NGRAM as the patched cells run it)."""
     run = run_cell(vllm_python, tmp_path_factory.mktemp("unpatched"), cell_spec(tiny_model, prompts, NGRAM))
     assert run.returncode == 0 and run.result is not None, run.log[-3000:]
     return run
 
 
-def test_the_slow_drafting_patch_makes_the_cell_slower(base_cell, vllm_python, tmp_path_factory, tiny_model, prompts) -> None:  # noqa: ANN001
+def test_the_slow_drafting_patch_makes_the_cell_slower(base_cell, vllm_python, tmp_path_factory, tiny_model, prompts) -> None:
     slow = _patched_cell("ngram-slow-drafting", vllm_python, tmp_path_factory, tiny_model, prompts)
     verdict = cell_verdict(_sample(base_cell), _sample(slow))
     print("slow drafting:", verdict.reasons)
@@ -48,7 +48,7 @@ def test_the_slow_drafting_patch_makes_the_cell_slower(base_cell, vllm_python, t
     assert verdict.acceptance is not None and not verdict.acceptance.flagged
 
 
-def test_the_corrupt_drafts_patch_lowers_acceptance(base_cell, vllm_python, tmp_path_factory, tiny_model, prompts) -> None:  # noqa: ANN001
+def test_the_corrupt_drafts_patch_lowers_acceptance(base_cell, vllm_python, tmp_path_factory, tiny_model, prompts) -> None:
     corrupt = _patched_cell("ngram-corrupt-drafts", vllm_python, tmp_path_factory, tiny_model, prompts)
     verdict = cell_verdict(_sample(base_cell), _sample(corrupt))
     print("corrupt drafts:", verdict.reasons)

@@ -21,14 +21,14 @@ BUILD = "vllm-cpu-test"
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def service(tmp_path_factory: pytest.TempPathFactory):
     url = f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'draftbench.db'}"
     with serve(Settings(database_url=url, token=TOKEN)) as base:
         yield base
 
 
 @pytest.fixture(scope="module")
-def worker(service: str, vllm_python: Path, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def worker(service: str, vllm_python: Path, tmp_path_factory: pytest.TempPathFactory):
     client = ServiceClient(service, TOKEN, retry_for_s=30)
     w = Worker(client, builds=[Build(BUILD, vllm_python)], gpu_kinds=["cpu"], workdir=tmp_path_factory.mktemp("work"),
                heartbeat_s=2.0, echo=False, pycache=tmp_path_factory.mktemp("pycache"))
@@ -37,7 +37,7 @@ def worker(service: str, vllm_python: Path, tmp_path_factory: pytest.TempPathFac
     client.close()
 
 
-def _sweep(model: Path, dataset: Path | str, speculative: list[dict], **extra) -> dict:  # noqa: ANN003
+def _sweep(model: Path, dataset: Path | str, speculative: list[dict], **extra) -> dict:
     return {
         "name": "e2e",
         "build": BUILD,
@@ -61,7 +61,7 @@ def _run(service: str, worker: Worker, body: dict) -> int:
     return sweep.json()["id"]
 
 
-def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, perturbed_draft, prompts) -> None:  # noqa: ANN001
+def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, perturbed_draft, prompts) -> None:
     speculative = [
         {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1},
         {"method": "draft_model", "model": str(tiny_model), "num_speculative_tokens": 3},
@@ -101,7 +101,7 @@ def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, pertur
     assert any(path.name.startswith("qwen3.") for path in worker.pycache.rglob("*.pyc"))
 
 
-def test_crashes_group_by_signature_and_stay_apart_by_cause(service, worker, tiny_model, prompts) -> None:  # noqa: ANN001
+def test_crashes_group_by_signature_and_stay_apart_by_cause(service, worker, tiny_model, prompts) -> None:
     synthetic = {"method": "draft_model", "model": str(tiny_model), "num_speculative_tokens": 3,
                  "rejection_sample_method": "synthetic", "synthetic_acceptance_rates": [0.5, 0.5, 0.5]}
     crash_sweep = _run(service, worker, _sweep(tiny_model, prompts, [synthetic], repeats=2))
@@ -132,7 +132,7 @@ def test_crashes_group_by_signature_and_stay_apart_by_cause(service, worker, tin
     assert "EngineDeadError" in log or "Engine core" in log
 
 
-def test_a_random_token_workload_needs_no_file(service, worker, tiny_model) -> None:  # noqa: ANN001
+def test_a_random_token_workload_needs_no_file(service, worker, tiny_model) -> None:
     body = _sweep(tiny_model, "random", [{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}])
     body["workload"] |= {"input_len": 48, "range_ratio": 0.25, "seed": 7}
     sweep_id = _run(service, worker, body)
@@ -143,7 +143,7 @@ def test_a_random_token_workload_needs_no_file(service, worker, tiny_model) -> N
     assert "cell result written" in job_log
 
 
-def test_serving_mode_measures_latency_and_the_servers_counters(service, worker, tiny_model) -> None:  # noqa: ANN001
+def test_serving_mode_measures_latency_and_the_servers_counters(service, worker, tiny_model) -> None:
     body = _sweep(tiny_model, "draftbench", [{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3,
                                                "prompt_lookup_min": 1}], mode="serve", concurrency=[2])
     body["workload"] |= {"rounds": 2, "min_window_s": 1.0}
@@ -159,7 +159,7 @@ def test_serving_mode_measures_latency_and_the_servers_counters(service, worker,
     assert 0 <= row["num_accepted_tokens"] <= row["num_draft_tokens"]
 
 
-def test_vllms_environment_is_an_axis_and_each_cell_records_its_model_runner(service, worker, tiny_model) -> None:  # noqa: ANN001
+def test_vllms_environment_is_an_axis_and_each_cell_records_its_model_runner(service, worker, tiny_model) -> None:
     body = _sweep(tiny_model, "draftbench", [{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}],
                   env={"VLLM_USE_V2_MODEL_RUNNER": ["0", "1"]})
     body["workload"] |= {"rounds": 1}

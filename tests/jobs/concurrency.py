@@ -27,7 +27,7 @@ def claim_concurrently(
                     return
                 with lock:
                     claimed.append(job_id)
-        except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=loop, args=(w,)) for w in worker_ids]

@@ -11,7 +11,7 @@ from app.models import Job, Sweep, Worker, utcnow
 from tests.jobs.concurrency import claim_concurrently
 
 
-def _sweep(session, n: int, *, gpu_kind: str = "cpu", build: str = "b", priority: int = 0, max_attempts: int = 3) -> Sweep:  # noqa: ANN001
+def _sweep(session, n: int, *, gpu_kind: str = "cpu", build: str = "b", priority: int = 0, max_attempts: int = 3) -> Sweep:
     sweep = Sweep(name="q", build=build, spec={"build": build}, priority=priority)
     for i in range(n):
         sweep.jobs.append(
@@ -23,23 +23,23 @@ def _sweep(session, n: int, *, gpu_kind: str = "cpu", build: str = "b", priority
     return sweep
 
 
-def _worker(session, name: str = "w", heard: datetime | None = None) -> int:  # noqa: ANN001
+def _worker(session, name: str = "w", heard: datetime | None = None) -> int:
     worker = Worker(name=name, host="h", gpu_kinds=["cpu"], builds=["b"], last_heartbeat_at=heard or utcnow())
     session.add(worker)
     session.flush()
     return worker.id
 
 
-def _beat(session, worker_id: int, at: datetime) -> None:  # noqa: ANN001
+def _beat(session, worker_id: int, at: datetime) -> None:
     session.get(Worker, worker_id).last_heartbeat_at = at
 
 
-def _claim(session, worker_id: int, **kw):  # noqa: ANN001, ANN202
+def _claim(session, worker_id: int, **kw):
     args = {"gpu_kinds": ["cpu"], "builds": ["b"]} | kw
     return queue.claim(session=session, worker_id=worker_id, **args)
 
 
-def test_claim_takes_only_matching_gpu_kind_and_build(migrated_sessions) -> None:  # noqa: ANN001
+def test_claim_takes_only_matching_gpu_kind_and_build(migrated_sessions) -> None:
     with migrated_sessions.begin() as s:
         _sweep(s, 1, gpu_kind="H200")
         _sweep(s, 1, build="other")
@@ -51,7 +51,7 @@ def test_claim_takes_only_matching_gpu_kind_and_build(migrated_sessions) -> None
         assert _claim(s, w) is None
 
 
-def test_claim_prefers_priority_then_age(migrated_sessions) -> None:  # noqa: ANN001
+def test_claim_prefers_priority_then_age(migrated_sessions) -> None:
     with migrated_sessions.begin() as s:
         low = _sweep(s, 2).jobs
         high = _sweep(s, 1, priority=10).jobs
@@ -61,7 +61,7 @@ def test_claim_prefers_priority_then_age(migrated_sessions) -> None:  # noqa: AN
     assert order == [high[0].id, low[0].id, low[1].id]
 
 
-def test_concurrent_claims_never_hand_out_a_job_twice(migrated_sessions) -> None:  # noqa: ANN001
+def test_concurrent_claims_never_hand_out_a_job_twice(migrated_sessions) -> None:
     with migrated_sessions.begin() as s:
         _sweep(s, 60)
         workers = [_worker(s, f"w{i}") for i in range(6)]
@@ -73,7 +73,7 @@ def test_concurrent_claims_never_hand_out_a_job_twice(migrated_sessions) -> None
         assert set(s.scalars(select(Job.state))) == {JobState.RUNNING}
 
 
-def test_a_dead_workers_job_is_requeued_with_its_attempt_counted(migrated_sessions) -> None:  # noqa: ANN001
+def test_a_dead_workers_job_is_requeued_with_its_attempt_counted(migrated_sessions) -> None:
     start = utcnow()
     with migrated_sessions.begin() as s:
         job_id = _sweep(s, 1).jobs[0].id
@@ -94,7 +94,7 @@ def test_a_dead_workers_job_is_requeued_with_its_attempt_counted(migrated_sessio
             queue.hold(session=s, job_id=job_id, worker_id=first, lease_seconds=30, now=start + timedelta(seconds=58))
 
 
-def test_a_late_result_is_refused_once_the_lease_lapsed_even_before_the_check_ran(migrated_sessions) -> None:  # noqa: ANN001
+def test_a_late_result_is_refused_once_the_lease_lapsed_even_before_the_check_ran(migrated_sessions) -> None:
     start = utcnow()
     with migrated_sessions.begin() as s:
         job_id = _sweep(s, 1).jobs[0].id
@@ -107,7 +107,7 @@ def test_a_late_result_is_refused_once_the_lease_lapsed_even_before_the_check_ra
         assert s.get(Job, job_id).state is JobState.RUNNING  # the stalled-job check requeues it, not hold
 
 
-def test_attempt_cap_fails_the_job_instead_of_requeueing(migrated_sessions) -> None:  # noqa: ANN001
+def test_attempt_cap_fails_the_job_instead_of_requeueing(migrated_sessions) -> None:
     now = utcnow()
     with migrated_sessions.begin() as s:
         job_id = _sweep(s, 1, max_attempts=2).jobs[0].id
@@ -124,7 +124,7 @@ def test_attempt_cap_fails_the_job_instead_of_requeueing(migrated_sessions) -> N
         assert _claim(s, w) is None
 
 
-def test_heartbeats_name_the_jobs_to_stop(migrated_sessions) -> None:  # noqa: ANN001
+def test_heartbeats_name_the_jobs_to_stop(migrated_sessions) -> None:
     with migrated_sessions.begin() as s:
         sweep = _sweep(s, 2)
         sweep_id = sweep.id
@@ -140,7 +140,7 @@ def test_heartbeats_name_the_jobs_to_stop(migrated_sessions) -> None:  # noqa: A
         assert set(s.scalars(select(Job.state))) == {JobState.CANCELLED}
 
 
-def test_cancel_leaves_finished_jobs_alone(migrated_sessions) -> None:  # noqa: ANN001
+def test_cancel_leaves_finished_jobs_alone(migrated_sessions) -> None:
     with migrated_sessions.begin() as s:
         sweep = _sweep(s, 3)
         sweep_id = sweep.id
@@ -153,7 +153,7 @@ def test_cancel_leaves_finished_jobs_alone(migrated_sessions) -> None:  # noqa: 
         assert queue.counts_by_state(session=s, sweep_id=sweep_id) == {"succeeded": 1, "cancelled": 2}
 
 
-def test_finish_refuses_a_non_final_state(migrated_sessions) -> None:  # noqa: ANN001
+def test_finish_refuses_a_non_final_state(migrated_sessions) -> None:
     with migrated_sessions.begin() as s:
         _sweep(s, 1)
         job = _claim(s, _worker(s))

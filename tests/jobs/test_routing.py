@@ -9,7 +9,7 @@ from app.models import Job, Sweep, Worker
 from tests.jobs.concurrency import claim_concurrently
 
 
-def _sweep(session, n: int, *, priority: int = 0, gpu_kind: str = "H200", gpus_needed: int = 1) -> list[int]:  # noqa: ANN001
+def _sweep(session, n: int, *, priority: int = 0, gpu_kind: str = "H200", gpus_needed: int = 1) -> list[int]:
     sweep = Sweep(name="r", build="b", spec={"build": "b"}, priority=priority)
     for i in range(n):
         sweep.jobs.append(
@@ -21,20 +21,20 @@ def _sweep(session, n: int, *, priority: int = 0, gpu_kind: str = "H200", gpus_n
     return [job.id for job in sweep.jobs]
 
 
-def _worker(session, name: str = "w", gpu_count: int = 1) -> int:  # noqa: ANN001
+def _worker(session, name: str = "w", gpu_count: int = 1) -> int:
     worker = Worker(name=name, host="h", gpu_kinds=["H200"], gpu_count=gpu_count, builds=["b"])
     session.add(worker)
     session.flush()
     return worker.id
 
 
-def _claim(session, worker_id: int, gpu_count: int | None = 1):  # noqa: ANN001, ANN202
+def _claim(session, worker_id: int, gpu_count: int | None = 1):
     job = queue.claim(session=session, worker_id=worker_id, gpu_kinds=["H200"], builds=["b"],
                       gpu_count=gpu_count)
     return None if job is None else job.id
 
 
-def test_two_sweeps_of_equal_priority_get_claims_in_turn(migrated_sessions) -> None:  # noqa: ANN001
+def test_two_sweeps_of_equal_priority_get_claims_in_turn(migrated_sessions) -> None:
     with migrated_sessions.begin() as s:
         a = _sweep(s, 4)
         b = _sweep(s, 4)
@@ -45,7 +45,7 @@ def test_two_sweeps_of_equal_priority_get_claims_in_turn(migrated_sessions) -> N
     assert order == [a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3]]
 
 
-def test_one_worker_finishing_each_job_alternates_between_sweeps(migrated_sessions) -> None:  # noqa: ANN001
+def test_one_worker_finishing_each_job_alternates_between_sweeps(migrated_sessions) -> None:
     # Nothing is ever running at claim time here: the sweep served least recently goes next,
     # so a big nightly sweep submitted first does not hold a later one back until it is done.
     with migrated_sessions.begin() as s:
@@ -61,7 +61,7 @@ def test_one_worker_finishing_each_job_alternates_between_sweeps(migrated_sessio
     assert order == [a[0], b[0], a[1], b[1], a[2], b[2]]
 
 
-def test_a_later_high_priority_sweep_is_claimed_first(migrated_sessions) -> None:  # noqa: ANN001
+def test_a_later_high_priority_sweep_is_claimed_first(migrated_sessions) -> None:
     with migrated_sessions.begin() as s:
         nightly = _sweep(s, 3)
         w = _worker(s)
@@ -75,7 +75,7 @@ def test_a_later_high_priority_sweep_is_claimed_first(migrated_sessions) -> None
     assert order == [ci[0], ci[1], nightly[1], nightly[2]]
 
 
-def test_tensor_parallel_cells_go_only_to_a_worker_with_enough_gpus(migrated_sessions) -> None:  # noqa: ANN001
+def test_tensor_parallel_cells_go_only_to_a_worker_with_enough_gpus(migrated_sessions) -> None:
     with migrated_sessions.begin() as s:
         tp2 = _sweep(s, 2, gpus_needed=2)
         single = _sweep(s, 2, gpus_needed=1)
@@ -89,7 +89,7 @@ def test_tensor_parallel_cells_go_only_to_a_worker_with_enough_gpus(migrated_ses
         assert _claim(s, one_gpu, gpu_count=1) is None
 
 
-def test_cpu_cells_need_no_gpu(migrated_sessions) -> None:  # noqa: ANN001
+def test_cpu_cells_need_no_gpu(migrated_sessions) -> None:
     with migrated_sessions.begin() as s:
         [cpu_job] = _sweep(s, 1, gpu_kind="cpu", gpus_needed=0)
         w = Worker(name="cpu", host="h", gpu_kinds=["cpu"], gpu_count=0, builds=["b"])
@@ -99,7 +99,7 @@ def test_cpu_cells_need_no_gpu(migrated_sessions) -> None:  # noqa: ANN001
         assert job.id == cpu_job
 
 
-def test_concurrent_claims_across_sweeps_stay_exclusive(migrated_sessions) -> None:  # noqa: ANN001
+def test_concurrent_claims_across_sweeps_stay_exclusive(migrated_sessions) -> None:
     # The fairness subqueries must not cost the claim its atomicity (one statement, SKIP LOCKED on PG).
     with migrated_sessions.begin() as s:
         for priority in (0, 0, 5):

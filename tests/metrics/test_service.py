@@ -18,11 +18,11 @@ def _scrape(client: TestClient) -> dict[tuple[str, tuple[tuple[str, str], ...]],
     }
 
 
-def _value(samples, metric: str, **labels: str) -> float:  # noqa: ANN001
+def _value(samples, metric: str, **labels: str) -> float:
     return samples[(metric, tuple(sorted(labels.items())))]
 
 
-def test_series_after_claims_and_completions(client, dataset) -> None:  # noqa: ANN001
+def test_series_after_claims_and_completions(client, dataset) -> None:
     worker = register_worker(client)
     submit(client, sweep_body(dataset))  # 2 configs x 2 repeats on cpu: 4 jobs
     ok, bad = claim(client, worker), claim(client, worker)
@@ -47,7 +47,7 @@ def test_series_after_claims_and_completions(client, dataset) -> None:  # noqa: 
     assert 0 <= age < 60
 
 
-def test_an_empty_claim_is_timed_too(client) -> None:  # noqa: ANN001
+def test_an_empty_claim_is_timed_too(client) -> None:
     worker = register_worker(client)
     assert client.post(f"/api/v1/workers/{worker.id}/claim", headers=worker.headers).status_code == 204
     samples = _scrape(client)
@@ -56,7 +56,7 @@ def test_an_empty_claim_is_timed_too(client) -> None:  # noqa: ANN001
     assert not [name for name, _ in samples if name == "draftbench_jobs"]
 
 
-def test_each_app_counts_in_its_own_registry(client, settings) -> None:  # noqa: ANN001
+def test_each_app_counts_in_its_own_registry(client, settings) -> None:
     worker = register_worker(client)
     client.post(f"/api/v1/workers/{worker.id}/heartbeat", json={"job_ids": []}, headers=worker.headers)
     other = create_app(settings)

@@ -45,7 +45,7 @@ def fake_outcome(slot: int) -> dict[str, Any]:
     return JobOutcome(result=result, exit_code=0).model_dump(mode="json")
 
 
-def fake_worker(server: str, slot: int, barrier, reports, work_s: float = 0.0, retry_for_s: float = 180.0) -> None:  # noqa: ANN001
+def fake_worker(server: str, slot: int, barrier, reports, work_s: float = 0.0, retry_for_s: float = 180.0) -> None:
     """Register, wait for the others, then claim and complete until no job is queued or running.
 
     A 204 alone does not end the loop: a job whose claim answer was lost (the database went away
@@ -77,7 +77,7 @@ def fake_worker(server: str, slot: int, barrier, reports, work_s: float = 0.0, r
                 report.refused.append(job.job_id)
             else:
                 report.completed.append(job.job_id)
-    except Exception as exc:  # noqa: BLE001 - the test must learn of it, not hang
+    except Exception as exc:
         report.error = f"worker {slot}: {type(exc).__name__}: {exc}"
         barrier.abort()
     finally:
@@ -85,7 +85,7 @@ def fake_worker(server: str, slot: int, barrier, reports, work_s: float = 0.0, r
         reports.put(report)
 
 
-def _unfinished(client) -> bool:  # noqa: ANN001
+def _unfinished(client) -> bool:
     """Whether any job is still queued or running (the service's own view, through the client's retries)."""
     return any(client._call("GET", "/api/v1/jobs", params={"state": state, "limit": 1}).json() for state in ("queued", "running"))
 

@@ -22,7 +22,7 @@ JOBS = 1000
 WORKERS = 8
 
 
-def test_every_job_succeeds_exactly_once(pg_url: str, dataset) -> None:  # noqa: ANN001
+def test_every_job_succeeds_exactly_once(pg_url: str, dataset) -> None:
     # A lease far longer than the run: any second claim of a job would be a queue bug, not a requeue.
     settings = Settings(database_url=pg_url, token=TOKEN, lease_seconds=3600, rate_limit_per_minute=0)
     with serve(settings) as server:

@@ -72,7 +72,7 @@ def _succeeded(url: str) -> int:
 
 
 @pytest.mark.timeout(600)
-def test_database_restart_under_load_loses_and_duplicates_nothing(pg_url: str, dataset) -> None:  # noqa: ANN001
+def test_database_restart_under_load_loses_and_duplicates_nothing(pg_url: str, dataset) -> None:
     jobs_total, workers = 300, 4
     # The lease only matters for a claim whose answer was lost with the database: it comes back soon.
     settings = Settings(database_url=pg_url, token=TOKEN, lease_seconds=20, stall_check_seconds=2, rate_limit_per_minute=0)
@@ -115,7 +115,7 @@ def test_database_restart_under_load_loses_and_duplicates_nothing(pg_url: str, d
 # --- a late result after the lease moved on -------------------------------------------------
 
 
-def test_a_result_after_the_lease_expired_gets_409_and_the_newer_stands(pg_url: str, dataset) -> None:  # noqa: ANN001
+def test_a_result_after_the_lease_expired_gets_409_and_the_newer_stands(pg_url: str, dataset) -> None:
     lease = 2.0
     settings = Settings(database_url=pg_url, token=TOKEN, lease_seconds=lease, stall_check_seconds=0.5, rate_limit_per_minute=0)
     with serve(settings) as server:
@@ -173,7 +173,7 @@ def _killpg(pgid: int) -> None:
         pass
 
 
-def _wait_for(predicate, timeout_s: float, what: str, poll_s: float = 1.0):  # noqa: ANN001, ANN202
+def _wait_for(predicate, timeout_s: float, what: str, poll_s: float = 1.0):
     deadline = time.monotonic() + timeout_s
     while True:
         value = predicate()
@@ -183,7 +183,7 @@ def _wait_for(predicate, timeout_s: float, what: str, poll_s: float = 1.0):  # n
         time.sleep(poll_s)
 
 
-def _get(server: str, path: str, **params) -> httpx.Response:  # noqa: ANN003
+def _get(server: str, path: str, **params) -> httpx.Response:
     return httpx.get(f"{server}{path}", params=params, timeout=30)
 
 

@@ -14,11 +14,11 @@ RATES = [0.8, 0.5, 0.3]
     # and 280 (0.70) misses 0.8.
     [([320, 200, 120], (False, False, False)), ([280, 200, 120], (True, False, False)), ([320, 200], (False, False, True))],
 )
-def test_each_position_is_held_to_its_expected_rate(accepted, misses) -> None:  # noqa: ANN001
+def test_each_position_is_held_to_its_expected_rate(accepted, misses) -> None:
     assert calibration_misses(RATES, per_position(accepted, 400)) == misses
 
 
-def test_a_calibration_cell_reports_the_rates_it_asked_for_and_whether_it_missed(client, dataset) -> None:  # noqa: ANN001
+def test_a_calibration_cell_reports_the_rates_it_asked_for_and_whether_it_missed(client, dataset) -> None:
     worker = register_worker(client, gpu_kinds=["H200"])
     synthetic = {"method": "draft_model", "model": "/m", "num_speculative_tokens": 3,
                  "rejection_sample_method": "synthetic", "synthetic_acceptance_rates": RATES}
@@ -34,7 +34,7 @@ def test_a_calibration_cell_reports_the_rates_it_asked_for_and_whether_it_missed
     assert [row["calibration_miss"] for row in rows] == [False, True]
 
 
-def test_an_ordinary_cell_is_no_calibration(client, dataset) -> None:  # noqa: ANN001
+def test_an_ordinary_cell_is_no_calibration(client, dataset) -> None:
     worker = register_worker(client)
     submit(client, sweep_body(dataset, repeats=1))
     job = claim(client, worker)

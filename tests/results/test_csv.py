@@ -6,7 +6,7 @@ import io
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
 
 
-def test_a_sweep_named_like_a_formula_is_exported_as_text(client, dataset) -> None:  # noqa: ANN001
+def test_a_sweep_named_like_a_formula_is_exported_as_text(client, dataset) -> None:
     worker = register_worker(client)
     sweep = submit(client, sweep_body(dataset, name="=cmd|' /C calc'!A0", repeats=1)).json()
     job = claim(client, worker)

@@ -6,7 +6,7 @@ from tests.factories import cell_result, claim, complete, register_worker, submi
 
 
 @pytest.fixture
-def three_cells(client, dataset):  # noqa: ANN001, ANN201
+def three_cells(client, dataset):
     """Three FULL_AND_PIECEWISE cells: one ran as asked, one downgraded to PIECEWISE with an eager draft, one timed out."""
     worker = register_worker(client, gpu_kinds=["H200"])
     body = sweep_body(dataset, gpu_kinds=["H200"], backends=["FLASH_ATTN", "FLASHINFER"], graph_modes=["FULL_AND_PIECEWISE"],
@@ -24,13 +24,13 @@ def three_cells(client, dataset):  # noqa: ANN001, ANN201
     return sweep, jobs
 
 
-def _ids(client, **params) -> list[int]:  # noqa: ANN001, ANN003
+def _ids(client, **params) -> list[int]:
     response = client.get("/api/v1/results", params=params)
     assert response.status_code == 200, response.text
     return sorted(r["job_id"] for r in response.json())
 
 
-def test_flags_and_resolved_values_filter_what_ran(client, three_cells) -> None:  # noqa: ANN001
+def test_flags_and_resolved_values_filter_what_ran(client, three_cells) -> None:
     _, jobs = three_cells
     downgraded, as_asked = jobs["FLASHINFER", False]["job_id"], jobs["FLASH_ATTN", False]["job_id"]
     assert _ids(client, graph_downgraded="true") == [downgraded]
@@ -43,7 +43,7 @@ def test_flags_and_resolved_values_filter_what_ran(client, three_cells) -> None:
     assert _ids(client, resolved_backend="FLASHINFER", resolved_graph_mode="PIECEWISE") == [downgraded]
 
 
-def test_crashes_filter_by_kind(client, three_cells) -> None:  # noqa: ANN001
+def test_crashes_filter_by_kind(client, three_cells) -> None:
     kinds = {g["kind"] for g in client.get("/api/v1/crashes").json()}
     assert kinds == {"timeout", "exception"}
     assert [g["kind"] for g in client.get("/api/v1/crashes", params={"kind": "timeout"}).json()] == ["timeout"]
@@ -55,14 +55,14 @@ def test_crashes_filter_by_kind(client, three_cells) -> None:  # noqa: ANN001
 @pytest.mark.parametrize(
     "path", ["/api/v1/results", "/api/v1/results.csv", "/api/v1/crashes", "/api/v1/sweeps", "/api/v1/jobs", "/api/v1/workers"]
 )
-def test_an_unknown_query_parameter_is_422_naming_it_and_the_allowed_ones(client, path) -> None:  # noqa: ANN001
+def test_an_unknown_query_parameter_is_422_naming_it_and_the_allowed_ones(client, path) -> None:
     response = client.get(path, params={"graph_downgarded": "true"})
     assert response.status_code == 422, response.text
     [error] = response.json()["detail"]
     assert error["loc"] == ["query", "graph_downgarded"] and "allowed" in error["msg"]
 
 
-def test_the_results_filter_lists_its_names_when_one_is_misspelt(client) -> None:  # noqa: ANN001
+def test_the_results_filter_lists_its_names_when_one_is_misspelt(client) -> None:
     msg = client.get("/api/v1/results", params={"graphmode": "NONE"}).json()["detail"][0]["msg"]
     for name in ("graph_mode", "resolved_graph_mode", "graph_downgraded", "draft_eager", "sweep_id", "limit"):
         assert name in msg

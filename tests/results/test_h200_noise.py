@@ -1,20 +1,19 @@
 """The H200 noise sweeps (2026-12-01, tests/data/h200-2026-12-01/noise): twelve engine starts of one build at the
 Qwen3-8B shape, imported as a user imports them, read through the API the pages and the CI comment read."""
 
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from app.config import Settings
 from app.api.main import create_app
+from app.config import Settings
 from tests.dashboards.h200 import DATA, imported_folder
 
 NOISE = DATA / "h200-2026-12-01" / "noise"
 
 
 @pytest.fixture(scope="module")
-def noise(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def noise(tmp_path_factory: pytest.TempPathFactory):
     url = f"sqlite:///{tmp_path_factory.mktemp('noise') / 'noise.db'}"
     for sweep in ("h200-noise-8b", "h200-noise-8b-third"):
         imported_folder(url, NOISE / sweep)

@@ -27,19 +27,19 @@ RuntimeError: unexpected token '\x00' in the tokenizer's vocabulary
 
 
 @pytest.fixture
-def running(client, dataset):  # noqa: ANN001, ANN201
+def running(client, dataset):
     """A worker holding the first of a sweep's jobs (the sweep has four)."""
     worker = register_worker(client)
     submit(client, sweep_body(dataset, repeats=2))
     return worker, claim(client, worker)
 
 
-def _count(client, model: type) -> int:  # noqa: ANN001
+def _count(client, model: type) -> int:
     with client.app.state.sessionmaker() as session:
         return session.scalar(select(func.count()).select_from(model))
 
 
-def test_a_crash_whose_exception_line_holds_a_nul_byte_is_recorded(client, running) -> None:  # noqa: ANN001
+def test_a_crash_whose_exception_line_holds_a_nul_byte_is_recorded(client, running) -> None:
     worker, job = running
     assert upload_log(client, job["job_id"], worker, NUL_CRASH).status_code == 204
     response = complete(client, job["job_id"], worker, {"exit_code": 1, "duration_s": 3.0})
@@ -51,7 +51,7 @@ def test_a_crash_whose_exception_line_holds_a_nul_byte_is_recorded(client, runni
     assert "'\x00'" in client.get(f"/api/v1/jobs/{job['job_id']}/log").text
 
 
-def _with(path: str, value: Any) -> dict[str, Any]:  # noqa: ANN401
+def _with(path: str, value: Any) -> dict[str, Any]:
     """A cell result with one field (dotted path) set to ``value``."""
     result = cell_result()
     *parents, last = path.split(".")
@@ -74,7 +74,7 @@ def _with(path: str, value: Any) -> dict[str, Any]:  # noqa: ANN401
     ids=["vllm-version-over-64", "gpu-name-over-128", "fingerprint-of-128", "fingerprint-over-128", "model-runner-over-16",
          "nul-in-version", "surrogate-in-gpu-name"],
 )
-def test_text_a_worker_reports_is_stored_cut_to_its_column(client, running, path, sent, stored_as) -> None:  # noqa: ANN001
+def test_text_a_worker_reports_is_stored_cut_to_its_column(client, running, path, sent, stored_as) -> None:
     worker, job = running
     body = json.dumps({"outcome": {"result": _with(path, sent), "exit_code": 0}}).encode()  # \udc80 as JSON sends it
     response = client.post(f"/api/v1/jobs/{job['job_id']}/complete", content=body,
@@ -85,7 +85,7 @@ def test_text_a_worker_reports_is_stored_cut_to_its_column(client, running, path
     assert row[column] == stored_as
 
 
-def test_a_long_error_or_nul_in_what_ran_is_stored_not_refused(client, running, dataset) -> None:  # noqa: ANN001
+def test_a_long_error_or_nul_in_what_ran_is_stored_not_refused(client, running, dataset) -> None:
     worker, job = running
     response = complete(client, job["job_id"], worker, {"error": "the cell's result JSON is unusable: \x00" + "x" * 6000})
     assert response.status_code == 200 and response.json()["state"] == "failed"
@@ -117,7 +117,7 @@ def test_a_long_error_or_nul_in_what_ran_is_stored_not_refused(client, running, 
     ids=["tokens-per-s", "requests-per-s", "generation-s", "negative-start", "output-tokens", "drafts-past-64-bits",
          "accepted-past-drafted", "position-past-drafts", "round-faster-than-physics", "ttft", "duration"],
 )
-def test_numbers_no_run_can_make_are_refused_naming_the_field(client, running, outcome, loc) -> None:  # noqa: ANN001
+def test_numbers_no_run_can_make_are_refused_naming_the_field(client, running, outcome, loc) -> None:
     worker, job = running
     response = complete(client, job["job_id"], worker, outcome)
     assert response.status_code == 422, response.text
@@ -125,7 +125,7 @@ def test_numbers_no_run_can_make_are_refused_naming_the_field(client, running, o
     assert client.get(f"/api/v1/jobs/{job['job_id']}").json()["state"] == "running" and _count(client, Result) == 0
 
 
-def test_the_report_of_a_cell_of_20000_prompts_is_stored(client, running) -> None:  # noqa: ANN001
+def test_the_report_of_a_cell_of_20000_prompts_is_stored(client, running) -> None:
     worker, job = running
     result = cell_result(fingerprints=[f"{i:016x}" for i in range(20_000)])
     outcome = {"result": result, "exit_code": 0}
@@ -136,12 +136,12 @@ def test_the_report_of_a_cell_of_20000_prompts_is_stored(client, running) -> Non
     assert row["num_requests"] == 20_000
 
 
-def _import(session, folder: Path):  # noqa: ANN001, ANN202
+def _import(session, folder: Path):
     spec, ran, digest = read_folder(folder)
     return import_sweep(session=session, spec=spec, ran=ran, digest=digest)[0]
 
 
-def test_an_imported_result_past_the_ceilings_is_refused_naming_the_file_and_field(migrated_sessions, tmp_path: Path) -> None:  # noqa: ANN001
+def test_an_imported_result_past_the_ceilings_is_refused_naming_the_file_and_field(migrated_sessions, tmp_path: Path) -> None:
     folder = tmp_path / "absurd"
     shutil.copytree(H200, folder)
     path = folder / "cells" / "c0000-r0" / "result.json"
@@ -153,7 +153,7 @@ def test_an_imported_result_past_the_ceilings_is_refused_naming_the_file_and_fie
         assert session.scalar(select(func.count()).select_from(Result)) == 0
 
 
-def test_an_imported_crash_whose_log_holds_a_nul_byte_is_recorded(migrated_sessions, tmp_path: Path) -> None:  # noqa: ANN001
+def test_an_imported_crash_whose_log_holds_a_nul_byte_is_recorded(migrated_sessions, tmp_path: Path) -> None:
     folder = tmp_path / "nul"
     shutil.copytree(H200, folder)
     crashed = folder / "cells" / "c0003-r0"
@@ -166,7 +166,7 @@ def test_an_imported_crash_whose_log_holds_a_nul_byte_is_recorded(migrated_sessi
         assert session.scalars(select(CrashSignature)).one().message.startswith("unexpected token ''")
 
 
-def test_a_worker_whose_build_has_a_long_development_version_registers(client) -> None:  # noqa: ANN001
+def test_a_worker_whose_build_has_a_long_development_version_registers(client) -> None:
     version = "0.11.1rc6.dev14+g0f9a8e3b5.d20251118.cu129.precxx11abi.torch2.9.0.rocm-none"
     body = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "dev", "vllm_version": version}]}
     assert client.post("/api/v1/workers", json=body, headers=AUTH).status_code == 201

@@ -120,7 +120,8 @@ def test_the_shared_dataset_names_are_the_services() -> None:
 def test_the_shipped_prompts_load_by_name_and_filter_by_category() -> None:
     workload = {"dataset": "draftbench", "categories": ["coding"], "num_prompts": 20}
     prompts = cellkit.load_prompts(workload)
-    records = [json.loads(line) for line in open(cellkit.PROMPTS_FILE, encoding="utf-8")]
+    with open(cellkit.PROMPTS_FILE, encoding="utf-8") as lines:
+        records = [json.loads(line) for line in lines]
     coding = [r["turns"][0] for r in records if r["category"] == "coding"]
     assert prompts[: len(coding)] == coding and len(prompts) == 20
 
@@ -137,7 +138,7 @@ def test_sharegpt_json_loads_the_first_human_turn(tmp_path: Path) -> None:
 
 
 class _Tokenizer:
-    all_special_ids = [0, 1]
+    all_special_ids = (0, 1)
 
     def __len__(self) -> int:
         return 10

@@ -13,7 +13,7 @@ from runners.folders import read_folder, write_cells
 from tests.vllm_fixtures import CPU_ENGINE_ARGS
 
 
-def test_offline_cells_get_their_vllm_variables_and_the_bytecode_cache(monkeypatch, tmp_path: Path) -> None:  # noqa: ANN001
+def test_offline_cells_get_their_vllm_variables_and_the_bytecode_cache(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     env = execute.cell_env({"VLLM_USE_V2_MODEL_RUNNER": "1"}, tmp_path)
     assert env["VLLM_USE_V2_MODEL_RUNNER"] == "1" and env["PYTHONUNBUFFERED"] == "1"
@@ -23,7 +23,7 @@ def test_offline_cells_get_their_vllm_variables_and_the_bytecode_cache(monkeypat
 
 @pytest.mark.vllm
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # one engine start; the import itself is tested on both
-def test_a_folder_runs_without_the_service_and_imports_as_it_ran(vllm_python, tiny_model, tmp_path, migrated_sessions) -> None:  # noqa: ANN001
+def test_a_folder_runs_without_the_service_and_imports_as_it_ran(vllm_python, tiny_model, tmp_path, migrated_sessions) -> None:
     spec = SweepSpec.model_validate({
         "name": "offline", "build": "vllm-cpu-offline", "model": str(tiny_model),
         "workload": {"num_prompts": 6, "max_tokens": 32, "rounds": 3, "min_window_s": 0.5},

@@ -1,7 +1,6 @@
 """The worker's cells keep Python's bytecode in one cache, and its build check fills it (real vLLM, CPU); one
 job's refused report or unreadable cell fails that job alone, and the worker goes on claiming."""
 
-import json
 import logging
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ def test_bytecode_env_allows_writing_and_points_python_at_the_cache(tmp_path: Pa
     assert env == {"PYTHONPYCACHEPREFIX": str(tmp_path), "PATH": "/bin"}
 
 
-def test_a_worker_without_a_cache_leaves_the_bytecode_settings_as_inherited(monkeypatch, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_worker_without_a_cache_leaves_the_bytecode_settings_as_inherited(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     plain = Worker(client=None, builds=[], gpu_kinds=[GpuKind.CPU], pycache=None)  # type: ignore[arg-type]
@@ -41,7 +40,7 @@ def test_a_worker_without_a_cache_leaves_the_bytecode_settings_as_inherited(monk
 
 
 @pytest.mark.vllm
-def test_the_build_check_compiles_what_a_cell_imports_into_the_cache(vllm_python: Path, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_the_build_check_compiles_what_a_cell_imports_into_the_cache(vllm_python: Path, tmp_path: Path, monkeypatch) -> None:
     # As on the H200 machine: Python may not write bytecode. The check, run in the cells' environment,
     # still leaves vLLM's engine API compiled in the worker's cache, where the cells read it.
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
@@ -88,7 +87,7 @@ def fake_python(tmp_path: Path) -> Path:
     return path
 
 
-def _submit(server: str, dataset: Path, play: str, **workload: Any) -> int:  # noqa: ANN401
+def _submit(server: str, dataset: Path, play: str, **workload: Any) -> int:
     body = sweep_body(dataset, name=play, build="fake", model=f"/models/{play}", repeats=1,
                       speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
     body["workload"] |= workload
@@ -110,7 +109,7 @@ def _worker(server: str, python: Path, workdir: Path) -> Worker:
     return worker
 
 
-def test_a_refused_report_fails_its_job_and_the_worker_goes_on(db_url, dataset, fake_python, tmp_path, caplog) -> None:  # noqa: ANN001
+def test_a_refused_report_fails_its_job_and_the_worker_goes_on(db_url, dataset, fake_python, tmp_path, caplog) -> None:
     # Bodies of at most 64 KiB: the report of 5,000 requests (about 0.3 MB) is refused with 413.
     limit = 64 * 1024
     settings = Settings(database_url=db_url, token=TOKEN, max_body_bytes=limit, max_log_bytes=limit, rate_limit_per_minute=0)
@@ -138,7 +137,7 @@ def test_a_refused_report_fails_its_job_and_the_worker_goes_on(db_url, dataset, 
         assert row["job_id"] == ran and row["num_requests"] == 4
 
 
-def test_a_cell_the_worker_cannot_read_fails_alone(db_url, dataset, fake_python, tmp_path, caplog) -> None:  # noqa: ANN001
+def test_a_cell_the_worker_cannot_read_fails_alone(db_url, dataset, fake_python, tmp_path, caplog) -> None:
     with serve(Settings(database_url=db_url, token=TOKEN, rate_limit_per_minute=0)) as server:
         worker = _worker(server, fake_python, tmp_path / "work")
         unreadable, ran = _submit(server, dataset, "from-a-newer-service"), _submit(server, dataset, "ok", num_prompts=2)
@@ -159,7 +158,7 @@ def test_a_cell_the_worker_cannot_read_fails_alone(db_url, dataset, fake_python,
         assert _job(server, ran)["state"] == "succeeded"
 
 
-def test_a_builds_interpreter_is_made_absolute_and_a_bare_name_found_on_path(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_a_builds_interpreter_is_made_absolute_and_a_bare_name_found_on_path(tmp_path: Path, monkeypatch) -> None:
     # Cells run in their own folders: "python3" or "venv/bin/python" given at start named nothing there.
     on_path = tmp_path / "bin" / "python3"
     on_path.parent.mkdir()

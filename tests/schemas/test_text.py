@@ -29,7 +29,7 @@ def _input_models() -> list[type[Input]]:
     return found
 
 
-def _texts(where: str, annotation: Any, metadata: tuple = ()) -> Iterator[Text]:  # noqa: ANN401
+def _texts(where: str, annotation: Any, metadata: tuple = ()) -> Iterator[Text]:
     """Each ``str`` inside a field's type (lists, optionals, mapping keys and values), with its constraints.
 
     Free-form mappings (``dict[str, Any]``: engine arguments, a speculative config) are checked whole, by
@@ -67,7 +67,7 @@ def _reachable(model: type[BaseModel]) -> set[type[BaseModel]]:
     return seen
 
 
-def _models_in(annotation: Any) -> Iterator[type[BaseModel]]:  # noqa: ANN401
+def _models_in(annotation: Any) -> Iterator[type[BaseModel]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         yield annotation
     for inner in get_args(annotation):

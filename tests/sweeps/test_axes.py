@@ -8,7 +8,7 @@ from tests.conftest import AUTH
 from tests.factories import register_worker, submit, sweep_body
 
 
-def _spec(**overrides) -> SweepSpec:  # noqa: ANN003
+def _spec(**overrides) -> SweepSpec:
     return SweepSpec.model_validate(sweep_body("draftbench", repeats=1, **overrides))
 
 
@@ -35,7 +35,7 @@ def test_serving_without_client_counts_runs_one_client_and_offline_runs_none() -
      ({"env": {"VLLM_USE_V2_MODEL_RUNNER": []}}, ["body", "env", "VLLM_USE_V2_MODEL_RUNNER"], "at least 1"),
      ({"mode": "online"}, ["body", "mode"], "'offline' or 'serve'")],
 )
-def test_bad_axes_are_422_naming_the_field(client, dataset, change, loc, fragment) -> None:  # noqa: ANN001
+def test_bad_axes_are_422_naming_the_field(client, dataset, change, loc, fragment) -> None:
     register_worker(client)
     response = submit(client, sweep_body(dataset, **change))
     assert response.status_code == 422, response.text
@@ -43,7 +43,7 @@ def test_bad_axes_are_422_naming_the_field(client, dataset, change, loc, fragmen
     assert error["loc"] == loc and fragment in error["msg"], error
 
 
-def test_jobs_carry_their_mode_clients_and_env(client, dataset) -> None:  # noqa: ANN001
+def test_jobs_carry_their_mode_clients_and_env(client, dataset) -> None:
     register_worker(client)
     body = sweep_body(dataset, repeats=1, mode="serve", concurrency=[1, 16], env={"VLLM_BATCH_INVARIANT": ["1"]},
                       speculative=[{"method": "ngram", "num_speculative_tokens": 3}])

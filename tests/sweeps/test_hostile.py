@@ -22,8 +22,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.config import Settings
 from app.api.main import create_app
+from app.config import Settings
 from app.models import Job, Sweep
 from tests.conftest import AUTH, DATASET, TOKEN, _pg_database
 from tests.factories import register_worker, sweep_body
@@ -164,7 +164,7 @@ CASES: list[tuple[str, Any, list[Any], str]] = [
 
 
 @pytest.mark.parametrize(("overrides", "loc", "fragment"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_hostile_sweep_gets_4xx_naming_the_field_and_leaves_no_rows(hostile_client, roots, overrides, loc, fragment) -> None:  # noqa: ANN001
+def test_hostile_sweep_gets_4xx_naming_the_field_and_leaves_no_rows(hostile_client, roots, overrides, loc, fragment) -> None:
     response = hostile_client.post("/api/v1/sweeps", json=_body(roots, **overrides(roots)), headers=AUTH)
     assert response.status_code == 422, response.text
     error = response.json()["detail"][0]
@@ -184,13 +184,13 @@ def test_hostile_sweep_gets_4xx_naming_the_field_and_leaves_no_rows(hostile_clie
     ],
     ids=["yaml-python-tag", "json-string", "json-list", "json-null", "over-one-mib"],
 )
-def test_hostile_bodies_are_refused_without_rows(hostile_client, content, content_type, status) -> None:  # noqa: ANN001
+def test_hostile_bodies_are_refused_without_rows(hostile_client, content, content_type, status) -> None:
     response = hostile_client.post("/api/v1/sweeps", content=content, headers=AUTH | {"content-type": content_type})
     assert response.status_code == status, response.text
     assert _rows(hostile_client) == (0, 0)
 
 
-def test_the_valid_body_of_these_cases_is_accepted(roots, db_url) -> None:  # noqa: ANN001
+def test_the_valid_body_of_these_cases_is_accepted(roots, db_url) -> None:
     """The control: without its hostile change the base body passes, also by a hub id and inside the roots."""
     settings = Settings(database_url=db_url, token=TOKEN, allowed_model_roots=[str(roots / "models")],
                         allowed_dataset_roots=[str(roots / "data")])
@@ -206,7 +206,7 @@ def test_the_valid_body_of_these_cases_is_accepted(roots, db_url) -> None:  # no
     app.state.engine.dispose()
 
 
-def test_free_text_is_stored_verbatim_as_data(client, dataset) -> None:  # noqa: ANN001
+def test_free_text_is_stored_verbatim_as_data(client, dataset) -> None:
     """Free text that never reaches vLLM (names, reasons, tags, categories) may hold anything: it is kept as
     given, and the cell carries it as JSON values only. Values that reach vLLM are held to names (above)."""
     register_worker(client)

@@ -159,7 +159,8 @@ MALFORMED = {
     "sweep.json nested 100,000 deep": (_write("sweep.json", DEEP), "sweep.json", "recursion limit"),
     "sweep.json a string": (_write("sweep.json", b'"sweep"'), "sweep.json", "object"),
     "sweep.json over the import's job limit": (
-        lambda folder: (folder / "sweep.json").write_text(json.dumps(json.loads((folder / "sweep.json").read_text()) | {"repeats": 10_000})),
+        lambda folder: (folder / "sweep.json").write_text(
+            json.dumps(json.loads((folder / "sweep.json").read_text()) | {"repeats": 10_000})),
         "sweep.json", "repeats"),
     "result.json tokens_per_s as text": (_result_with(tokens_per_s="fast"), "result.json", "tokens_per_s"),
     "result.json tokens_per_s NaN": (_result_with(tokens_per_s=float("nan")), "result.json", "tokens_per_s"),

@@ -13,18 +13,18 @@ from sqlalchemy import func, select
 from app.models import CrashSignature, Sweep
 from app.sweeps import service as sweeps
 from app.sweeps.imports import import_sweep
-from tests.dashboards.h200 import SWEEPS
 from runners.folders import read_folder
+from tests.dashboards.h200 import SWEEPS
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200-matrix"
 
 
-def _import(session, folder: Path):  # noqa: ANN001, ANN202
+def _import(session, folder: Path):
     spec, ran, digest = read_folder(folder)
     return import_sweep(session=session, spec=spec, ran=ran, digest=digest)
 
 
-def test_h200_results_import_with_what_ran(migrated_sessions) -> None:  # noqa: ANN001
+def test_h200_results_import_with_what_ran(migrated_sessions) -> None:
     with migrated_sessions.begin() as session:
         sweep, created = _import(session, H200)
         jobs = {(j.backend, j.graph_mode, j.method): j for j in sweep.jobs}
@@ -47,7 +47,7 @@ def test_h200_results_import_with_what_ran(migrated_sessions) -> None:  # noqa: 
                 assert result.resolved_draft_graph_mode == ("NONE" if downgraded or mode == "NONE" else "FULL")
 
 
-def test_importing_the_same_folder_twice_makes_one_sweep(migrated_sessions) -> None:  # noqa: ANN001
+def test_importing_the_same_folder_twice_makes_one_sweep(migrated_sessions) -> None:
     with migrated_sessions.begin() as session:
         first, created = _import(session, H200)
     with migrated_sessions.begin() as session:
@@ -56,7 +56,7 @@ def test_importing_the_same_folder_twice_makes_one_sweep(migrated_sessions) -> N
         assert session.scalar(select(func.count()).select_from(Sweep)) == 1
 
 
-def test_imported_results_and_crashes_carry_the_time_they_ran(migrated_sessions, tmp_path: Path) -> None:  # noqa: ANN001
+def test_imported_results_and_crashes_carry_the_time_they_ran(migrated_sessions, tmp_path: Path) -> None:
     folder = tmp_path / "crashed"
     shutil.copytree(H200, folder)
     crashed = folder / "cells" / "c0005-r0"
@@ -77,7 +77,7 @@ def test_imported_results_and_crashes_carry_the_time_they_ran(migrated_sessions,
         assert sweep.created_at == min(j.started_at for j in sweep.jobs if j.started_at)
 
 
-def test_a_cell_that_never_ran_stays_queued(migrated_sessions, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_cell_that_never_ran_stays_queued(migrated_sessions, tmp_path: Path) -> None:
     folder = tmp_path / "partial"
     shutil.copytree(H200, folder)
     (folder / "cells" / "c0017-r0" / "exit.json").unlink()
@@ -87,7 +87,7 @@ def test_a_cell_that_never_ran_stays_queued(migrated_sessions, tmp_path: Path) -
     assert states.count("succeeded") == 17 and states.count("queued") == 1
 
 
-def test_an_imported_sweep_is_finished_with_the_cells_it_never_ran_left_queued(migrated_sessions) -> None:  # noqa: ANN001
+def test_an_imported_sweep_is_finished_with_the_cells_it_never_ran_left_queued(migrated_sessions) -> None:
     # The proof's matrix: the lease ended before its last 3 cells. It read "running" forever: nothing runs it.
     with migrated_sessions.begin() as session:
         sweep, _ = _import(session, SWEEPS / "proof" / "h200-matrix")
@@ -97,7 +97,7 @@ def test_an_imported_sweep_is_finished_with_the_cells_it_never_ran_left_queued(m
         assert all(j.finished_at is not None and j.finished_at >= j.started_at for j in ran)
 
 
-def test_exit_zero_without_a_result_is_a_failure_not_a_crash(migrated_sessions, tmp_path: Path) -> None:  # noqa: ANN001
+def test_exit_zero_without_a_result_is_a_failure_not_a_crash(migrated_sessions, tmp_path: Path) -> None:
     # A result.json that is there but malformed is refused instead, naming it (tests/sweeps/test_import_refusals.py).
     folder = tmp_path / "broken"
     shutil.copytree(H200, folder)

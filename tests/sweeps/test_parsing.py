@@ -53,7 +53,7 @@ def test_depth_counts_lists_and_mappings_only() -> None:
      ("[" * 1000 + "]" * 1000, "application/json"), (b"\xff\xfe{}", "application/json")],
     ids=["billion-laughs", "deep-yaml", "binary-tag", "deep-json", "not-utf8"],
 )
-def test_hostile_bodies_get_422_naming_the_body_and_leave_no_rows(client, content, content_type) -> None:  # noqa: ANN001
+def test_hostile_bodies_get_422_naming_the_body_and_leave_no_rows(client, content, content_type) -> None:
     register_worker(client)
     response = client.post("/api/v1/sweeps", content=content, headers=AUTH | {"content-type": content_type})
     assert response.status_code == 422, response.text
@@ -62,7 +62,7 @@ def test_hostile_bodies_get_422_naming_the_body_and_leave_no_rows(client, conten
         assert session.scalar(select(func.count()).select_from(Sweep)) == 0
 
 
-def test_a_sweep_list_does_not_load_the_stored_specs(client, dataset) -> None:  # noqa: ANN001
+def test_a_sweep_list_does_not_load_the_stored_specs(client, dataset) -> None:
     register_worker(client)
     client.post("/api/v1/sweeps", json=sweep_body(dataset), headers=AUTH)
     with client.app.state.sessionmaker() as session:

@@ -23,7 +23,7 @@ from app.sweeps import engine_args, paths
         ("", [], True, "may contain only"),
     ],
 )
-def test_path_rule(value, roots, hub_ok, expected) -> None:  # noqa: ANN001
+def test_path_rule(value, roots, hub_ok, expected) -> None:
     found = paths.problem(value, roots=roots, kind="model", hub_ok=hub_ok)
     assert (found is None) if expected is None else (expected in found), found
 

@@ -3,7 +3,7 @@
 from app.vllmlog import failures, lines
 
 
-def find(finder, text: str) -> str | None:  # noqa: ANN001
+def find(finder, text: str) -> str | None:
     found = finder(lines.read(text))
     return None if found is None else found.message
 

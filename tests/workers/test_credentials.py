@@ -6,13 +6,13 @@ from tests.conftest import AUTH
 from tests.factories import cell_result, claim, complete, heartbeat, register_worker, submit, sweep_body, upload_log
 
 
-def _host_token(client, name: str) -> dict[str, str]:  # noqa: ANN001
+def _host_token(client, name: str) -> dict[str, str]:
     secret = client.post("/api/v1/tokens", json={"name": name, "scopes": ["worker"]}, headers=AUTH).json()["secret"]
     return {"Authorization": f"Bearer {secret}"}
 
 
 @pytest.fixture
-def two_hosts(client, dataset):  # noqa: ANN001, ANN201
+def two_hosts(client, dataset):
     """Worker 1 (host token W1) holds a job; worker 2 registered with another host's token W2."""
     first = register_worker(client, headers=_host_token(client, "host-1"))
     second = register_worker(client, headers=_host_token(client, "host-2"))
@@ -20,7 +20,7 @@ def two_hosts(client, dataset):  # noqa: ANN001, ANN201
     return first, second, claim(client, first)
 
 
-def test_a_neighbour_cannot_claim_beat_log_or_complete_for_another_worker(client, two_hosts) -> None:  # noqa: ANN001
+def test_a_neighbour_cannot_claim_beat_log_or_complete_for_another_worker(client, two_hosts) -> None:
     first, second, job = two_hosts
     as_first = type(first)(id=first.id, headers=second.headers, info={})  # worker 2's credential, worker 1's id
     assert client.post(f"/api/v1/workers/{first.id}/claim", headers=second.headers).status_code == 403
@@ -36,7 +36,7 @@ def test_a_neighbour_cannot_claim_beat_log_or_complete_for_another_worker(client
     assert row["tokens_per_s"] == 100.0
 
 
-def test_host_tokens_register_but_act_for_no_worker(client, two_hosts) -> None:  # noqa: ANN001
+def test_host_tokens_register_but_act_for_no_worker(client, two_hosts) -> None:
     first, _, job = two_hosts
     host = _host_token(client, "host-3")
     for method, path, body in (
@@ -51,7 +51,7 @@ def test_host_tokens_register_but_act_for_no_worker(client, two_hosts) -> None: 
             assert "credential" in response.json()["detail"]
 
 
-def test_a_worker_credential_cannot_register_workers(client) -> None:  # noqa: ANN001
+def test_a_worker_credential_cannot_register_workers(client) -> None:
     # The probe: worker A's credential registered worker C2, whose credential outlived A's host token.
     host = _host_token(client, "host-a")
     first = register_worker(client, headers=host)
@@ -65,7 +65,7 @@ def test_a_worker_credential_cannot_register_workers(client) -> None:  # noqa: A
     assert register_worker(client, headers=AUTH).id != first.id
 
 
-def test_revoking_a_host_token_ends_its_workers_credentials(client, dataset) -> None:  # noqa: ANN001
+def test_revoking_a_host_token_ends_its_workers_credentials(client, dataset) -> None:
     host = _host_token(client, "host-r")
     worker = register_worker(client, headers=host)
     [token] = [t for t in client.get("/api/v1/tokens", headers=AUTH).json() if t["name"] == "host-r"]
@@ -74,7 +74,7 @@ def test_revoking_a_host_token_ends_its_workers_credentials(client, dataset) -> 
     assert client.post(f"/api/v1/workers/{worker.id}/claim", headers=worker.headers).status_code == 401
 
 
-def test_no_worker_can_rewrite_a_builds_recorded_vllm_version(client) -> None:  # noqa: ANN001
+def test_no_worker_can_rewrite_a_builds_recorded_vllm_version(client) -> None:
     body = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "vllm-x", "vllm_version": "0.26.0"}]}
     assert client.post("/api/v1/workers", json=body, headers=AUTH).status_code == 201
     body = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "vllm-x", "vllm_version": "0.99.0"}]}

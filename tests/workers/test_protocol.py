@@ -24,7 +24,7 @@ vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See 
 
 
 @pytest.fixture
-def running(client, dataset):  # noqa: ANN001, ANN201
+def running(client, dataset):
     worker = register_worker(client)
     sweep = submit(client, sweep_body(dataset, repeats=1)).json()
     return worker, sweep["id"], claim(client, worker)
@@ -33,20 +33,20 @@ def running(client, dataset):  # noqa: ANN001, ANN201
 _complete = complete
 
 
-def test_claimed_job_carries_the_canonical_cell_spec(running) -> None:  # noqa: ANN001
+def test_claimed_job_carries_the_canonical_cell_spec(running) -> None:
     _, _, job = running
     assert job["attempt"] == 1
     assert job["spec"]["backend"] == "CPU_ATTN" and job["spec"]["speculative"]["method"] == "ngram"
 
 
-def test_the_claim_answer_still_sends_the_spec_as_cell_for_deployed_workers(client, running) -> None:  # noqa: ANN001
+def test_the_claim_answer_still_sends_the_spec_as_cell_for_deployed_workers(client, running) -> None:
     _, _, job = running
     assert job["cell"] == job["spec"]
     listed = client.get(f"/api/v1/jobs/{job['job_id']}").json()
     assert listed["config"] == listed["spec"] == job["spec"]
 
 
-def test_a_result_is_stored_with_derived_metrics_and_what_ran(client, running) -> None:  # noqa: ANN001
+def test_a_result_is_stored_with_derived_metrics_and_what_ran(client, running) -> None:
     worker, sweep_id, job = running
     resolved = {"resolved_backend": "CPU_ATTN", "resolved_graph_mode": "NONE", "draft_eager": False}
     response = _complete(client, job["job_id"], worker, {"result": cell_result(), "resolved": resolved, "exit_code": 0, "duration_s": 15})
@@ -63,7 +63,7 @@ def test_a_result_is_stored_with_derived_metrics_and_what_ran(client, running) -
     assert client.get("/api/v1/results", params={"backend": "NOPE"}).status_code == 422
 
 
-def test_csv_export_has_one_line_per_result(client, running) -> None:  # noqa: ANN001
+def test_csv_export_has_one_line_per_result(client, running) -> None:
     worker, sweep_id, job = running
     _complete(client, job["job_id"], worker, {"result": cell_result(), "exit_code": 0})
     response = client.get("/api/v1/results.csv", params={"sweep_id": sweep_id})
@@ -72,8 +72,8 @@ def test_csv_export_has_one_line_per_result(client, running) -> None:  # noqa: A
     assert len(rows) == 1 and json.loads(rows[0]["accepted_per_position"]) == [15, 10, 5] and float(rows[0]["tokens_per_s"]) == 100.0
 
 
-def test_a_crash_is_signed_from_its_log_and_grouped(client, dataset, running) -> None:  # noqa: ANN001
-    worker, sweep_id, job = running
+def test_a_crash_is_signed_from_its_log_and_grouped(client, dataset, running) -> None:
+    worker, _, job = running
     second = claim(client, worker)
     for claimed in (job, second):
         log = SYNTHETIC_LOG.replace("4242", str(claimed["job_id"] * 1000))
@@ -88,13 +88,13 @@ def test_a_crash_is_signed_from_its_log_and_grouped(client, dataset, running) ->
     assert "Synthetic acceptance not supported" in log.text
 
 
-def test_timeout_is_its_own_state_and_kind(client, running) -> None:  # noqa: ANN001
+def test_timeout_is_its_own_state_and_kind(client, running) -> None:
     worker, _, job = running
     assert _complete(client, job["job_id"], worker, {"timed_out": True, "signal": 9, "duration_s": 1}).json()["state"] == "timed_out"
     assert client.get("/api/v1/crashes").json()[0]["kind"] == "timeout"
 
 
-def test_heartbeat_tells_the_worker_to_stop_a_cancelled_job(client, running) -> None:  # noqa: ANN001
+def test_heartbeat_tells_the_worker_to_stop_a_cancelled_job(client, running) -> None:
     worker, sweep_id, job = running
     beat = heartbeat(client, worker, [job["job_id"]])
     assert beat.json() == {"stop": []}
@@ -106,14 +106,14 @@ def test_heartbeat_tells_the_worker_to_stop_a_cancelled_job(client, running) -> 
     assert client.get("/api/v1/results").json() == []
 
 
-def test_another_worker_cannot_complete_or_log_a_job_it_does_not_hold(client, running) -> None:  # noqa: ANN001
+def test_another_worker_cannot_complete_or_log_a_job_it_does_not_hold(client, running) -> None:
     _, _, job = running
     other = register_worker(client)
     assert _complete(client, job["job_id"], other, {"result": cell_result(), "exit_code": 0}).status_code == 409
     assert upload_log(client, job["job_id"], other, "x").status_code == 409
 
 
-def test_baseline_gives_speedup_and_lossless_share(client, dataset) -> None:  # noqa: ANN001
+def test_baseline_gives_speedup_and_lossless_share(client, dataset) -> None:
     worker = register_worker(client)
     body = sweep_body(dataset, repeats=1, baseline=True, speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
     sweep_id = submit(client, body).json()["id"]
@@ -129,18 +129,18 @@ def test_baseline_gives_speedup_and_lossless_share(client, dataset) -> None:  # 
     assert rows[None]["speedup"] is None and rows[None]["acceptance_rate"] is None
 
 
-def test_workers_and_builds_are_listed(client) -> None:  # noqa: ANN001
+def test_workers_and_builds_are_listed(client) -> None:
     register_worker(client, builds=["vllm-a", "vllm-b"])
     assert [w["builds"] for w in client.get("/api/v1/workers").json()] == [["vllm-a", "vllm-b"]]
     assert [b["label"] for b in client.get("/api/v1/builds").json()] == ["vllm-a", "vllm-b"]
 
 
-def test_a_claim_for_another_worker_is_403(client) -> None:  # noqa: ANN001
+def test_a_claim_for_another_worker_is_403(client) -> None:
     worker = register_worker(client)
     assert client.post("/api/v1/workers/999/claim", headers=worker.headers).status_code == 403
 
 
-def test_the_sweep_shows_per_cell_what_ran_and_the_crash_signature(client, running) -> None:  # noqa: ANN001
+def test_the_sweep_shows_per_cell_what_ran_and_the_crash_signature(client, running) -> None:
     worker, sweep_id, job = running
     resolved = {"resolved_backend": "FLASHINFER", "resolved_graph_mode": "PIECEWISE", "graph_downgraded": True, "draft_eager": True}
     _complete(client, job["job_id"], worker, {"result": cell_result(), "resolved": resolved, "exit_code": 0})

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
-from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio
-from app.enums import JobState
 from app.alarms import service as alarms
+from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio
 from app.cells.identity import Variant
 from app.cells.pooling import PooledCell
+from app.enums import JobState
 from dashboards.data import cells_frame
 from dashboards.figures.bars import speed_bars
 from dashboards.figures.heatmap import METRICS, heatmap
