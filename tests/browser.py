@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
+# The window the page tests read at: what a laptop shows, and what nothing on a page may be wider than.
+WIDTH = 1400
 # As the machine's own probe starts it: without the background-networking flags Chromium keeps
 # trying hosts this closed network refuses.
 CHROMIUM_ARGS = [
@@ -27,3 +29,11 @@ def chromium() -> Iterator:
             yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture
+def page(chromium) -> Iterator:
+    """A tab at WIDTH x 1000 with JavaScript off: the pages must say what they say without scripts."""
+    tab = chromium.new_page(viewport={"width": WIDTH, "height": 1000}, java_script_enabled=False)
+    yield tab
+    tab.close()

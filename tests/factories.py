@@ -8,6 +8,8 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import AUTH
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 @dataclass(frozen=True)
 class Registered:
@@ -78,6 +80,16 @@ def complete(client: TestClient, job_id: int, worker: Registered, outcome: dict[
 
 def upload_log(client: TestClient, job_id: int, worker: Registered, text: str) -> Any:
     return client.put(f"/api/v1/jobs/{job_id}/log", content=text, headers=worker.headers)
+
+
+def report_crash(client: TestClient, worker: Registered, log: str, **body: Any) -> None:
+    """A one-repeat ngram sweep named cpu-crash whose cell died with ``log`` (exit code 1), through the worker protocol."""
+    body = sweep_body(ROOT / "runners" / "prompts" / "draftbench.jsonl", name="cpu-crash", repeats=1,
+                      speculative=[{"method": "ngram", "num_speculative_tokens": 3}], **body)
+    assert submit(client, body).status_code == 201
+    crashed = claim(client, worker)
+    assert upload_log(client, crashed["job_id"], worker, log).status_code == 204
+    assert complete(client, crashed["job_id"], worker, {"exit_code": 1, "duration_s": 3}).status_code == 200
 
 
 def heartbeat(client: TestClient, worker: Registered, job_ids: list[int]) -> Any:

@@ -64,7 +64,7 @@ def ci(server: str, gh: GitHubState, sweep: Path, tmp_path: Path, speed: Speed, 
             time.sleep(0.1)
             continue
         job = claimed.json()
-        key = (job["cell"]["build"], job["cell"]["speculative"]["method"])
+        key = (job["spec"]["build"], job["spec"]["speculative"]["method"])
         result = cell_result(tokens_per_s=speed(*key, started[key]))
         started[key] += 1
         done = httpx.post(f"{server}/api/v1/jobs/{job['job_id']}/complete", json={"outcome": {"result": result}},

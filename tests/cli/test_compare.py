@@ -23,7 +23,7 @@ def _store(server: str, dataset, build: str, commit: str, ngram_speed: float) ->
     started: Counter = Counter()  # repeats reported per method
     for _ in range(sweep["total"]):
         job = httpx.post(f"{server}/api/v1/workers/{registered['id']}/claim", headers=own, timeout=30).json()
-        method = job["cell"]["speculative"]["method"]
+        method = job["spec"]["speculative"]["method"]
         speed = (100.0 + 2 * started[method]) * (ngram_speed if method == "ngram" else 1.0)
         started[method] += 1
         done = httpx.post(f"{server}/api/v1/jobs/{job['job_id']}/complete",

@@ -12,7 +12,7 @@ import pytest
 from app.config import Settings
 from tests.conftest import TOKEN
 from tests.dashboards.h200 import MATRIX, imported
-from tests.factories import claim, complete, register_worker, submit, sweep_body, upload_log
+from tests.factories import claim, complete, register_worker, report_crash, submit, sweep_body, upload_log
 from tests.live import serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,17 +32,12 @@ def site(tmp_path_factory: pytest.TempPathFactory, ngram_cell, self_draft_cell, 
                           model=ngram_cell.spec["model"])
         assert submit(http, body).status_code == 201
         for job in (claim(http, worker), claim(http, worker)):
-            cell = ran_cells[job["cell"]["speculative"]["method"]]
+            cell = ran_cells[job["spec"]["speculative"]["method"]]
             assert upload_log(http, job["job_id"], worker, cell.log).status_code == 204
             outcome = {"result": cell.result, "resolved": {"resolved_backend": "CPU_ATTN", "resolved_graph_mode": "NONE"},
                        "exit_code": cell.returncode}
             assert complete(http, job["job_id"], worker, outcome).status_code == 200
-        body = sweep_body(ROOT / "runners" / "prompts" / "draftbench.jsonl", name="cpu-crash", repeats=1,
-                          model=ngram_cell.spec["model"], speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
-        assert submit(http, body).status_code == 201
-        crashed = claim(http, worker)
-        assert upload_log(http, crashed["job_id"], worker, synthetic_crash_log).status_code == 204
-        assert complete(http, crashed["job_id"], worker, {"exit_code": 1, "duration_s": 3}).status_code == 200
+        report_crash(http, worker, synthetic_crash_log, model=ngram_cell.spec["model"])
         yield base
 
 
@@ -51,13 +46,6 @@ def shots() -> Path:
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True)
     return SHOTS
-
-
-@pytest.fixture
-def page(chromium):
-    tab = chromium.new_page(viewport={"width": 1400, "height": 1000}, java_script_enabled=False)
-    yield tab
-    tab.close()
 
 
 def _shot(page, shots: Path, name: str) -> None:

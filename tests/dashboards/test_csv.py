@@ -31,7 +31,7 @@ def _hostile_history(client: TestClient, dataset) -> None:
         assert submit(client, body).status_code == 201
         jobs = [claim(client, worker) for _ in range(4)]
         for job in jobs:
-            cell = job["cell"]
+            cell = job["spec"]
             if cell["speculative"] is None and cell["graph_mode"] == "PIECEWISE" and build == BUILDS[1]:
                 assert upload_log(client, job["job_id"], worker, CRASH_LOG).status_code == 204
                 outcome = {"exit_code": 1, "duration_s": 3}

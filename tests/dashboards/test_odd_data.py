@@ -75,7 +75,7 @@ def test_matrix_by_speedup_shows_a_cell_whose_baseline_crashed(client: TestClien
     response = submit(client, body)
     for _ in range(2):
         job = claim(client, worker)
-        outcome = CRASHED if job["cell"]["speculative"] is None else {"result": cell_result(), "exit_code": 0}
+        outcome = CRASHED if job["spec"]["speculative"] is None else {"result": cell_result(), "exit_code": 0}
         assert complete(client, job["job_id"], worker, outcome).status_code == 200
     html = client.get(f"/matrix?sweep_id={response.json()['id']}&metric=speedup")
     assert html.status_code == 200, html.text[-2000:]
@@ -93,7 +93,7 @@ def test_a_submitted_sweeps_speculative_cell_has_its_speedup_over_the_baseline(c
     response = submit(client, sweep_body(dataset, repeats=2, baseline=True, speculative=NGRAM))
     for _ in range(4):
         job = claim(client, worker)
-        speed = 100.0 if job["cell"]["speculative"] is None else 150.0
+        speed = 100.0 if job["spec"]["speculative"] is None else 150.0
         assert complete(client, job["job_id"], worker, {"result": cell_result(tokens_per_s=speed)}).status_code == 200
     html = client.get(f"/matrix?sweep_id={response.json()['id']}&metric=speedup").text
     rows = {cells[1]: cells for _, cells in tables(html)["cells"][1:]}

@@ -10,14 +10,14 @@ import httpx
 import pytest
 
 from app.config import Settings
+from tests.browser import WIDTH
 from tests.conftest import TOKEN
 from tests.dashboards.h200 import MATRIX, imported
-from tests.factories import claim, complete, register_worker, submit, sweep_body, upload_log
+from tests.factories import register_worker, report_crash
 from tests.live import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "var" / "screenshots" / "layout"
-WIDTH = 1400
 # A CPU start that died of free memory: its log's lines run to 3,411 characters.
 CRASH_LOG = ROOT / "tests" / "data" / "crashlogs" / "own-cpu-free-memory.log"
 
@@ -27,13 +27,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = f"sqlite:///{tmp_path_factory.mktemp('layout') / 'site.db'}"
     imported(url, *MATRIX, "capture-bug/h200-capture-bug")
     with serve(Settings(database_url=url, token=TOKEN)) as base, httpx.Client(base_url=base, timeout=30) as http:
-        worker = register_worker(http)
-        body = sweep_body(ROOT / "runners" / "prompts" / "draftbench.jsonl", name="cpu-crash", repeats=1,
-                          speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
-        assert submit(http, body).status_code == 201
-        crashed = claim(http, worker)
-        assert upload_log(http, crashed["job_id"], worker, CRASH_LOG.read_text()).status_code == 204
-        assert complete(http, crashed["job_id"], worker, {"exit_code": 1, "duration_s": 3}).status_code == 200
+        report_crash(http, register_worker(http), CRASH_LOG.read_text())
         yield base
 
 
@@ -42,13 +36,6 @@ def shots() -> Path:
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True)
     return SHOTS
-
-
-@pytest.fixture
-def page(chromium):
-    tab = chromium.new_page(viewport={"width": WIDTH, "height": 1000}, java_script_enabled=False)
-    yield tab
-    tab.close()
 
 
 def _fits(page, shots: Path, name: str) -> None:

@@ -191,7 +191,7 @@ def live_server(sqlite_url: str) -> Iterator[str]:
 
 def _resolved_as_on_cpu(job: dict) -> dict[str, Any]:
     """What a CPU worker's log would say: full CUDA graphs fall back to piecewise, flagged as a downgrade."""
-    requested = job["cell"]["graph_mode"]
+    requested = job["spec"]["graph_mode"]
     ran = "PIECEWISE" if requested.startswith("FULL") else requested
     return {"resolved_backend": "CPU_ATTN", "resolved_graph_mode": ran, "graph_downgraded": ran != requested}
 
@@ -251,7 +251,7 @@ def test_a_browser_shows_the_speedup_matrix_of_a_sweep_whose_baseline_crashed(li
         worker, sweep = new_sweep(http, sweep_body(dataset, repeats=1, baseline=True,
                                                    speculative=[{"method": "ngram", "num_speculative_tokens": 3}]))
         for job in (claim(http, worker), claim(http, worker)):
-            outcome = {"exit_code": 1} if job["cell"]["speculative"] is None else {"result": cell_result(), "exit_code": 0}
+            outcome = {"exit_code": 1} if job["spec"]["speculative"] is None else {"result": cell_result(), "exit_code": 0}
             assert complete(http, job["job_id"], worker, outcome).status_code == 200
     page = chromium.new_page(viewport={"width": 1280, "height": 900})
     refused: list[str] = []

@@ -13,7 +13,7 @@ def three_cells(client, dataset):
                       repeats=1, speculative=[{"method": "draft_model", "model": "/m", "num_speculative_tokens": 3}],
                       baseline=True)
     sweep = submit(client, body).json()
-    jobs = {(j["cell"]["backend"], j["cell"]["speculative"] is None): j for j in (claim(client, worker) for _ in range(4))}
+    jobs = {(j["spec"]["backend"], j["spec"]["speculative"] is None): j for j in (claim(client, worker) for _ in range(4))}
     as_asked = {"resolved_backend": "FLASH_ATTN", "resolved_graph_mode": "FULL_AND_PIECEWISE"}
     downgraded = {"resolved_backend": "FLASHINFER", "resolved_graph_mode": "PIECEWISE", "graph_downgraded": True, "draft_eager": True}
     complete(client, jobs["FLASH_ATTN", False]["job_id"], worker, {"result": cell_result(), "resolved": as_asked, "exit_code": 0})
