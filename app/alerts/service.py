@@ -29,6 +29,8 @@ from app.workers import service as workers
 # A drop smaller than this (relative) is not an alert: the compare verdict's default change of tokens/s.
 MIN_CHANGE = DEFAULT_THRESHOLD
 METRICS = ("tokens_per_s", "acceptance")
+# Fitted on their logarithm: a slower build is slower by a factor, and the noise grows with the level.
+RELATIVE = frozenset({"tokens_per_s"})
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ def find(*, session: Session) -> list[Alert]:
             if len(points) < 4:  # a step needs two points a side
                 continue
             try:
-                drop = open_regression([v for _, v in points], min_change=MIN_CHANGE)
+                drop = open_regression([v for _, v in points], min_change=MIN_CHANGE, relative=metric in RELATIVE)
             except ValueError:  # every earlier level is 0 (a draft that never matched): nothing to drop from
                 continue
             if drop is None:
@@ -161,5 +163,6 @@ def _with(alert: Alert, ack: AlertAck | None) -> Alert:
 
 def _value(metric: str, cell: PooledCell) -> float | None:
     if metric == "tokens_per_s":
-        return cell.speed.median if cell.speed else None
+        # A cell that produced nothing has no level to fit a ratio on.
+        return cell.speed.median if cell.speed and cell.speed.median > 0 else None
     return cell.accepted / cell.draft_tokens if cell.draft_tokens else None

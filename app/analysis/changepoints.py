@@ -4,6 +4,10 @@ Pure functions, standard library only. The fit is asv's: a piecewise-constant cu
 absolute deviations plus a penalty per step, solved exactly by dynamic programming. It needs a few
 points on each side of a step; ``steps`` falls back to comparing neighbours' intervals for histories
 too short for it (two or three builds, where a pull request's history starts).
+
+A ratio-scaled metric (tokens/s: a slower host or build is slower by a factor, and its noise grows with its
+level) is fitted on its logarithm (``relative=True``), so a step is a ratio and one noisy build on a fast
+level weighs as much as one on a slow level; acceptance, in points, is fitted as it is.
 """
 
 import heapq
@@ -46,14 +50,18 @@ class Regression:
         return self.after / self.before - 1.0
 
 
-def detect_steps(values: Sequence[float], *, penalty: float | None = None, min_size: int = 2) -> tuple[Segment, ...]:
+def detect_steps(
+    values: Sequence[float], *, penalty: float | None = None, min_size: int = 2, relative: bool = False
+) -> tuple[Segment, ...]:
     """The segments of the exact minimiser of ``sum_r sum_{i in r} |y_i - mu_r| + gamma (k - 1)``.
 
     ``k`` segments of at least ``min_size`` points each (a history shorter than that is one segment),
-    ``mu_r`` the median of segment ``r``, and ``gamma = penalty`` (``default_penalty(values)`` when
-    None). A step is kept only when it lowers the total absolute deviation by more than ``gamma``;
-    with ``min_size = 2`` a single outlying build never makes a step of its own, and a change at the
-    last build waits for a second point to confirm it. Ties go to fewer steps.
+    ``mu_r`` the median of segment ``r``, and ``gamma = penalty`` (``default_penalty(values, relative)``
+    when None). With ``relative``, ``y_i = ln(values_i)`` (``penalty``, when given, is then in units of
+    ``ln``). Each segment's level is the median of its values, as they are. A step is kept only when
+    it lowers the total absolute deviation by more than ``gamma``; with ``min_size = 2`` a single
+    outlying build never makes a step of its own, and a change at the last build waits for a second
+    point to confirm it. Ties go to fewer steps.
 
     Returns
     -------
@@ -63,7 +71,7 @@ def detect_steps(values: Sequence[float], *, penalty: float | None = None, min_s
     Raises
     ------
     ValueError
-        If ``penalty`` is negative or ``min_size`` below 1.
+        If ``penalty`` is negative or ``min_size`` below 1, or with ``relative`` if a value is not positive.
 
     Notes
     -----
@@ -74,16 +82,17 @@ def detect_steps(values: Sequence[float], *, penalty: float | None = None, min_s
     """
     if min_size < 1:
         raise ValueError(f"min_size must be at least 1, got {min_size}")
-    gamma = default_penalty(values) if penalty is None else penalty
+    gamma = default_penalty(values, relative=relative) if penalty is None else penalty
     if gamma < 0:
         raise ValueError(f"penalty must be non-negative, got {gamma}")
+    fitted = _logs(values) if relative else list(values)
     n = len(values)
     if n == 0:
         return ()
     if n < 2 * min_size:
         # No room for two segments.
         return (Segment(0, n, statistics.median(values)),)
-    cost = [_costs_from(values, start) for start in range(n)]
+    cost = [_costs_from(fitted, start) for start in range(n)]
     # best[j]: the least cost of the first j points; previous[j]: where its last segment starts.
     best, previous = [0.0] + [math.inf] * n, [0] * (n + 1)
     for end in range(min_size, n + 1):
@@ -110,11 +119,12 @@ class Point:
     high: float | None
 
 
-def steps(points: Sequence[Point], min_relative: float, *, min_size: int = 2) -> list[int]:
+def steps(points: Sequence[Point], min_relative: float, *, min_size: int = 2, relative: bool = False) -> list[int]:
     """Indexes ``i`` (1 or more) where the history steps: the starts of :func:`detect_steps`'s segments
-    when there are at least ``2 * min_size`` points, else :func:`interval_steps`."""
+    (with ``relative`` as there) when there are at least ``2 * min_size`` points, else :func:`interval_steps`."""
     if len(points) >= 2 * min_size:
-        return [segment.start for segment in detect_steps([p.value for p in points], min_size=min_size)[1:]]
+        fit = detect_steps([p.value for p in points], min_size=min_size, relative=relative)
+        return [segment.start for segment in fit[1:]]
     return interval_steps(points, min_relative)
 
 
@@ -137,12 +147,13 @@ def interval_steps(points: Sequence[Point], min_relative: float) -> list[int]:
     return found
 
 
-def default_penalty(values: Sequence[float]) -> float:
+def default_penalty(values: Sequence[float], *, relative: bool = False) -> float:
     """``gamma = PENALTY_FACTOR * ln(n) * sigma``, the penalty per step.
 
     ``sigma`` is the noise scale from successive differences, which a step touches only once:
     ``1.4826 * median(|y_{i+1} - y_i|) / sqrt(2)``, and at least ``NOISE_FLOOR`` times the median
-    level. A step of size ``delta`` lasting ``m`` points saves about ``m delta`` of absolute
+    level. With ``relative``, ``y = ln(values)`` and the floor is ``NOISE_FLOOR`` itself (a relative
+    spread of that size). A step of size ``delta`` lasting ``m`` points saves about ``m delta`` of absolute
     deviation, so it is found once ``m delta > gamma``: the ``ln(n)`` grows the bar with the
     number of places a spurious step could go (Schwarz's criterion, as in Yao, Y.-C. (1988),
     "Estimating the number of change-points via Schwarz' criterion", Stat. Probab. Lett. 6).
@@ -151,19 +162,22 @@ def default_penalty(values: Sequence[float]) -> float:
     n = len(values)
     if n < 2:
         return 0.0
-    jumps = statistics.median(abs(b - a) for a, b in itertools.pairwise(values))
-    sigma = max(_MAD_TO_SD * jumps / math.sqrt(2.0), NOISE_FLOOR * abs(statistics.median(values)))
+    fitted = _logs(values) if relative else values
+    floor = NOISE_FLOOR if relative else NOISE_FLOOR * abs(statistics.median(values))
+    jumps = statistics.median(abs(b - a) for a, b in itertools.pairwise(fitted))
+    sigma = max(_MAD_TO_SD * jumps / math.sqrt(2.0), floor)
     return PENALTY_FACTOR * math.log(n) * sigma
 
 
 def open_regression(
-    values: Sequence[float], *, higher_is_better: bool = True, penalty: float | None = None, min_change: float = 0.0
+    values: Sequence[float], *, higher_is_better: bool = True, penalty: float | None = None, min_change: float = 0.0,
+    relative: bool = False,
 ) -> Regression | None:
     """The regression still open at the end of a history, or None.
 
-    From :func:`detect_steps`: the last segment's level is worse than the best level before it (the
-    latest segment at that best level when several share it) by more than ``min_change``
-    (relative). ``first_bad`` is the first point after that best segment: the first build of the
+    From :func:`detect_steps` (with ``relative`` as there): the last segment's level is worse than the
+    best level before it (the latest segment at that best level when several share it) by more than
+    ``min_change`` (relative). ``first_bad`` is the first point after that best segment: the first build of the
     drop, even when the level fell in several steps since. Tokens/s and acceptance are higher-is-better.
 
     Raises
@@ -171,7 +185,7 @@ def open_regression(
     ValueError
         From :func:`detect_steps`, or if the best level is 0 (no relative change to speak of).
     """
-    segments = detect_steps(values, penalty=penalty)
+    segments = detect_steps(values, penalty=penalty, relative=relative)
     if len(segments) < 2:
         return None
     sign = 1.0 if higher_is_better else -1.0
@@ -184,6 +198,12 @@ def open_regression(
     if sign * (last.level - best.level) / abs(best.level) >= -min_change:
         return None
     return Regression(first_bad=best.end, before=best.level, after=last.level)
+
+
+def _logs(values: Sequence[float]) -> list[float]:
+    if any(v <= 0 for v in values):
+        raise ValueError("a relative fit needs positive values")
+    return [math.log(v) for v in values]
 
 
 def _costs_from(values: Sequence[float], start: int) -> list[float]:

@@ -33,8 +33,8 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
         frame["committed_at"] = frame["build"].map(data.commit_dates(session=session, builds=set(frame["build"])))
         for (gpu, method, backend, mode), group in frame.groupby(["gpu_kind", "method", "backend", "graph_mode"], sort=True):
             group = _placed(group.copy())
-            group["acceptance_change"] = _flags(group, "acceptance", MIN_ACCEPTANCE_CHANGE)
-            group["speed_change"] = _flags(group, "tokens_per_s", MIN_SPEED_CHANGE)
+            group["acceptance_change"] = _flags(group, "acceptance", MIN_ACCEPTANCE_CHANGE, relative=False)
+            group["speed_change"] = _flags(group, "tokens_per_s", MIN_SPEED_CHANGE, relative=True)
             series.append((f"{gpu} {method} {backend} {mode}", group))
     if format == "csv":
         return render.csv(frame if not series else _concat(series), "history")
@@ -52,13 +52,14 @@ def _placed(group: pd.DataFrame) -> pd.DataFrame:
     return group.sort_values("when", na_position="first")
 
 
-def _flags(group: pd.DataFrame, column: str, minimum: float) -> list[bool]:
+def _flags(group: pd.DataFrame, column: str, minimum: float, *, relative: bool) -> list[bool]:
     """Change points of one column of a series in run order, over the runs that measured it (a build whose
-    cells all died is skipped, so the builds either side of it are compared)."""
+    cells all died is skipped, so the builds either side of it are compared); ``relative`` as the alerts
+    fit the same metric (``app.analysis.changepoints``)."""
     measured = [(i, Point(float(v), known_float(low), known_float(high)))
                 for i, (v, low, high) in enumerate(zip(group[column], group[f"{column}_low"], group[f"{column}_high"], strict=True))
-                if known_float(v) is not None]
-    changed = {measured[k][0] for k in steps([p for _, p in measured], minimum)}
+                if known_float(v) is not None and (v > 0 or not relative)]
+    changed = {measured[k][0] for k in steps([p for _, p in measured], minimum, relative=relative)}
     return [i in changed for i in range(len(group))]
 
 

@@ -90,6 +90,32 @@ def test_a_small_drop_below_min_change_is_ignored() -> None:
     assert open_regression([100, 100, 99, 99], penalty=0.1) == Regression(2, 100.0, 99.0)
 
 
+def test_a_relative_fit_finds_the_drop_one_noisy_fast_build_hides_from_the_linear_fit() -> None:
+    # Tokens/s of one CPU cell on five builds, the last two slowed (a fresh-clone CI run read 1326 and 866 for
+    # two identical builds). Linear: jumps 460, 434, 1093, 7, median 447, sigma 1.4826 x 447 / sqrt 2 = 468.6,
+    # gamma = 2.5 ln 5 x 468.6 = 1885.6; one segment (median 866) costs 460 + 0 + 434 + 659 + 666 = 2219, the
+    # split after 1300 costs 26 + 434 + 0 + 3.5 + 3.5 = 467 + gamma = 2352.6: no step.
+    values = [1326, 866, 1300, 207, 200]
+    assert open_regression(values) is None
+    # On ln: jumps 0.4260, 0.4062, 1.8374, 0.0344, median 0.4161, sigma 0.4363, gamma 1.7553; one segment
+    # costs 3.7290, the split 0.4604 + 1.7553 = 2.2157: the drop from 1300 to 203.5 (the medians of the values).
+    assert open_regression(values, relative=True) == Regression(first_bad=3, before=1300, after=203.5)
+
+
+def test_a_relative_fit_floors_its_noise_at_a_relative_spread() -> None:
+    # Constant at 1000: no jumps, so sigma is the floor 0.005 itself (not 0.005 x ln 1000).
+    assert default_penalty([1000.0] * 4, relative=True) == pytest.approx(2.5 * math.log(4) * 0.005)
+    with pytest.raises(ValueError, match="positive"):
+        detect_steps([10.0, 0.0, 10.0, 10.0], relative=True)
+
+
+def test_seeded_multiplicative_noise_alone_has_no_relative_step() -> None:
+    # Host noise of 20 % (log-normal) on a 1000 tok/s cell: no step in any of 50 seeded histories of 50.
+    rng = random.Random(11)
+    histories = [[1000 * math.exp(rng.gauss(0, 0.2)) for _ in range(50)] for _ in range(50)]
+    assert sum(len(detect_steps(h, relative=True)) > 1 for h in histories) == 0
+
+
 def test_seeded_noise_with_a_ten_percent_drop() -> None:
     rng = random.Random(12)
     values = [100 + rng.gauss(0, 1) for _ in range(40)] + [90 + rng.gauss(0, 1) for _ in range(10)]
