@@ -4,8 +4,10 @@ read so that none can show what it points to, block the reader or exhaust it.
 A folder is resolved with ``realpath`` once; below it every step is opened with ``O_NOFOLLOW``, so a
 symbolic link anywhere (``cells/c0000-r0`` as well as ``cell.log``) is refused, not followed out to
 ``/proc/self/environ`` or ``/etc/passwd``. Only regular files are read (``fstat`` on the open file: a
-FIFO would block the read, a device never ends), and none past the limits the service holds a worker's
-uploads to. Every refusal is a FileRefused naming the file and why.
+FIFO would block the read, a device never ends), none with a second hard link (it is the same file as
+one elsewhere, which ``realpath`` cannot tell: a host's ``ln /etc/shadow cells/c0000-r0/cell.log``), and
+none past the limits the service holds a worker's uploads to. Every refusal is a FileRefused naming the
+file and why.
 """
 
 import os
@@ -127,6 +129,8 @@ def _read_open(fd: int, name: Path, limit: Limit) -> Content:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         raise FileRefused(f"{name}: {_a(_kind(info.st_mode))}, not a regular file")
+    if info.st_nlink > 1:
+        raise FileRefused(f"{name}: a file with {info.st_nlink} hard links, so the same file as one elsewhere{_NEVER_FOLLOWED}")
     if info.st_size > limit.bytes:
         raise FileRefused(f"{name}: {info.st_size} bytes, over the limit of {limit.bytes} ({limit.setting})")
     chunks, size = [], 0

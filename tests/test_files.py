@@ -36,6 +36,16 @@ def test_absent_is_none_and_anything_but_a_regular_file_is_refused(tmp_path: Pat
         files.read_inside(tmp_path, "../etc/passwd", limit=LIMIT)
 
 
+def test_a_hard_link_is_refused_since_it_is_the_same_file_as_one_outside(tmp_path: Path) -> None:
+    (tmp_path / "outside").write_text("secret")
+    (tmp_path / "run").mkdir()
+    os.link(tmp_path / "outside", tmp_path / "run" / "cell.log")
+    with pytest.raises(files.FileRefused, match=r"cell.log: a file with 2 hard links, so the same file as one elsewhere"):
+        files.read_inside(tmp_path / "run", "cell.log", limit=LIMIT)
+    (tmp_path / "outside").unlink()  # the last name left: an ordinary file again
+    assert files.read_inside(tmp_path / "run", "cell.log", limit=LIMIT).data == b"secret"
+
+
 def test_a_file_is_read_up_to_its_limit_and_refused_past_it(tmp_path: Path) -> None:
     (tmp_path / "exit.json").write_bytes(b"x" * 100)
     assert len(files.read_inside(tmp_path, "exit.json", limit=LIMIT).data) == 100
