@@ -112,6 +112,16 @@ def test_alarms_page_and_its_history_link(site: str, page, shots: Path) -> None:
     _shot(page, shots, "history")
 
 
+def test_the_capture_bug_build_against_the_unpatched_one_cell_by_cell(site: str, page) -> None:
+    # The two builds ran their FLASHINFER cells with other rounds and sweep names: they compare by what they measured.
+    page.goto(f"{site}/compare?base_build=vllm-0.26.0&head_build=vllm-0.26.0-fi-full")
+    rows = {r.locator("td").nth(4).inner_text(): r.inner_text() for r in page.locator("#changes tr").all()[1:]}
+    assert sorted(rows) == ["FULL_AND_PIECEWISE", "FULL_DECODE_ONLY", "NONE"], rows
+    for graphed in ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY"):
+        assert rows[graphed].startswith("worse") and "-9.0 points [" in rows[graphed], rows[graphed]
+    assert rows["NONE"].startswith("undecided") and "-9.0 points" not in rows["NONE"]
+
+
 def test_compare_and_crashes(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/compare?base_build=vllm-0.26.0-fi-full&head_build=vllm-0.26.0-fi-full")
     assert page.locator("#changes tr").count() == 1 + 3
