@@ -37,6 +37,10 @@ class Settings(BaseSettings):
     allowed_dataset_roots: Annotated[list[str], NoDecode] = []
     # Authenticated writes per token and minute, per service process; 0 turns the limit off.
     rate_limit_per_minute: int = 600
+    # Failed authentications per client address and minute, counted before any secret is looked at;
+    # 0 turns it off. Far below the writes' limit: a client holding a token does not fail thirty
+    # times a minute, and a guesser gets no more tries than that.
+    failed_auth_per_minute: int = 30
     # Proxies (addresses or CIDR networks, comma separated or a JSON list) whose X-Forwarded-For is
     # read for the client's address (app.auth.addresses). Empty trusts no forwarded header.
     trusted_proxies: Annotated[list[IPv4Network | IPv6Network], NoDecode] = []

@@ -35,8 +35,8 @@ def authenticate(
     429, the right secret too, so guessing cannot go faster than the limit.
     """
     settings: Settings = request.app.state.settings
-    limiter = request.app.state.rate_limiter
-    key = f"failed-auth:{addresses.client_key(request, trusted=settings.trusted_proxies)}"
+    limiter = request.app.state.failed_auth_limiter
+    key = addresses.client_key(request, trusted=settings.trusted_proxies)
     wait = limiter.wait(key)
     if wait:
         raise HTTPException(

@@ -57,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessionmaker = db.make_sessionmaker(engine)
     app.state.finished_sweeps = FinishedSweeps()
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
+    app.state.failed_auth_limiter = RateLimiter(settings.failed_auth_per_minute)
     app.state.metrics = Metrics(sessions=app.state.sessionmaker, lease_seconds=settings.lease_seconds)
     app.add_middleware(AdmissionMiddleware, limit=db.POOL_SIZE)
     app.add_middleware(BodyLimitMiddleware, max_body=settings.max_body_bytes, max_log=settings.max_log_bytes)

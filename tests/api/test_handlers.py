@@ -76,7 +76,7 @@ def test_json_nested_past_pythons_recursion_limit_is_422_not_400(client) -> None
 
 
 def test_guessing_tokens_is_rate_limited_per_client(make_client) -> None:
-    limited = make_client(rate_limit_per_minute=5)
+    limited = make_client(failed_auth_per_minute=5)
     wrong = {"Authorization": "Bearer dbk_guess"}
     answers = [limited.post("/api/v1/sweeps", json={}, headers=wrong).status_code for _ in range(7)]
     assert answers[:5] == [401] * 5 and answers[5:] == [429, 429]

@@ -51,7 +51,8 @@ def _seed(client: TestClient) -> None:
 _FOLDER = tempfile.TemporaryDirectory(prefix="draftbench-schemathesis-")
 APP = create_app(
     # No rate limit: 429s would stop requests before the handlers they are meant to reach.
-    Settings(database_url=f"sqlite:///{Path(_FOLDER.name) / 'draftbench.db'}", token=TOKEN, rate_limit_per_minute=0)
+    Settings(database_url=f"sqlite:///{Path(_FOLDER.name) / 'draftbench.db'}", token=TOKEN, rate_limit_per_minute=0,
+             failed_auth_per_minute=0)
 )
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 

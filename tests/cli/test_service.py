@@ -47,7 +47,7 @@ def _serving(database_url: str, **env: str) -> Iterator[str]:
 
 def test_serve_takes_no_forwarded_for_from_loopback_by_default(db_url: str) -> None:
     # uvicorn's proxy headers trusted 127.0.0.1: each forged X-Forwarded-For got a fresh bucket.
-    with _serving(db_url, DRAFTBENCH_RATE_LIMIT_PER_MINUTE="2") as url:
+    with _serving(db_url, DRAFTBENCH_FAILED_AUTH_PER_MINUTE="2") as url:
         codes = [
             httpx.post(f"{url}/api/v1/workers", json={}, timeout=10,
                        headers={"Authorization": "Bearer dbk_guess", "X-Forwarded-For": f"198.51.100.{n}"}).status_code
