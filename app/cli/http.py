@@ -28,6 +28,10 @@ class Api:
         if url is None or url.scheme not in ("http", "https") or not url.host:
             raise CliError(f"the service's address must be an http:// or https:// URL with a host, got {self.server!r} "
                            "(--server or DRAFTBENCH_SERVER)")
+        if token is not None and url.userinfo:
+            # httpx sends a URL's userinfo as Basic authentication, in place of the bearer token.
+            raise CliError(f"the service's address {self.server!r} carries credentials before its host, which would "
+                           "be sent in place of the token: give the address without them (--server or DRAFTBENCH_SERVER)")
         headers = {"Authorization": f"Bearer {token.strip()}"} if token is not None else {}
         self._http = httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=timeout_s)
 
