@@ -355,8 +355,11 @@ def peer(folders: list[tuple[str, Path]], rows: list[Cell], serve_rows: list[Cel
             speeds = [r["num_requests"] * r["draftbench"]["output_len"] / r["elapsed_time"]
                       for r in runs if not r["draftbench"]["discarded"]]
             mid = statistics.median(speeds)
-            raw = next(cell.result.raw for cell in rows
-                       if cell.batch == batch and cell.sweep.startswith("h200-peer") and cell.job.backend == spec["backend"])
+            raw = next((cell.result.raw for cell in rows
+                        if cell.batch == batch and cell.sweep.startswith("h200-peer") and cell.job.backend == spec["backend"]), None)
+            if raw is None:
+                raise SystemExit(f"--peer {batch}={folder}: batch {batch} holds no h200-peer cell on {spec['backend']} for {check.name} "
+                                 "to stand beside (give that batch's database with --more)")
             found = median_interval(_speeds(raw))
             print(f"| {batch} | {spec['backend']} | {found.median:.0f} [{found.low:.0f}, {found.high:.0f}] {found.confidence:.1%} | "
                   f"{(found.high - found.low) / 2 / found.median:.0%} | {mid:.0f} ({min(speeds):.0f}-{max(speeds):.0f}) | "
@@ -372,8 +375,12 @@ def peer(folders: list[tuple[str, Path]], rows: list[Cell], serve_rows: list[Cel
             n = saved["completed"]
             tool = (saved["spec_decode_num_drafts"], saved["spec_decode_draft_tokens"], saved["spec_decode_accepted_tokens"])
             mine = (scraped["num_drafts"], scraped["num_draft_tokens"], scraped["num_accepted_tokens"])
-            cell = next(c.result for c in serve_rows
-                        if c.sweep == "h200-serving" and c.job.backend == spec["backend"] and c.job.concurrency == spec["concurrency"])
+            cell = next((c.result for c in serve_rows
+                         if c.sweep == "h200-serving" and c.job.backend == spec["backend"] and c.job.concurrency == spec["concurrency"]),
+                        None)
+            if cell is None:
+                raise SystemExit(f"--peer {batch}={folder}: no h200-serving cell on {spec['backend']} at {spec['concurrency']} "
+                                 f"clients for {check.name} to stand beside")
             stored = (cell.num_drafts, cell.num_draft_tokens, cell.num_accepted_tokens)
             for source, requests, counts in (("vllm bench serve (its file)", n, tool),
                                              ("the server's /metrics, read around it", n, mine),
