@@ -56,8 +56,22 @@ def install(app: FastAPI) -> None:
         # A value the database refuses that validation let through: SQLite's driver raises OverflowError
         # (an integer beyond 64 bits), PostgreSQL a DataError (out of range, too long, a NUL). Bad input,
         # not a server fault; the schemas (app.schemas.text, app.schemas.physical) mean to catch it first.
+        # An OverflowError of our own arithmetic is a fault, and answered as one, not blamed on the input.
+        if isinstance(exc, OverflowError) and not _raised_through_the_database(exc):
+            log.error("failed %s %s", request.method, request.url.path, exc_info=exc)
+            return JSONResponse({"detail": "internal server error"}, status_code=status.HTTP_500_INTERNAL_SERVER_ERROR)
         log.warning("refused %s %s: %s", request.method, request.url.path, str(exc).splitlines()[0])
         return JSONResponse({"detail": [database_refusal(exc, request)]}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+
+def _raised_through_the_database(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside SQLAlchemy's call of the driver (a parameter the driver cannot bind)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__", "").startswith("sqlalchemy."):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def database_refusal(exc: Exception, request: Request | None = None) -> dict:

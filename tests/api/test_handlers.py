@@ -173,3 +173,21 @@ def test_a_nul_in_a_filter_postgresql_cannot_compare_is_answered_naming_it(pg_ur
     finally:
         app.state.engine.dispose()
     assert response.status_code == 422 and response.json()["detail"][0]["loc"] == loc
+
+
+def test_an_overflow_in_the_driver_is_the_inputs_and_one_in_our_arithmetic_is_a_fault(tmp_path) -> None:
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'overflow.db'}", token=TOKEN))
+
+    def past_64_bits() -> None:
+        with db.make_sessionmaker(app.state.engine)() as session:
+            session.get(Sweep, 2**64)  # sqlite3 cannot bind it: OverflowError inside SQLAlchemy's execute
+
+    def our_arithmetic() -> None:
+        2.0**5000  # noqa: B018 (the fault under test)
+
+    app.add_api_route("/driver", past_64_bits)
+    app.add_api_route("/arithmetic", our_arithmetic)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        refused = client.get("/driver")
+        assert refused.status_code == 422 and "out of the range the database stores" in refused.text
+        assert client.get("/arithmetic").status_code == 500
