@@ -4,7 +4,8 @@ The history is written straight into a fresh database (bulk inserts, not the API
 through the worker protocol would take hours): ``--builds`` builds, each with ``--sweeps`` sweeps of
 3 GPU kinds x 3 backends x 4 graph modes x 3 methods, ``--repeats`` repeats each, five rounds per result
 with an order-statistic interval, a capture bug in one build in eight (acceptance 0.91 against 1.00
-eager), 5 % crashed cells spread over a dozen signatures with logs, the newest crash of ``--big-logs`` of
+eager), the B200's draft_model cells calibration cells (synthetic acceptance asked at 0.8/0.5/0.3), 5 % crashed
+cells spread over a dozen signatures with logs, the newest crash of ``--big-logs`` of
 them with a log of ``--log-mib`` MiB (DRAFTBENCH_MAX_LOG_BYTES by default). Then each view is requested
 ``--requests`` times in one process (TestClient, no network), the first request of each left out: it
 holds the one-time work (compiled SQL and templates, the first drawing of a figure), not the steady state;
@@ -28,6 +29,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import insert
 
 from app import db
+from app.analysis.acceptance import calibration_misses, per_position
 from app.api.main import create_app
 from app.config import Settings
 from app.crashes.excerpt import excerpt
@@ -38,6 +40,7 @@ GPUS = ["H200", "H100", "B200"]
 BACKENDS = ["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"]
 MODES = ["NONE", "PIECEWISE", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 METHODS = ["draft_model", "dflash", "eagle3"]
+CALIBRATION = {"gpu": "B200", "method": "draft_model", "rates": [0.8, 0.5, 0.3]}
 VIEWS = {
     "index": "/",
     "fallback": "/fallback",
@@ -46,6 +49,7 @@ VIEWS = {
     "alarms": "/alarms",
     "compare (two builds)": "/compare?base_build={old}&head_build={new}",
     "history (one cell)": "/history?gpu_kind=H200&method=dflash&backend=FLASHINFER&graph_mode=FULL_AND_PIECEWISE",
+    "calibration": "/calibration",
     "crashes": "/crashes",
     "api alarms": "/api/v1/alarms",
 }
@@ -82,7 +86,11 @@ def seed(url: str, *, builds: int, sweeps: int, repeats: int, big_logs: int = 0,
                 for backend in BACKENDS:
                     for mode in MODES:
                         for method in METHODS:
-                            config = {"model": "/m/target", "speculative": {"method": method, "num_speculative_tokens": 3},
+                            asked = CALIBRATION["rates"] if (gpu, method) == (CALIBRATION["gpu"], CALIBRATION["method"]) else None
+                            speculative = {"method": method, "num_speculative_tokens": 3}
+                            if asked:
+                                speculative |= {"rejection_sample_method": "synthetic", "synthetic_acceptance_rates": asked}
+                            config = {"model": "/m/target", "speculative": speculative,
                                       "workload": {"dataset": "draftbench", "num_prompts": 32}, "build": build,
                                       "gpu_kind": gpu, "backend": backend, "graph_mode": mode, "env": {}, "mode": "offline"}
                             for r in range(repeats):
@@ -104,11 +112,16 @@ def seed(url: str, *, builds: int, sweeps: int, repeats: int, big_logs: int = 0,
                                 tokens = 30_000
                                 accepted = int(tokens * min(1.0, rate + rng.gauss(0, 0.005)))
                                 speed = (3000 + 1000 * MODES.index(mode)) * (0.6 if down else 1.0) * rng.uniform(0.9, 1.1)
+                                positions = _positions(accepted, tokens // 3)
                                 rows.append({"job_id": job_id, "engine_start_s": 40.0, "generation_s": 10.0, "num_requests": 32,
                                              "output_tokens": 4096, "tokens_per_s": speed, "tokens_per_s_low": speed * 0.93,
                                              "tokens_per_s_high": speed * 1.06, "requests_per_s": 3.0, "rounds": 5,
                                              "num_drafts": tokens // 3, "num_draft_tokens": tokens, "num_accepted_tokens": accepted,
-                                             "accepted_per_position": _positions(accepted, tokens // 3),
+                                             "accepted_per_position": positions,
+                                             # None as the service stores it for a cell that asked for no rates: JSON null.
+                                             "expected_per_position": asked,
+                                             "calibration_miss": any(calibration_misses(asked, per_position(positions, tokens // 3)))
+                                             if asked else None,
                                              "acceptance_rate": accepted / tokens, "mean_acceptance_length": 1 + 3 * accepted / tokens,
                                              "output_fingerprint": "f" * 16, "resolved_backend": backend,
                                              "resolved_graph_mode": "PIECEWISE" if down else mode, "graph_downgraded": down,

@@ -1,11 +1,13 @@
-"""Pooled cells and comparisons as pages read them, and as pandas DataFrames: the one place pages read
-``app.cells`` and ``app.comparisons``. Pages of sweeps, crashes, workers and alerts call those services."""
+"""Pooled cells, calibration cells and comparisons as pages read them, and as pandas DataFrames: the one place pages
+read ``app.cells`` and ``app.comparisons``. Pages of sweeps, crashes, workers and alerts call those services."""
 
 import pandas as pd
 from sqlalchemy.orm import Session
 
 from app.alarms.service import Alarm
+from app.cells import calibration as calibration_cells
 from app.cells import service as cell_service
+from app.cells.calibration import CalibrationCell
 from app.cells.pooling import PooledCell
 from app.cells.scope import CellScope
 from app.comparisons import service as comparisons
@@ -14,6 +16,10 @@ from app.workers import service as workers
 
 def cells(*, session: Session, scope: CellScope) -> list[PooledCell]:
     return cell_service.load(session=session, scope=scope)
+
+
+def calibration(*, session: Session, scope: CellScope) -> list[CalibrationCell]:
+    return calibration_cells.load(session=session, scope=scope)
 
 
 def recent_builds(*, session: Session) -> tuple[str, ...]:
@@ -65,6 +71,25 @@ def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None
             "sweeps": " ".join(str(s) for s in c.sweep_ids), "jobs": " ".join(str(j) for j in c.job_ids),
             "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
         })
+    return pd.DataFrame(rows)
+
+
+def calibration_frame(found: list[CalibrationCell]) -> pd.DataFrame:
+    """One row per position of each calibration cell: the rate asked for, the measured ``A_i / D`` with its Wilson
+    95 % interval, the counts behind it, the miss, and what was pooled (``app.cells.calibration``)."""
+    rows = []
+    for c in found:
+        for p in c.positions:
+            rate, low, high = _triple(p.measured)
+            rows.append({
+                "cell": c.label, "build": c.cell.build, "gpu_kind": c.cell.gpu_kind, "method": c.cell.label,
+                "backend": c.cell.backend, "graph_mode": c.cell.graph_mode, "position": p.number,
+                "expected": p.expected, "measured": rate, "measured_low": low, "measured_high": high,
+                "accepted": p.accepted, "drafts": p.drafts, "miss": p.miss, "starts": c.starts, "rounds": c.rounds,
+                "starts_missed": c.starts_missed, "sweeps": " ".join(str(s) for s in c.cell.sweep_ids),
+                "jobs": " ".join(str(j) for j in c.cell.job_ids), "vllm_version": ", ".join(sorted(c.cell.vllm_versions)),
+                "ran_at": c.cell.ran_at,
+            })
     return pd.DataFrame(rows)
 
 

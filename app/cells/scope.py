@@ -2,9 +2,10 @@
 
 from dataclasses import dataclass
 
-from sqlalchemy import Select
+from sqlalchemy import ColumnElement, Select, String, cast, exists
+from sqlalchemy.orm import aliased
 
-from app.models import Job
+from app.models import Job, Result
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,9 @@ class CellScope:
     method: str | None = None
     backend: str | None = None
     graph_mode: str | None = None
+    # Only calibration cells: jobs whose result stored the per-position rates it asked for (synthetic acceptance).
+    # Their baselines are not read, so such cells have no speedup or lossless share.
+    calibration: bool = False
 
     def describe(self) -> str:
         """Where the cells come from, in words: ``sweep 3``, ``build vllm-0.26.0``..."""
@@ -38,5 +42,16 @@ class CellScope:
                 stmt = stmt.where(column == value)
         if self.builds is not None:
             stmt = stmt.where(Job.build.in_(self.builds))
+        if self.calibration:
+            # Correlated, so a database looks up the result of each job in scope, never reads every result stored;
+            # on an alias, since the statement may join the results itself.
+            result = aliased(Result)
+            stmt = stmt.where(exists().where(result.job_id == Job.id, _asked_rates(result)))
         return stmt
+
+
+def _asked_rates(result: type[Result]) -> ColumnElement[bool]:
+    """Results that stored the rates they asked for. The JSON column holds an ordinary cell's None as JSON ``null``
+    (``IS NOT NULL`` matches every row), and rows from before migration 0006 as SQL NULL (which ``!=`` never matches)."""
+    return cast(result.expected_per_position, String) != "null"
 

@@ -10,8 +10,9 @@ import httpx
 import pytest
 
 from app.config import Settings
+from tests.browser import WIDTH
 from tests.conftest import TOKEN
-from tests.dashboards.h200 import MATRIX, imported
+from tests.dashboards.h200 import MATRIX, copy_of, imported
 from tests.factories import claim, complete, register_worker, report_crash, submit, sweep_body, upload_log
 from tests.live import serve
 
@@ -132,3 +133,46 @@ def test_compare_and_crashes(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/fallback?build=nothing-here")
     assert page.locator("#empty").count() == 1
     _shot(page, shots, "empty")
+
+
+@pytest.fixture(scope="module")
+def calibration_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The proof's database (its temperature-1 calibration cells missed every position) with batch 4's calibration
+    sweep at temperature 1 imported beside it: one config, two sweeps of one build, pooled unless a sweep is named."""
+    url = copy_of("proof", tmp_path_factory.mktemp("calibration"))
+    imported(url, "batch4/h200-calibration-t1")
+    with serve(Settings(database_url=url, token=TOKEN)) as base:
+        yield base
+
+
+def _sweep(site: str, name: str) -> int:
+    """The newest sweep of that name."""
+    return max(s["id"] for s in httpx.get(f"{site}/api/v1/sweeps").json() if s["name"] == name)
+
+
+def test_calibration_shows_asked_against_measured_and_flags_each_miss(calibration_site: str, page, shots: Path) -> None:
+    page.goto(f"{calibration_site}/calibration?sweep_id={_sweep(calibration_site, 'h200-calibration-t1')}")
+    cells = page.locator("section.calibration-cell")
+    assert cells.count() == 4 and "No miss" in page.locator("#headline").inner_text()
+    # FLASH_ATTN asked 0.8 at position 1 and accepted 15192 of 18938 drafts: 0.802 [0.796, 0.808].
+    cell = cells.filter(has_text="FLASH_ATTN · FULL_AND_PIECEWISE").filter(has_text="asked 0.8/0.5/0.3")
+    assert cell.locator("table tr").nth(1).inner_text().split("\t") == ["1", "0.800", "0.802 [0.796, 0.808]", "15192 / 18938", "no"]
+    assert "1 engine start (job" in cell.locator(".pooled").inner_text() and cell.locator("figure svg").count() == 1
+    assert page.locator(".badge.alarm").count() == 0
+    # The proof's temperature-1 cells: every position's interval excludes the rate asked for.
+    page.goto(f"{calibration_site}/calibration?sweep_id=2")
+    assert "4 of 4 calibration cell(s) miss a rate asked for" in page.locator("#headline").inner_text()
+    assert page.locator("section.calibration-cell h2 .badge.alarm").count() == 4
+    assert page.locator("table.positions tr.alarm").count() == 12
+    first = page.locator("table.positions tr.alarm").first.inner_text().split("\t")
+    assert first[1] == "0.800" and first[2].startswith("0.816 [") and first[4] == "yes"
+    # Both sweeps pooled: one start of the two missed on its own counts, and the pooled cell misses.
+    page.goto(f"{calibration_site}/calibration")
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+    assert "Starts that missed on their own counts: 1 of 2." in page.locator("section.calibration-cell").last.inner_text()
+    # Printed to 3 decimals, FLASHINFER's pooled third position would read [0.200, 0.210] against an asked 0.200 and
+    # still be a miss: it gets the decimals that show why.
+    pooled = cells.filter(has_text="FLASHINFER · FULL_AND_PIECEWISE").filter(has_text="asked 0.9/0.6/0.2 · vllm-0.26.0")
+    row = pooled.filter(has_text="(h200-calibration-t1)").locator("table tr").nth(3).inner_text().split("\t")
+    assert row == ["3", "0.2000", "0.2050 [0.2003, 0.2097]", "5859 / 28587", "yes"]
+    _shot(page, shots, "calibration")

@@ -93,3 +93,16 @@ def test_each_page_csv_names_the_hostile_build_and_version_as_text(client: TestC
     assert {r["resolved_graph_mode"] for r in fallback if r["runs"] != "0" and r["ran"] != "0"} == {"'" + RESOLVED}
     # Numbers stay numbers: a negative difference is written as one.
     assert float(alarm["difference"]) < 0
+
+
+def test_the_calibration_csv_holds_no_formula(client: TestClient, dataset) -> None:
+    worker = register_worker(client, builds=BUILDS[:1])
+    synthetic = {"method": "draft_model", "model": "/m", "num_speculative_tokens": 3, "rejection_sample_method": "synthetic",
+                 "synthetic_acceptance_rates": [0.8, 0.5, 0.3]}
+    assert submit(client, sweep_body(dataset, name=SWEEP, build=BUILDS[0], repeats=1, speculative=[synthetic])).status_code == 201
+    job = claim(client, worker)
+    result = cell_result() | {"versions": {"vllm": VLLM, "gpu_name": GPU}}
+    assert complete(client, job["job_id"], worker, {"result": result, "exit_code": 0}).status_code == 200
+    rows = _cells(client, "/calibration", build=BUILDS[0])
+    assert len(rows) == 3 and not [(k, v) for row in rows for k, v in row.items() if _runnable(v) or _runnable(k)]
+    assert {(r["build"], r["vllm_version"]) for r in rows} == {("'" + BUILDS[0], "'" + VLLM)}

@@ -26,6 +26,8 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
 BAD = [
     ("/matrix?graph_mode=FULL_GRAPH", "graph_mode", "FULL_GRAPH", allowed(GraphMode)),
     ("/fallback?backend=FA3", "backend", "FA3", allowed(AttentionBackend)),
+    ("/calibration?graph_mode=FULL_GRAPH", "graph_mode", "FULL_GRAPH", allowed(GraphMode)),
+    ("/calibration?format=xlsx", "format", "xlsx", ["html", "csv"]),
     ("/matrix?metric=colour", "metric", "colour", list(METRICS)),
     ("/history?format=pdf", "format", "pdf", ["html", "csv"]),
     ("/alarms?min_effect=2", "min_effect", "2", ["less than or equal to 1"]),

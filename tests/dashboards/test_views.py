@@ -12,7 +12,7 @@ from tests.conftest import AUTH, TOKEN
 from tests.dashboards.h200 import MATRIX, copy_of, imported
 from tests.dashboards.test_pages import tables
 
-PAGES = ["/", "/fallback", "/matrix", "/alarms", "/compare", "/history", "/crashes"]
+PAGES = ["/", "/fallback", "/matrix", "/alarms", "/compare", "/history", "/calibration", "/crashes"]
 
 
 def _client(url: str) -> Iterator[TestClient]:
@@ -187,7 +187,7 @@ def tables_free_text(html: str) -> str:
 def test_a_submitted_form_with_every_field_blank_is_no_filter(h200: TestClient) -> None:
     # A GET form sends every field; the blank ones once failed their bounds check on None (a 500).
     blank = "sweep_id=&build=&gpu_kind=&method=&backend=&graph_mode="
-    for page in ["/matrix", "/fallback", "/alarms?min_effect=", "/history", "/crashes", "/compare?base=&head="]:
+    for page in ["/matrix", "/fallback", "/alarms?min_effect=", "/history", "/calibration", "/crashes", "/compare?base=&head="]:
         response = h200.get(f"{page}{'&' if '?' in page else '?'}{blank}")
         assert response.status_code == 200, (page, response.text[:300])
 

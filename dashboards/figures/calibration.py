@@ -1,0 +1,66 @@
+"""A calibration cell's per-position rates: asked against measured with its 95 % interval, and measured minus asked,
+misses in red."""
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from dashboards.figures import drawable, to_svg, whiskers
+
+HELD, MISSED, ASKED = "#4c72b0", "#c44e52", "#222222"
+# The least half-height of the difference panel: a calibrated cell's differences (a few thousandths) read as
+# small against it, not as a panel of noise.
+MIN_DIFFERENCE = 0.02
+
+
+def calibration(positions: Sequence) -> str | None:
+    """``positions``: ``app.cells.calibration.Position`` of one cell. Left: the rate asked for (a bar) and the
+    measured ``A_i / D`` with its Wilson 95 % interval per position; right: measured minus asked with the same interval
+    moved by the asked rate, so a whisker that leaves the zero line is a miss. None when nothing was asked or measured."""
+    points = tuple(
+        (p.number, drawable(p.expected), *((drawable(v) for v in p.measured) if p.measured else (None, None, None)), p.miss)
+        for p in positions
+    )
+    if not any(expected is not None or rate is not None for _, expected, rate, _, _, _ in points):
+        return None
+    return _draw(points)
+
+
+@lru_cache(maxsize=256)
+def _draw(points: tuple[tuple[int, float | None, float | None, float | None, float | None, bool], ...]) -> str:
+    # Fixed margins, not a layout engine (it measures every label twice: most of a drawing's time); the saved
+    # figure is cropped to what it holds.
+    fig = Figure(figsize=(7.6, 3.3))
+    rates, differences = fig.subplots(1, 2, gridspec_kw={"left": 0.09, "right": 0.99, "top": 0.97, "bottom": 0.27,
+                                                        "wspace": 0.32})
+    for number, expected, rate, low, high, miss in points:
+        colour = MISSED if miss else HELD
+        if expected is not None:
+            rates.plot([number - 0.3, number + 0.3], [expected, expected], color=ASKED, linewidth=2)
+        if rate is not None:
+            rates.errorbar([number], [rate], yerr=whiskers([rate], [low], [high]), fmt="o", color=colour, capsize=4)
+        if rate is not None and expected is not None:
+            # The asked rate is a constant: the difference's interval is the measured one moved by it.
+            diff, diff_low, diff_high = (v - expected if v is not None else None for v in (rate, low, high))
+            differences.errorbar([number], [diff], yerr=whiskers([diff], [diff_low], [diff_high]), fmt="o", color=colour,
+                                 capsize=4)
+    numbers = [p[0] for p in points]
+    for ax in (rates, differences):
+        ax.set_xticks(numbers)
+        ax.set_xlim(min(numbers) - 0.6, max(numbers) + 0.6)
+        ax.set_xlabel("draft position")
+    rates.set_ylim(0, 1.05)
+    rates.set_ylabel("acceptance rate $A_i / D$")
+    differences.axhline(0, color=ASKED, linewidth=1, linestyle="--")
+    low, high = differences.get_ylim()
+    reach = max(abs(low), abs(high), MIN_DIFFERENCE)
+    differences.set_ylim(-reach, reach)
+    differences.set_ylabel("measured − asked")
+    differences.ticklabel_format(axis="y", style="plain", useOffset=False)
+    fig.legend(handles=[Line2D([], [], color=ASKED, linewidth=2, label="asked (synthetic_acceptance_rates)"),
+                        Line2D([], [], color=HELD, marker="o", linestyle="none", label="measured, 95 % interval holds it"),
+                        Line2D([], [], color=MISSED, marker="o", linestyle="none", label="miss: interval excludes it")],
+               loc="lower center", bbox_to_anchor=(0.5, 0.0), ncols=3, fontsize=8, frameon=False)
+    return to_svg(fig)

@@ -1,0 +1,38 @@
+"""``/calibration``: cells that asked vLLM for synthetic acceptance at known rates, each position's measured rate
+against the rate asked for, with its interval and counts; misses flagged."""
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from app.cells.calibration import Position
+from app.sessions import SessionDep
+from dashboards import data, render
+from dashboards.figures.calibration import calibration
+from dashboards.filters import FiltersDep, Format
+
+router = APIRouter()
+
+
+@router.get("/calibration")
+def calibration_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html") -> Response:
+    scope = filters.scope(default_builds=data.recent_builds(session=session))
+    found = data.calibration(session=session, scope=scope)
+    if format == "csv":
+        return render.csv(data.calibration_frame(found), "calibration")
+    return render.page(request, "calibration.html", filters, panels=[(c, calibration(c.positions)) for c in found],
+                       missed=[(i, c) for i, c in enumerate(found, 1) if c.miss], scope=scope,
+                       facts=data.run_facts([c.cell for c in found]), csv_link=filters.link("/calibration", format="csv"),
+                       digits=digits)
+
+
+def digits(position: Position, least: int = 3, most: int = 6) -> int:
+    """Enough decimals that the printed ends of the measured interval and the printed asked rate say what the miss
+    says: at 3, an end of 0.2003 and an asked 0.2 both read 0.200 (a miss that reads as a hold)."""
+    if position.expected is None or position.measured is None:
+        return least
+    _, low, high = position.measured
+    for shown in range(least, most):
+        asked = round(position.expected, shown)
+        if asked not in (round(low, shown), round(high, shown)):
+            return shown
+    return most
