@@ -12,8 +12,9 @@ from app.comparisons import service as comparisons
 from app.workers import service as workers
 
 
-def cells(*, session: Session, scope: CellScope) -> list[PooledCell]:
-    return cell_service.load(session=session, scope=scope)
+def cells(*, session: Session, scope: CellScope, speedups: bool = True) -> list[PooledCell]:
+    """``app.cells.service.load``: ``speedups=False`` for a page that shows no speedup (a method's baselines unread)."""
+    return cell_service.load(session=session, scope=scope, speedups=speedups)
 
 
 def recent_builds(*, session: Session) -> tuple[str, ...]:
@@ -49,8 +50,8 @@ def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None
         tps, tps_low, tps_high = _triple(c.tokens_per_s)
         speedup = c.speedup
         rows.append({
-            "build": c.build, "gpu_kind": c.gpu_kind, "method": c.label, "backend": c.backend,
-            "graph_mode": c.graph_mode, "resolved_graph_mode": ", ".join(sorted(c.resolved_graph_modes)),
+            "build": c.build, "gpu_kind": c.gpu_kind, "method": c.label, "speculative": c.method is not None,
+            "backend": c.backend, "graph_mode": c.graph_mode, "resolved_graph_mode": ", ".join(sorted(c.resolved_graph_modes)),
             "downgraded": c.downgraded, "draft_eager": c.draft_eager, "runs": sum(c.states.values()),
             "ran": c.ran, "died": c.died, "repeats": c.speed.repeats if c.speed else 0,
             "rounds": c.speed.rounds if c.speed else 0,

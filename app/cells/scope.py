@@ -18,6 +18,7 @@ class CellScope:
     method: str | None = None
     backend: str | None = None
     graph_mode: str | None = None
+    mode: str | None = None  # "offline" or "serve" (``app.enums.Mode``)
 
     def describe(self) -> str:
         """Where the cells come from, in words: ``sweep 3``, ``build vllm-0.26.0``..."""
@@ -33,6 +34,7 @@ class CellScope:
         for column, value in (
             (Job.sweep_id, self.sweep_id), (Job.build, self.build), (Job.gpu_kind, self.gpu_kind),
             (Job.method, self.method), (Job.backend, self.backend), (Job.graph_mode, self.graph_mode),
+            (Job.mode, self.mode),
         ):
             if value is not None:
                 stmt = stmt.where(column == value)
