@@ -100,9 +100,9 @@ def _axis(ax: Axes, name: str, log: bool, clients: list[int]) -> None:
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     if log:
-        # Ticks at 1, 2, 3 and 5 of each decade, written plainly: latencies often span less than one decade.
+        # Ticks at 1, 1.5, 2, 3, 5 and 7 of each decade, written plainly: latencies often span less than one decade.
         ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 3.0, 5.0)))
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         ax.yaxis.set_minor_locator(NullLocator())
     ax.set_title(name, fontsize=9)
