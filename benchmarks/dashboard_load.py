@@ -46,6 +46,7 @@ VIEWS = {
     "fallback": "/fallback",
     "matrix": "/matrix",
     "matrix (one sweep)": "/matrix?sweep_id={sweep}&metric=tokens_per_s",
+    "serving": "/serving",
     "alarms": "/alarms",
     "compare (two builds)": "/compare?base_build={old}&head_build={new}",
     "history (one cell)": "/history?gpu_kind=H200&method=dflash&backend=FLASHINFER&graph_mode=FULL_AND_PIECEWISE",

@@ -1,12 +1,15 @@
 """Pooled cells, calibration cells and comparisons as pages read them, and as pandas DataFrames: the one place pages
 read ``app.cells`` and ``app.comparisons``. Pages of sweeps, crashes, workers and alerts call those services."""
 
+from collections import defaultdict
+
 import pandas as pd
 from sqlalchemy.orm import Session
 
 from app.alarms.service import Alarm
 from app.cells import calibration as calibration_cells
 from app.cells import service as cell_service
+from app.cells import serving
 from app.cells.calibration import CalibrationCell
 from app.cells.pooling import PooledCell
 from app.cells.scope import CellScope
@@ -14,8 +17,14 @@ from app.comparisons import service as comparisons
 from app.workers import service as workers
 
 
-def cells(*, session: Session, scope: CellScope) -> list[PooledCell]:
-    return cell_service.load(session=session, scope=scope)
+def cells(*, session: Session, scope: CellScope, speedups: bool = True) -> list[PooledCell]:
+    """``app.cells.service.load``: ``speedups=False`` for a page that shows no speedup (a method's baselines unread)."""
+    return cell_service.load(session=session, scope=scope, speedups=speedups)
+
+
+def baselines(found: list[PooledCell]) -> dict[tuple, PooledCell]:
+    """Each speculative cell's baseline among ``found``, by the cell's key (``app.cells.service.baselines``)."""
+    return cell_service.baselines(found)
 
 
 def calibration(*, session: Session, scope: CellScope) -> list[CalibrationCell]:
@@ -55,8 +64,8 @@ def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None
         tps, tps_low, tps_high = _triple(c.tokens_per_s)
         speedup = c.speedup
         rows.append({
-            "build": c.build, "gpu_kind": c.gpu_kind, "method": c.label, "backend": c.backend,
-            "graph_mode": c.graph_mode, "resolved_graph_mode": ", ".join(sorted(c.resolved_graph_modes)),
+            "build": c.build, "gpu_kind": c.gpu_kind, "method": c.label, "speculative": c.method is not None,
+            "backend": c.backend, "graph_mode": c.graph_mode, "resolved_graph_mode": ", ".join(sorted(c.resolved_graph_modes)),
             "downgraded": c.downgraded, "draft_eager": c.draft_eager, "runs": sum(c.states.values()),
             "ran": c.ran, "died": c.died, "repeats": c.speed.repeats if c.speed else 0,
             "rounds": c.speed.rounds if c.speed else 0,
@@ -91,6 +100,67 @@ def calibration_frame(found: list[CalibrationCell]) -> pd.DataFrame:
                 "ran_at": c.cell.ran_at,
             })
     return pd.DataFrame(rows)
+def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
+    """One row per serving cell of ``found`` with its figures (``app.cells.serving``: TTFT, TPOT and ITL p50 and
+    p99, each the median over engine starts with its interval and that interval's level; the failed requests
+    with Wilson's interval, and against the baseline's), tokens/s and speedup with their intervals, and its
+    baseline (``baselines``: the same clients). Ordered by GPU x backend x graph mode x build, then clients,
+    each baseline before the speculative cells of its clients; ``series`` names a line against clients."""
+    cells = [c for c in found if c.concurrency is not None]
+    paired = baselines(found)
+    figures = {c.key: serving.figures(c) for c in cells}
+    names = _series_names(cells)
+    rows = []
+    for c in cells:
+        mine, base = figures[c.key], paired.get(c.key)
+        theirs = figures.get(base.key) if base else None
+        change = serving.failed_against(mine, theirs) if mine and theirs else None
+        tps, speedup = _triple(c.tokens_per_s), c.speedup
+        row = {
+            "build": c.build, "gpu_kind": c.gpu_kind, "backend": c.backend, "graph_mode": c.graph_mode,
+            "series": names[c.key], "method": c.label, "speculative": c.method is not None, "concurrency": c.concurrency,
+            "baseline": base.label if base else None, "runs": sum(c.states.values()), "ran": c.ran, "died": c.died,
+            "starts": mine.starts if mine else 0,
+        }
+        for name in serving.LATENCIES:
+            m = mine.latency[name] if mine else None
+            row |= {f"{name}_ms": m and m.median, f"{name}_ms_low": m and m.low, f"{name}_ms_high": m and m.high,
+                    f"{name}_ms_level": m and m.confidence}
+        share, low, high = _triple(mine.failed_share if mine else None)
+        row |= {
+            "completed": mine.completed if mine else None, "failed": mine.failed if mine else None,
+            "sent": mine.sent if mine else None, "failed_share": share, "failed_share_low": low, "failed_share_high": high,
+            "failed_vs_baseline": change and change.difference, "failed_vs_baseline_low": change and change.low,
+            "failed_vs_baseline_high": change and change.high, "failed_differs": bool(change and change.flagged),
+            "tokens_per_s": tps[0], "tokens_per_s_low": tps[1], "tokens_per_s_high": tps[2],
+            "speedup": speedup.value if speedup else None, "speedup_low": speedup.low if speedup else None,
+            "speedup_high": speedup.high if speedup else None,
+            "unreadable": mine.unreadable if mine else 0,
+            "crash_kind": ", ".join(sorted(c.crash_kinds)) or None, "crash_signature": c.crash_signature,
+            "sweeps": " ".join(str(s) for s in c.sweep_ids), "jobs": " ".join(str(j) for j in c.job_ids),
+            "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
+        }
+        rows.append(row)
+    if not rows:
+        return pd.DataFrame()
+    order = ["gpu_kind", "backend", "graph_mode", "build", "concurrency", "speculative", "series"]
+    return pd.DataFrame(rows).sort_values(order, kind="stable", ignore_index=True)
+
+
+def _series_names(cells: list[PooledCell]) -> dict[tuple, str]:
+    """A line's name within its GPU x backend x graph mode x build: its series label, with the name of the series'
+    first sweep where series of other models or workloads share that label."""
+    def place(c: PooledCell) -> tuple:
+        return (c.build, c.gpu_kind, c.backend, c.graph_mode, c.variant.series_label)
+
+    series: dict[tuple, set[str]] = defaultdict(set)
+    first: dict[str, tuple[int, str]] = {}
+    for c in cells:
+        series[place(c)].add(c.variant.series)
+        first[c.variant.series] = min(first.get(c.variant.series, (c.sweep_ids[0], c.sweep_names[0])),
+                                      (c.sweep_ids[0], c.sweep_names[0]))
+    return {c.key: c.variant.series_label if len(series[place(c)]) == 1 else f"{c.variant.series_label} ({first[c.variant.series][1]})"
+            for c in cells}
 
 
 def commit_dates(*, session: Session, builds: set[str]) -> dict:

@@ -32,3 +32,8 @@ def known_time(value: object) -> datetime | None:
 def rows(frame: pd.DataFrame) -> Iterator[tuple]:
     """The frame's rows as tuples of plain values, None where a value is missing."""
     return frame.astype(object).where(frame.notna(), None).itertuples(index=False, name=None)
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The frame's rows as dicts by column, of plain values, None where a value is missing."""
+    return [dict(zip(frame.columns, values, strict=True)) for values in rows(frame)]

@@ -36,6 +36,10 @@ class Variant:
     measured: str  # the digest of what was measured besides the matrix axes
     baseline: str  # the same without the speculative config: the variant of the cell's baseline
     label: str
+    # The digest and label of what was measured but the serving concurrency: the cells of one line drawn
+    # against clients (``/serving``). An offline cell has no concurrency: its series holds it alone.
+    series: str
+    series_label: str
 
 
 class Axes(Protocol):
@@ -54,7 +58,7 @@ def variant(config: dict[str, Any]) -> Variant:
     the environment. Does not count: the build (what two compared runs differ in), the timeout, the
     workload's rounds, window (``min_window_s``) and warm-up prompts; nor what is not in a config: the
     repeats, the sweep's name. The label names the speculative method, its ``k``, serving concurrency and
-    environment, for pages.
+    environment, for pages; the series label the same but the concurrency.
     """
     rest = {k: v for k, v in config.items() if k not in (*MATRIX_AXES, *NOT_MEASURED)}
     workload = rest.get("workload")
@@ -63,14 +67,12 @@ def variant(config: dict[str, Any]) -> Variant:
     # A baseline's config holds ``speculative: null``; leaving the key out instead matched no baseline.
     base = {**rest, "speculative": None}
     spec = rest.get("speculative") or {}
-    label = spec.get("method", "baseline")
+    method = spec.get("method", "baseline")
     if spec.get("num_speculative_tokens"):
-        label += f" k={spec['num_speculative_tokens']}"
-    if rest.get("mode") == "serve":
-        label += f" c={rest.get('concurrency')}"
-    for name, value in sorted((rest.get("env") or {}).items()):
-        label += f" {name}={value}"
-    return Variant(_digest(rest), _digest(base), label)
+        method += f" k={spec['num_speculative_tokens']}"
+    clients = f" c={rest.get('concurrency')}" if rest.get("mode") == "serve" else ""
+    env = "".join(f" {name}={value}" for name, value in sorted((rest.get("env") or {}).items()))
+    return Variant(_digest(rest), _digest(base), method + clients + env, _digest({**rest, "concurrency": None}), method + env)
 
 
 def measured(axes: Axes, variant: Variant) -> Identity:

@@ -34,6 +34,7 @@ class PooledCell:
     method: str | None
     variant: Variant
     label: str
+    concurrency: int | None = None  # serving mode's clients at once; None offline
     sweep_ids: list[int] = field(default_factory=list)
     sweep_names: list[str] = field(default_factory=list)
     job_ids: list[int] = field(default_factory=list)
@@ -53,6 +54,8 @@ class PooledCell:
     repeats: list[RepeatSpeed] = field(default_factory=list)
     speed: CellSpeed | None = None
     speedup: Ratio | None = None
+    # Serving mode: each engine start's ``Result.serving`` as stored (``app.cells.serving`` pools them).
+    serving: list[dict] = field(default_factory=list)
     lossless_same: int = 0
     lossless_total: int = 0
     vllm_versions: set[str] = field(default_factory=set)
@@ -147,12 +150,14 @@ class StoredResult(Protocol):
     draft_eager: bool | None
     vllm_version: str | None
     gpu_name: str | None
+    serving: dict | None
 
 
 def add(cell: PooledCell, result: StoredResult, *, job_id: int) -> None:
     """Pool one repeat (one engine start, job ``job_id``) into ``cell``: its counters summed, and
     ``accepted_per_position`` position by position; its tokens/s (the median of its rounds) one more repeat
-    of ``cell.repeats``. Counts or speeds no run can make are left out, with a note."""
+    of ``cell.repeats``; its serving figures, if any, one more of ``cell.serving``. Counts or speeds no run
+    can make are left out, with a note."""
     cell.resolved_graph_modes.add(result.resolved_graph_mode or "?")
     cell.resolved_draft_graph_modes.add(result.resolved_draft_graph_mode or "?")
     cell.downgraded |= bool(result.graph_downgraded)
@@ -175,6 +180,8 @@ def add(cell: PooledCell, result: StoredResult, *, job_id: int) -> None:
         cell.notes.append(f"job {job_id}: tokens/s ({shown}) beyond {MAX_TOKENS_PER_S:g}, what no GPU does; left out")
     elif result.tokens_per_s > 0:
         cell.repeats.append(RepeatSpeed(result.tokens_per_s, result.tokens_per_s_low, result.tokens_per_s_high, result.rounds))
+    if result.serving:
+        cell.serving.append(result.serving)
     cell.vllm_versions.add(result.vllm_version or "?")
     if result.gpu_name:
         cell.gpu_names.add(result.gpu_name)

@@ -22,6 +22,7 @@ class CellScope:
     # Only calibration cells: jobs whose result stored the per-position rates it asked for (synthetic acceptance).
     # Their baselines are not read, so such cells have no speedup or lossless share.
     calibration: bool = False
+    mode: str | None = None  # "offline" or "serve" (``app.enums.Mode``)
 
     def describe(self) -> str:
         """Where the cells come from, in words: ``sweep 3``, ``build vllm-0.26.0``..."""
@@ -37,6 +38,7 @@ class CellScope:
         for column, value in (
             (Job.sweep_id, self.sweep_id), (Job.build, self.build), (Job.gpu_kind, self.gpu_kind),
             (Job.method, self.method), (Job.backend, self.backend), (Job.graph_mode, self.graph_mode),
+            (Job.mode, self.mode),
         ):
             if value is not None:
                 stmt = stmt.where(column == value)

@@ -2,8 +2,9 @@
 one per cell with its repeats pooled, each against its baseline."""
 
 from collections import defaultdict
+from dataclasses import replace
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from app.analysis.acceptance import lossless_share
@@ -15,21 +16,23 @@ from app.models import Crash, CrashSignature, Job, Result, Sweep
 
 _COLUMNS = (
     Job.id, Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.config_hash,
-    Job.state, Job.finished_at, Job.repeat,
+    Job.state, Job.finished_at, Job.repeat, Job.concurrency,
     Result.id.label("result_id"), Result.tokens_per_s, Result.tokens_per_s_low, Result.tokens_per_s_high,
     Result.rounds, Result.num_drafts, Result.num_draft_tokens, Result.num_accepted_tokens, Result.accepted_per_position,
     Result.mean_acceptance_length, Result.mean_acceptance_length_low, Result.mean_acceptance_length_high,
     Result.resolved_graph_mode, Result.resolved_draft_graph_mode, Result.graph_downgraded, Result.draft_eager,
-    Result.vllm_version, Result.gpu_name,
+    Result.vllm_version, Result.gpu_name, Result.serving,
     Crash.kind.label("crash_kind"), CrashSignature.signature, CrashSignature.title, Sweep.name.label("sweep_name"),
 )
 
 
-def load(*, session: Session, scope: CellScope) -> list[PooledCell]:
+def load(*, session: Session, scope: CellScope, speedups: bool = True) -> list[PooledCell]:
     """The cells in scope, in matrix order, each with its speedup against its baseline cell and the share of its
-    outputs that match the baseline's (lossless), where the sweep ran baselines. Two queries, three with
-    baselines; nothing per cell."""
-    stmt = scope.apply(
+    outputs that match the baseline's (lossless), where the sweep ran baselines. A scope naming a method reads
+    the baselines beside its cells, for those, and returns that method's cells; ``speedups=False`` reads that
+    method's cells alone, without either (for a page that shows neither). Two queries (one more for a method's
+    baselines), three with baselines; nothing per cell."""
+    stmt = (
         select(*_COLUMNS)
         .join(Sweep, Sweep.id == Job.sweep_id)
         .outerjoin(Result, Result.job_id == Job.id)
@@ -39,7 +42,11 @@ def load(*, session: Session, scope: CellScope) -> list[PooledCell]:
     cells: dict[tuple, PooledCell] = {}
     with_baselines: set[int] = set()
     # Core rows, not ORM ones: thousands of them, and nothing here needs an identity map.
-    rows = session.connection().execute(stmt.order_by(Job.id)).all()
+    rows = session.connection().execute(scope.apply(stmt).order_by(Job.id)).all()
+    if scope.method is not None and speedups:
+        # Apart: SQLite answers one query for "this method or none" by scanning every job, not the cell index.
+        theirs = replace(scope, method=None).apply(stmt).where(Job.method.is_(None)).order_by(Job.id)
+        rows = sorted([*rows, *session.connection().execute(theirs).all()], key=lambda row: row.id)
     variants = identity.variants(session=session, hashes={row.config_hash for row in rows})
     for row in rows:
         variant = variants[row.config_hash]
@@ -47,7 +54,7 @@ def load(*, session: Session, scope: CellScope) -> list[PooledCell]:
         cell = cells.get(key)
         if cell is None:
             cell = cells[key] = PooledCell(row.build, row.gpu_kind, row.backend, row.graph_mode, row.method,
-                                           variant, variant.label)
+                                           variant, variant.label, concurrency=row.concurrency)
         _add(cell, row)
         if row.method is None:
             with_baselines.add(row.sweep_id)
@@ -59,7 +66,7 @@ def load(*, session: Session, scope: CellScope) -> list[PooledCell]:
     _speedups(found)
     if with_baselines:
         _lossless(session, scope, with_baselines, cells)
-    return found
+    return found if scope.method is None else [c for c in found if c.method == scope.method]
 
 
 def _add(cell: PooledCell, row) -> None:
@@ -89,11 +96,19 @@ def _tell_apart(cells) -> None:
 
 
 
+def baselines(cells: list[PooledCell]) -> dict[tuple, PooledCell]:
+    """Each speculative cell's baseline among ``cells``, by the cell's key: the cell of the same build whose measured
+    identity is the speculative cell's ``identity.baseline`` (so a serving cell's has the same concurrency)."""
+    found = {c.key: c for c in cells if c.method is None}
+    return {c.key: base for c in cells
+            if c.method is not None and (base := found.get((c.build, identity.baseline(c, c.variant)))) is not None}
+
+
 def _speedups(cells: list[PooledCell]) -> None:
-    baselines = {c.key: c for c in cells if c.method is None}
+    paired = baselines(cells)
     for cell in cells:
-        base = baselines.get((cell.build, identity.baseline(cell, cell.variant)))
-        if cell.method is not None and base is not None and cell.speed and base.speed:
+        base = paired.get(cell.key)
+        if base is not None and cell.speed and base.speed:
             cell.speedup = ratio(cell.speed, base.speed)
 
 
@@ -105,7 +120,11 @@ def _lossless(session: Session, scope: CellScope, sweep_ids: set[int], cells: di
         .join(Result, Result.job_id == Job.id)
         .where(Job.sweep_id.in_(sorted(sweep_ids)))
     )
-    rows = session.execute(scope.apply(stmt) if scope.method is None else stmt).all()
+    # The scope's baselines too: they share its axes, build and sweep, but not its method (the sweeps' ids pick the rows).
+    stmt = replace(scope, method=None).apply(stmt)
+    if scope.method is not None:
+        stmt = stmt.where(or_(Job.method == scope.method, Job.method.is_(None)))
+    rows = session.execute(stmt).all()
     variants = identity.variants(session=session, hashes={r.config_hash for r in rows})
     prints = {
         (r.sweep_id, r.repeat, identity.measured(r, variants[r.config_hash])): [q["fingerprint"] for q in r.requests or []]

@@ -25,7 +25,8 @@ MIN_HEIGHT = 3.0
 
 def heatmap(frame: pd.DataFrame, metric: str, title: str) -> str:
     """``frame``: ``cells_frame`` rows of one GPU x method. Colour: ``metric``; text: value and marks
-    (``v`` downgraded, ``E`` draft eager, ``!`` alarm, ``0/1`` degenerate, crash kind for cells that only died)."""
+    (``v`` downgraded, ``E`` draft eager, ``!`` alarm, ``0/1`` degenerate, crash kind for cells that only died;
+    by speedup, ``baseline`` for a baseline that ran and ``no baseline ran`` for a cell that ran without one)."""
     modes = [m for m in GRAPH_MODES if m in set(frame["graph_mode"])]
     backends = sorted(set(frame["backend"]))
     cells = []
@@ -36,8 +37,13 @@ def heatmap(frame: pd.DataFrame, metric: str, title: str) -> str:
                                         ("0/1", r.degenerate)) if on)
         if value is not None:
             text = METRICS[metric][1].format(value)
+        elif stored is not None:
+            text = "off scale"
+        elif metric == "speedup" and known_float(r.tokens_per_s) is not None:
+            # A speedup divides by the baseline: a baseline has none, nor a cell whose baseline did not run.
+            text = "no baseline ran" if r.speculative else "baseline"
         else:
-            text = "off scale" if stored is not None else known(r.crash_kind) or "no data"
+            text = known(r.crash_kind) or "no data"
         cells.append((backends.index(r.backend), modes.index(r.graph_mode), value,
                       f"{text}\n{marks}" if marks else text, bool(r.ran == 0 and r.died)))
     return _draw(tuple(backends), tuple(modes), tuple(cells), metric, title)

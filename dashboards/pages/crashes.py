@@ -17,7 +17,7 @@ SHOWN = 50
 @router.get("/crashes", response_class=HTMLResponse)
 def crashes_page(request: Request, session: SessionDep, filters: FiltersDep) -> HTMLResponse:
     scoped = any((filters.sweep_id, filters.build, filters.gpu_kind, filters.method, filters.backend, filters.graph_mode))
-    cells = data.cells(session=session, scope=filters.scope(default_builds=None)) if scoped else []
+    cells = data.cells(session=session, scope=filters.scope(default_builds=None), speedups=False) if scoped else []
     job_ids = [j for c in cells for j in c.job_ids] if scoped else None
     groups = crashes.groups_in(session=session, job_ids=job_ids, limit=SHOWN)
     return render.page(request, "crashes.html", filters, groups=_described(session, groups), scoped=scoped,

@@ -25,7 +25,7 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
         filters = filters.with_(**(data.latest_cell(session=session) or {}))
     scope = CellScope(sweep_id=filters.sweep_id, build=filters.build, gpu_kind=filters.gpu_kind, method=filters.method,
                       backend=filters.backend, graph_mode=filters.graph_mode)
-    cells = data.cells(session=session, scope=scope)
+    cells = data.cells(session=session, scope=scope, speedups=False)
     frame = data.cells_frame(cells)
     series = []
     if not frame.empty:

@@ -36,3 +36,12 @@ def test_a_baseline_is_the_same_measurement_without_the_speculative_config() -> 
     speculative, baseline = identity.variant(CONFIG), identity.variant(_with(speculative=None, rounds=3))
     assert speculative.baseline == baseline.measured == baseline.baseline
     assert (speculative.label, baseline.label) == ("ngram k=3", "baseline")
+
+
+def test_serving_cells_of_other_clients_are_one_series_and_each_has_the_baseline_of_its_own_clients() -> None:
+    served = {c: identity.variant(_with(mode="serve", concurrency=c)) for c in (1, 16)}
+    bases = {c: identity.variant(_with(mode="serve", concurrency=c, speculative=None)) for c in (1, 16)}
+    assert served[1].measured != served[16].measured and served[1].series == served[16].series
+    assert (served[16].label, served[16].series_label) == ("ngram k=3 c=16", "ngram k=3")
+    assert [served[c].baseline for c in (1, 16)] == [bases[c].measured for c in (1, 16)]
+    assert bases[1].series == bases[16].series != served[1].series and bases[1].series_label == "baseline"

@@ -141,6 +141,10 @@ def calibration_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     sweep at temperature 1 imported beside it: one config, two sweeps of one build, pooled unless a sweep is named."""
     url = copy_of("proof", tmp_path_factory.mktemp("calibration"))
     imported(url, "batch4/h200-calibration-t1")
+def serving_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The H200 serving sweeps: the 8B shape at 1, 16 and 64 clients beside its baseline, the proof's target without one."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('serving') / 'site.db'}"
+    imported(url, "batch3/h200-serving-8b-shape", "batch2/h200-serving")
     with serve(Settings(database_url=url, token=TOKEN)) as base:
         yield base
 
@@ -176,3 +180,25 @@ def test_calibration_shows_asked_against_measured_and_flags_each_miss(calibratio
     row = pooled.filter(has_text="(h200-calibration-t1)").locator("table tr").nth(3).inner_text().split("\t")
     assert row == ["3", "0.2000", "0.2050 [0.2003, 0.2097]", "5859 / 28587", "yes"]
     _shot(page, shots, "calibration")
+def test_the_serving_page_reads_each_speedup_against_the_baseline_of_its_clients(serving_site: str, page, shots: Path) -> None:
+    page.goto(f"{serving_site}/")
+    page.locator("#nav").get_by_role("link", name="Serving").click()
+    assert page.url.endswith("/serving")
+    group = page.locator("section.serving-group[data-title='H200 · FLASH_ATTN · FULL_AND_PIECEWISE · vllm-0.26.0']")
+    speedups = {}
+    for row in group.locator("table.serving tr").all()[1:]:
+        cells = row.locator("td").all_inner_texts()
+        if cells[0] == "draft_model k=3 (h200-serving-8b-shape)":
+            speedups[int(cells[1])] = float(cells[10].split()[0])
+    # /api/v1/results: 1.596 at 1 client and 1.332 at 16, each over the baseline with as many clients.
+    assert speedups[1] == pytest.approx(1.60, rel=0.02) and speedups[16] == pytest.approx(1.33, rel=0.02)
+    assert "102 of 192 sent" in page.locator("#failures").inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+    svg = group.locator("figure.chart svg")
+    figure, legend = svg.bounding_box(), svg.locator("#legend_1").bounding_box()
+    assert figure["x"] + figure["width"] <= WIDTH
+    assert figure["x"] <= legend["x"] and legend["x"] + legend["width"] <= figure["x"] + figure["width"]
+    for axes in range(1, 7):
+        plot = svg.locator(f"#axes_{axes} > [id^=patch]").first.bounding_box()
+        assert legend["y"] >= plot["y"] + plot["height"] - 1  # under every plot, on no point
+    _shot(page, shots, "serving")

@@ -34,6 +34,9 @@ BAD = [
     ("/history?graphmode=NONE", "graphmode", "", ["allowed: backend, build, format, gpu_kind, graph_mode, method, sweep_id"]),
     ("/compare?base=x", "base", "x", ["a valid integer"]),
     ("/matrix?sweep_id=0", "sweep_id", "0", ["greater than or equal to 1"]),
+    ("/serving?graph_mode=FULL_GRAPH", "graph_mode", "FULL_GRAPH", allowed(GraphMode)),
+    ("/serving?format=xlsx", "format", "xlsx", ["html", "csv"]),
+    ("/serving?concurrency=16", "concurrency", "", ["allowed: backend, build, format, gpu_kind, graph_mode, method, sweep_id"]),
     ("/sweeps/abc", "sweep_id", "abc", ["a valid integer"]),
     (f"/crashes/{'f' * 65}", "signature", "f" * 65, ["at most 64 characters"]),
 ]

@@ -79,9 +79,9 @@ def test_matrix_by_speedup_shows_a_cell_whose_baseline_crashed(client: TestClien
         assert complete(client, job["job_id"], worker, outcome).status_code == 200
     html = client.get(f"/matrix?sweep_id={response.json()['id']}&metric=speedup")
     assert html.status_code == 200, html.text[-2000:]
-    # The n-gram cell ran but has no speedup: its panel says so; the baseline's says how it died (exit 1, no log).
+    # The n-gram cell ran but has no speedup: its panel says why; the baseline's says how it died (exit 1, no log).
     panels = [re.findall(r"<!-- (.*?) -->", svg) for svg in re.findall(r"<svg.*?</svg>", html.text, re.S)]
-    assert [("exit" in texts, "no data" in texts) for texts in panels] == [(True, False), (False, True)]
+    assert [("exit" in texts, "no baseline ran" in texts) for texts in panels] == [(True, False), (False, True)]
     rows = {cells[1]: cells for _, cells in tables(html.text)["cells"][1:]}
     assert rows["ngram k=3"][9] == "" and rows["baseline"][11].startswith("crashed 1")
 

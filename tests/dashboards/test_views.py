@@ -12,7 +12,7 @@ from tests.conftest import AUTH, TOKEN
 from tests.dashboards.h200 import MATRIX, copy_of, imported
 from tests.dashboards.test_pages import tables
 
-PAGES = ["/", "/fallback", "/matrix", "/alarms", "/compare", "/history", "/calibration", "/crashes"]
+PAGES = ["/", "/fallback", "/matrix", "/serving", "/alarms", "/compare", "/history", "/calibration", "/crashes"]
 
 
 def _client(url: str) -> Iterator[TestClient]:
@@ -137,7 +137,7 @@ def test_filters_change_what_is_shown(h200: TestClient) -> None:
 
 
 def test_every_page_has_a_csv(h200: TestClient) -> None:
-    for page in ["/fallback", "/matrix", "/alarms", "/history"]:
+    for page in ["/fallback", "/matrix", "/serving", "/alarms", "/history"]:
         response = h200.get(f"{page}?format=csv")
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv"), page
     header = h200.get("/matrix?format=csv").text.splitlines()[0].split(",")
@@ -187,7 +187,7 @@ def tables_free_text(html: str) -> str:
 def test_a_submitted_form_with_every_field_blank_is_no_filter(h200: TestClient) -> None:
     # A GET form sends every field; the blank ones once failed their bounds check on None (a 500).
     blank = "sweep_id=&build=&gpu_kind=&method=&backend=&graph_mode="
-    for page in ["/matrix", "/fallback", "/alarms?min_effect=", "/history", "/calibration", "/crashes", "/compare?base=&head="]:
+    for page in ["/matrix", "/fallback", "/serving", "/alarms?min_effect=", "/history", "/calibration", "/crashes", "/compare?base=&head="]:
         response = h200.get(f"{page}{'&' if '?' in page else '?'}{blank}")
         assert response.status_code == 200, (page, response.text[:300])
 

@@ -1,0 +1,63 @@
+"""``/serving``: serving cells against their clients: TTFT, TPOT and ITL, tokens/s, the failed requests and the
+speedup, each speculative cell beside its baseline at the same clients."""
+
+from dataclasses import replace
+
+import pandas as pd
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from app.cells.pooling import PooledCell
+from app.enums import Mode
+from app.sessions import SessionDep
+from dashboards import data, frames, render
+from dashboards.figures.serving import serving_figure
+from dashboards.filters import FiltersDep, Format
+
+router = APIRouter()
+
+GROUP = ["gpu_kind", "backend", "graph_mode", "build"]
+
+
+@router.get("/serving")
+def serving_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html") -> Response:
+    # Read with every method: a method filter keeps that method's cells and their baselines, beside which they are shown.
+    scope = replace(filters.scope(default_builds=data.recent_builds(session=session)), method=None, mode=Mode.SERVE.value)
+    cells = with_baselines(data.cells(session=session, scope=scope), filters.method)
+    frame = data.serving_frame(cells)
+    if format == "csv":
+        return render.csv(frame, "serving")
+    groups = []
+    if not frame.empty:
+        for place, group in frame.groupby(GROUP, sort=False):
+            title = " · ".join(place)
+            groups.append((title, serving_figure(group, title), frames.records(group)))
+    return render.page(request, "serving.html", filters, groups=groups, failures=failures(frame), scope=scope, cells=cells,
+                       facts=data.run_facts(cells), csv_link=filters.link("/serving", format="csv"))
+
+
+def with_baselines(cells: list[PooledCell], method: str | None) -> list[PooledCell]:
+    """The cells of ``method`` and their baselines (every cell without a method)."""
+    if method is None:
+        return cells
+    paired = data.baselines(cells)
+    kept = {c.key for c in cells if c.method == method}
+    kept |= {paired[key].key for key in kept if key in paired}
+    return [c for c in cells if c.key in kept]
+
+
+def failures(frame: pd.DataFrame) -> str | None:
+    """What a reader must know before the speedups: the cells whose requests failed, the worst named, and those whose
+    failed share differs from their baseline's; None when no request failed."""
+    if frame.empty or not (frame["failed"].fillna(0) > 0).any():
+        return None
+    failed = frame[frame["failed"].fillna(0) > 0]
+    worst = failed.loc[failed["failed_share"].idxmax()]
+    text = (f"Requests failed in {len(failed)} of {len(frame)} serving cells; the most in {worst['method']} "
+            f"({worst['backend']} {worst['graph_mode']}, {worst['build']}): {int(worst['failed'])} of {int(worst['sent'])} sent, "
+            f"{render.interval(worst['failed_share'] * 100, worst['failed_share_low'] * 100, worst['failed_share_high'] * 100, 1)} %.")
+    differ = int(frame["failed_differs"].sum())
+    if differ:
+        text += (f" {differ} speculative cell(s) failed a share of requests that differs from their baseline's: tokens/s counts"
+                 " completed requests only, so their speedups compare unequal work.")
+    return text

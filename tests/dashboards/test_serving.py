@@ -1,0 +1,184 @@
+"""``/serving``: its frame over built cells, and the page over the H200 serving sweeps (what it shows must be what
+the stored results say), with the matrix's speedups of those sweeps and the page's bad input."""
+
+import csv
+import io
+import re
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio
+from app.api.main import create_app
+from app.cells import identity
+from app.cells.pooling import PooledCell
+from app.config import Settings
+from app.enums import JobState
+from dashboards.data import serving_frame
+from dashboards.frames import records
+from tests.conftest import TOKEN
+from tests.dashboards.h200 import imported
+from tests.dashboards.test_pages import tables
+
+SERVING = ("batch3/h200-serving-8b-shape", "batch2/h200-serving")
+
+
+def _cell(clients: int, method: str | None, *, model: str = "m", sweep: tuple[int, str] = (1, "s"), speed: float = 100.0,
+          failed: int = 0, ttft: float = 20.0, ran: bool = True) -> PooledCell:
+    speculative = {"method": method, "num_speculative_tokens": 3} if method else None
+    variant = identity.variant({"model": model, "speculative": speculative, "mode": "serve", "concurrency": clients})
+    cell = PooledCell("b", "H200", "FLASH_ATTN", "FULL", method, variant, variant.label, concurrency=clients,
+                      sweep_ids=[sweep[0]], sweep_names=[sweep[1]], job_ids=[1],
+                      states=Counter({JobState.SUCCEEDED if ran else JobState.CRASHED: 1}))
+    if ran:
+        cell.repeats.append(RepeatSpeed(speed, speed * 0.9, speed * 1.1, 3))
+        cell.speed = pool_repeats(cell.repeats)
+        cell.serving.append({"concurrency": clients, "ttft_ms": {"p50": ttft, "p99": 2 * ttft}, "tpot_ms": {"p50": 5.0},
+                             "itl_ms": {"p50": 10.0, "p99": 30.0}, "output_tokens_per_s": speed, "requests_per_s": 1.0,
+                             "completed": 100 - failed, "failed": failed})
+    else:
+        cell.crash_kinds = Counter({"out_of_memory": 1})
+    return cell
+
+
+def _with_speedups(cells: list[PooledCell]) -> list[PooledCell]:
+    """The speedups ``app.cells.service.load`` gives: against the baseline of the same measured identity but speculation."""
+    bases = {c.identity: c for c in cells if c.method is None}
+    for cell in cells:
+        base = bases.get(identity.baseline(cell, cell.variant))
+        if cell.method and base and cell.speed:
+            cell.speedup = ratio(cell.speed, base.speed)
+    return cells
+
+
+def test_the_frame_puts_each_speculative_cell_beside_its_baseline_with_the_same_clients() -> None:
+    cells = _with_speedups([
+        _cell(4, None, speed=400.0, failed=50), _cell(1, "ngram", speed=150.0, failed=12, ttft=30.0), _cell(1, None, failed=50),
+        _cell(4, "ngram", speed=500.0, failed=45), _cell(1, "ngram", model="n", sweep=(2, "other"), speed=90.0),
+        _cell(8, "ngram", ran=False),
+    ])
+    frame = records(serving_frame(cells))
+    rows = [(r["concurrency"], r["series"], r["baseline"]) for r in frame]
+    # The two n-gram series (models m and n) share a label, so each is named by its sweep.
+    assert rows == [(1, "baseline", None), (1, "ngram k=3 (other)", None), (1, "ngram k=3 (s)", "baseline c=1"),
+                    (4, "baseline", None), (4, "ngram k=3 (s)", "baseline c=4"), (8, "ngram k=3 (s)", None)]
+    by = {(r["concurrency"], r["series"]): r for r in frame}
+    one, four, crashed = by[(1, "ngram k=3 (s)")], by[(4, "ngram k=3 (s)")], by[(8, "ngram k=3 (s)")]
+    # Against the baseline of its own clients: 150 / 100 at 1 client, 500 / 400 at 4, never 500 / 100.
+    assert one["speedup"] == pytest.approx(1.5) and four["speedup"] == pytest.approx(1.25)
+    latency = ("ttft_p50_ms", "ttft_p99_ms", "tpot_p99_ms", "starts", "ttft_p50_ms_low")
+    assert [one[k] for k in latency] == [30.0, 60.0, None, 1, None]
+    # 12 of 100 failed against the baseline's 50 of 100: flagged; 45 against 50 at 4 clients is not.
+    assert (one["failed"], one["sent"], one["failed_share"]) == (12, 100, 0.12)
+    assert one["failed_vs_baseline"] == pytest.approx(-0.38) and one["failed_differs"]
+    assert four["failed_vs_baseline"] == pytest.approx(-0.05) and not four["failed_differs"]
+    assert by[(1, "ngram k=3 (other)")]["speedup"] is None  # model n ran no baseline
+    assert [crashed[k] for k in ("starts", "died", "crash_kind", "failed", "speedup")] == [0, 1, "out_of_memory", None, None]
+    assert serving_frame([]).empty
+
+
+@pytest.fixture(scope="module")
+def h200(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """The two H200 serving sweeps imported: the 8B shape at 1, 16 and 64 clients with a baseline (sweep 1), and
+    the proof's target at 1 and 16 clients on FLASH_ATTN and FLASHINFER without one (sweep 2)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('serving') / 'serving.db'}"
+    imported(url, *SERVING)
+    app = create_app(Settings(database_url=url, token=TOKEN))
+    with TestClient(app) as client:
+        yield client
+    app.state.engine.dispose()
+
+
+COLUMNS = ["series", "clients", "starts", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "TPOT p99 ms", "ITL p50 ms",
+           "ITL p99 ms", "tokens/s [95 %]", "speedup [95 %]", "failed, % [95 %]", "runs"]
+
+
+def _rows(html: str, table: str) -> dict[tuple[str, int], dict[str, str]]:
+    header, *body = tables(html)[table]
+    assert header[1] == COLUMNS
+    return {(cells[0], int(cells[1])): dict(zip(COLUMNS, cells, strict=True)) | {"_class": cls} for cls, cells in body}
+
+
+def test_the_page_shows_what_the_stored_results_say(h200: TestClient) -> None:
+    html = h200.get("/serving").text
+    # FLASH_ATTN's series: the 8B shape's baseline, and two drafts of one label, each named by its sweep.
+    stored = {("baseline" if r["method"] is None else f"draft_model k=3 ({r['sweep_name']})", r["concurrency"]): r
+              for r in h200.get("/api/v1/results").json() if r["backend"] == "FLASH_ATTN"}
+    # Groups in order: FLASHINFER (the proof's target only), then FLASH_ATTN (both sweeps).
+    assert re.findall(r'<section class="serving-group" data-title="([^"]+)"', html) == [
+        "H200 · FLASHINFER · FULL_AND_PIECEWISE · vllm-0.26.0", "H200 · FLASH_ATTN · FULL_AND_PIECEWISE · vllm-0.26.0"]
+    assert html.count('<figure class="chart"><svg') == 2
+    rows = _rows(html, "serving-2")
+    assert sorted(rows) == sorted(stored)
+    for key, result in stored.items():
+        row, figures = rows[key], result["serving"]
+        for name, field in (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms"), ("ITL", "itl_ms")):
+            for percentile in ("p50", "p99"):
+                # One engine start a cell: its own value, without an interval.
+                assert row[f"{name} {percentile} ms"] == f"{figures[field][percentile]:.2f}", (key, name, percentile)
+        assert row["starts"] == "1"
+        assert row["tokens/s [95 %]"].startswith(f"{result['tokens_per_s']:.0f} [")
+        failed, sent = figures["failed"], figures["completed"] + figures["failed"]
+        assert f"{failed} of {sent}" in row["failed, % [95 %]"] and row["failed, % [95 %]"].startswith(f"{100 * failed / sent:.1f} [")
+        if result["speedup"] is not None:
+            assert row["speedup [95 %]"].startswith(f"{result['speedup']:.2f} [")
+    # The 1-client baseline: 102 of 192 requests failed (53.1 %, Wilson [46.1, 60.1]); its draft failed fewer, flagged.
+    assert rows[("baseline", 1)]["failed, % [95 %]"] == "53.1 [46.1, 60.1] 102 of 192"
+    assert rows[("baseline", 1)]["speedup [95 %]"] == "baseline"
+    draft = rows[("draft_model k=3 (h200-serving-8b-shape)", 1)]
+    assert draft["_class"] == "alarm" and "-40.6 [-48.6, -31.7] vs base" in draft["failed, % [95 %]"]
+    assert rows[("draft_model k=3 (h200-serving)", 1)]["speedup [95 %]"] == "no baseline ran"
+    headline = html[html.index('id="failures"'):].split("</p>")[0]
+    assert "102 of 192 sent" in headline and "3 speculative cell(s)" in headline and "unequal work" in headline
+
+
+def test_the_speedups_are_against_the_baseline_with_the_same_clients(h200: TestClient) -> None:
+    rows = _rows(h200.get("/serving").text, "serving-2")
+    # /api/v1/results: 1.596 at 1 client, 1.332 at 16, 1.754 at 64.
+    speedups = {c: rows[("draft_model k=3 (h200-serving-8b-shape)", c)]["speedup [95 %]"] for c in (1, 16, 64)}
+    assert speedups == {1: "1.60 [1.40, 1.81]x", 16: "1.33 [1.11, 1.60]x", 64: "1.75 [1.54, 1.99]x"}
+    api = {r["concurrency"]: round(r["speedup"], 3) for r in h200.get("/api/v1/results").json()
+           if r["sweep_name"] == "h200-serving-8b-shape" and r["method"]}
+    assert api == {1: 1.596, 16: 1.332, 64: 1.754}
+    # A method filter keeps the baselines its cells are shown beside.
+    filtered = _rows(h200.get("/serving?method=draft_model&backend=FLASH_ATTN").text, "serving-1")
+    assert filtered[("draft_model k=3 (h200-serving-8b-shape)", 16)]["speedup [95 %]"] == speedups[16]
+    assert ("baseline", 16) in filtered
+
+
+def test_the_csv_is_the_table_behind_the_figures(h200: TestClient) -> None:
+    response = h200.get("/serving?format=csv&sweep_id=1")
+    assert response.headers["content-type"].startswith("text/csv")
+    rows = {r["method"]: r for r in csv.DictReader(io.StringIO(response.text))}
+    assert sorted(rows) == ["baseline c=1", "baseline c=16", "baseline c=64", "draft_model k=3 c=1", "draft_model k=3 c=16",
+                            "draft_model k=3 c=64"]
+    base = rows["baseline c=1"]
+    assert (base["failed"], base["sent"], float(base["failed_share"])) == ("102", "192", 102 / 192)
+    assert float(base["ttft_p50_ms"]) == 18.27024499999652 and base["ttft_p50_ms_low"] == ""
+    assert rows["draft_model k=3 c=16"]["baseline"] == "baseline c=16"
+    assert float(rows["draft_model k=3 c=16"]["speedup"]) == pytest.approx(1.3321549078147819)
+
+
+def test_the_matrix_of_the_serving_sweep_gives_each_concurrency_its_speedup(h200: TestClient) -> None:
+    """Each panel a label, so a concurrency: the drafts' read their speedups, the baselines' say they are the baseline
+    (they read "no data" beside a serving sweep's speedups)."""
+    html = h200.get("/matrix?sweep_id=1&metric=speedup").text
+    panels = {title: re.findall(r"<!-- (.*?) -->", svg) for title, svg in
+              re.findall(r'<figure class="chart" data-title="([^"]+)">(<svg.*?</svg>)', html, re.S)}
+    written = {title.split(" · ")[1]: [t for t in texts if t.endswith("x") or t in ("baseline", "no data", "no baseline ran")]
+               for title, texts in panels.items()}
+    assert written == {
+        "baseline c=1": ["baseline"], "baseline c=16": ["baseline"], "baseline c=64": ["baseline"],
+        "draft_model k=3 c=1": ["1.60x"], "draft_model k=3 c=16": ["1.33x"], "draft_model k=3 c=64": ["1.75x"]}
+    # With a method filter the baselines are still read, for the speedups.
+    answer = h200.get("/matrix?sweep_id=1&method=draft_model&format=csv").text
+    filtered = {r["method"]: round(float(r["speedup"]), 3) for r in csv.DictReader(io.StringIO(answer))}
+    assert filtered == {"draft_model k=3 c=1": 1.596, "draft_model k=3 c=16": 1.332, "draft_model k=3 c=64": 1.754}
+
+
+def test_a_filter_that_matches_no_serving_cell_says_so(h200: TestClient) -> None:
+    html = h200.get("/serving?build=vllm-9").text
+    assert 'id="empty"' in html and "mode: serve" in html and 'id="failures"' not in html
+    assert h200.get("/serving?build=vllm-9&format=csv").text.strip() == ""
