@@ -40,8 +40,9 @@ def _triple(value: tuple | None) -> tuple:
 
 
 def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None = None) -> pd.DataFrame:
-    """One row per cell with every number and where it came from: the frame behind figures and CSVs; ``alarms``
-    (``app.alarms.service.by_cell``) fills its alarm column."""
+    """One row per cell with every number and where it came from: the frame behind figures and CSVs; ``method`` is
+    the cell's label and ``variant`` the digest of what it measured (one figure row or series per variant, whatever
+    its label); ``alarms`` (``app.alarms.service.by_cell``) fills its alarm column."""
     rows = []
     for c in found:
         acc, acc_low, acc_high = _triple(c.acceptance)
@@ -49,7 +50,7 @@ def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None
         tps, tps_low, tps_high = _triple(c.tokens_per_s)
         speedup = c.speedup
         rows.append({
-            "build": c.build, "gpu_kind": c.gpu_kind, "method": c.label, "backend": c.backend,
+            "build": c.build, "gpu_kind": c.gpu_kind, "method": c.label, "variant": c.variant.measured, "backend": c.backend,
             "graph_mode": c.graph_mode, "resolved_graph_mode": ", ".join(sorted(c.resolved_graph_modes)),
             "downgraded": c.downgraded, "draft_eager": c.draft_eager, "runs": sum(c.states.values()),
             "ran": c.ran, "died": c.died, "repeats": c.speed.repeats if c.speed else 0,

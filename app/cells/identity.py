@@ -1,4 +1,5 @@
-"""Which cells are one experiment: a cell's measured identity and the baseline it compares with.
+"""Which cells are one experiment: a cell's measured identity, the baseline it compares with, and the label that
+tells it from the others.
 
 Cells match across builds, sweeps and runs (the compare table, the alarm's eager sibling, the fallback's
 references, the history of a cell, the baseline of a speedup) by what they measured, never by how long
@@ -7,7 +8,10 @@ they were measured: one build run with 3 rounds and another with 5 share their c
 
 import hashlib
 import json
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy import func, select
@@ -35,7 +39,9 @@ class Identity(NamedTuple):
 class Variant:
     measured: str  # the digest of what was measured besides the matrix axes
     baseline: str  # the same without the speculative config: the variant of the cell's baseline
-    label: str
+    # What ``measured`` digests, flattened: (dotted path, its value as JSON), sorted, nulls left out. Labels read
+    # it; equal digests have equal fields, so it takes no part in equality.
+    fields: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
 
 class Axes(Protocol):
@@ -53,8 +59,7 @@ def variant(config: dict[str, Any]) -> Variant:
     lengths, temperature, seeds), the speculative config, the engine arguments, the mode and concurrency,
     the environment. Does not count: the build (what two compared runs differ in), the timeout, the
     workload's rounds, window (``min_window_s``) and warm-up prompts; nor what is not in a config: the
-    repeats, the sweep's name. The label names the speculative method, its ``k``, serving concurrency and
-    environment, for pages.
+    repeats, the sweep's name.
     """
     rest = {k: v for k, v in config.items() if k not in (*MATRIX_AXES, *NOT_MEASURED)}
     workload = rest.get("workload")
@@ -62,15 +67,7 @@ def variant(config: dict[str, Any]) -> Variant:
         rest["workload"] = {k: v for k, v in workload.items() if k not in NOT_MEASURED_WORKLOAD}
     # A baseline's config holds ``speculative: null``; leaving the key out instead matched no baseline.
     base = {**rest, "speculative": None}
-    spec = rest.get("speculative") or {}
-    label = spec.get("method", "baseline")
-    if spec.get("num_speculative_tokens"):
-        label += f" k={spec['num_speculative_tokens']}"
-    if rest.get("mode") == "serve":
-        label += f" c={rest.get('concurrency')}"
-    for name, value in sorted((rest.get("env") or {}).items()):
-        label += f" {name}={value}"
-    return Variant(_digest(rest), _digest(base), label)
+    return Variant(_digest(rest), _digest(base), tuple(sorted(_flat(rest))))
 
 
 def measured(axes: Axes, variant: Variant) -> Identity:
@@ -102,3 +99,112 @@ def variants(*, session: Session, hashes: set[str]) -> dict[str, Variant]:
 
 def _digest(value: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def _flat(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """``(dotted path, JSON)`` of every leaf of a config but the nulls (a null and an absent field say one thing);
+    an empty mapping is a leaf (``env: {}``)."""
+    if isinstance(value, dict) and value:
+        for key, inner in value.items():
+            yield from _flat(inner, f"{path}.{key}" if path else str(key))
+    elif value is not None:
+        yield path, json.dumps(value, sort_keys=True, default=str)
+
+
+# The order in which a label reaches for a field that tells two variants of one name apart, after the fewest
+# fields: what the draft is, then the target, what it was asked, how the engine ran.
+_PREFERRED = ("speculative.model", "speculative.", "model", "tokenizer", "workload.", "engine_args.")
+
+
+def labels(variants: Iterable[Variant]) -> dict[str, str]:
+    """Each variant's label, by its ``measured`` digest: one per variant, no two alike among ``variants``.
+
+    A label names the speculative method (``baseline`` without one), its ``k``, the serving concurrency and
+    the environment (``draft_model k=3 c=16``). Variants whose names agree are told apart by the fewest fields
+    that do it, chosen greedily: the field whose values split the most pairs still alike, ties by
+    ``_PREFERRED``. Where a field splits a set of variants, those whose value is not the one most of that set
+    share write it as ``field=value`` (``draft_model k=3 draft=draft-noise-0.03``; a path by its last part).
+    Two labels that still agree (fields differing only in how JSON writes them) get the digest.
+
+    A variant's label depends on the others read with it: a page labels every cell it reads at once, so one
+    config reads the same across its builds. O(n f) per field chosen, n variants of f fields.
+    """
+    named: dict[str, dict[str, dict[str, str]]] = {}
+    for v in variants:
+        fields = dict(v.fields)
+        named.setdefault(_name(fields), {})[v.measured] = fields
+    found: dict[str, str] = {}
+    for name, group in named.items():
+        told = _telling(group)
+        for digest, fields in group.items():
+            values = {key: [f.get(key) for f in group.values()] for key in told[digest]}
+            found[digest] = " ".join([name, *(_shown(key, fields.get(key), among) for key, among in values.items())])
+    seen = Counter(found.values())
+    return {digest: f"{label} [{digest[:8]}]" if seen[label] > 1 else label for digest, label in found.items()}
+
+
+def _name(fields: dict[str, str]) -> str:
+    def value(path: str) -> Any:
+        return json.loads(fields[path]) if path in fields else None
+
+    name = str(value("speculative.method") or "baseline")
+    if value("speculative.num_speculative_tokens"):
+        name += f" k={value('speculative.num_speculative_tokens')}"
+    if value("mode") == "serve":
+        name += f" c={value('concurrency')}"
+    for path in sorted(p for p in fields if p.startswith("env.")):
+        name += f" {path.removeprefix('env.')}={value(path)}"
+    return name
+
+
+def _telling(group: dict[str, dict[str, str]]) -> dict[str, list[str]]:
+    """Per variant of ``group`` (digest -> fields), the fields its label writes, in ``_PREFERRED`` order.
+
+    Greedy: while two variants are alike in every field chosen, choose the field that leaves the fewest pairs
+    alike (the sum over the sets still alike of the squared counts of its values); in each set it splits, the
+    variants off the value most of that set share write it (all of them when no value is most shared).
+    """
+    keys = sorted({k for fields in group.values() for k in fields}, key=_preference)
+    written: dict[str, list[str]] = {digest: [] for digest in group}
+    alike = [list(group)] if len(group) > 1 else []
+    while alike:
+        best = min(keys, key=lambda k: sum(n * n for c in alike for n in Counter(group[d].get(k) for d in c).values()))
+        split = []
+        for c in alike:
+            counts = Counter(group[d].get(best) for d in c).most_common()
+            if len(counts) > 1:
+                common = counts[0][0] if counts[0][1] > counts[1][1] else object()
+                for digest in c:
+                    if group[digest].get(best) != common:
+                        written[digest].append(best)
+            split += [[d for d in c if group[d].get(best) == value] for value, _ in counts]
+        if len(split) == len(alike):
+            break  # alike in every field: told apart by their digests
+        alike = [c for c in split if len(c) > 1]
+    return {digest: sorted(keys, key=_preference) for digest, keys in written.items()}
+
+
+def _preference(key: str) -> tuple[int, str]:
+    return next((i for i, p in enumerate(_PREFERRED) if key == p or (p.endswith(".") and key.startswith(p))),
+                len(_PREFERRED)), key
+
+
+def _shown(key: str, value: str | None, among: list[str | None]) -> str:
+    name = "draft" if key == "speculative.model" else key.split(".")[-1]
+    return f"{name}={_value(value, among)}"
+
+
+def _value(value: str | None, among: list[str | None]) -> str:
+    """A field's JSON as a reader reads it: text unquoted, ``none`` where absent, a path by its last part when
+    the last parts of ``among`` (the values it is told from) differ as the paths do."""
+    if value is None:
+        return "none"
+    text = json.loads(value)
+    if not isinstance(text, str):
+        return value
+    if "/" in text:
+        paths = {json.loads(v) for v in among if v is not None}
+        if all(isinstance(p, str) for p in paths) and len({PurePosixPath(p).name for p in paths}) == len(paths):
+            return PurePosixPath(text).name or text
+    return text
+

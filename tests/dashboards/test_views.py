@@ -1,5 +1,8 @@
 """The analysis pages over the real H200 data, rendered by the server: what each shows, its filters, its CSV."""
 
+import html as html_lib
+import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +32,21 @@ def h200(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     url = f"sqlite:///{tmp_path_factory.mktemp('h200') / 'h200.db'}"
     imported(url, *MATRIX)
     yield from _client(url)
+
+
+@pytest.fixture(scope="module")
+def every_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """Every exported H200 sweep imported (``tests/data/h200-2026-11-30``), as a user imports them."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('every') / 'all.db'}"
+    imported(url)
+    yield from _client(url)
+
+
+def _sweep_ids(client: TestClient) -> dict[str, list[int]]:
+    ids: dict[str, list[int]] = {}
+    for sweep in client.get("/api/v1/sweeps").json():
+        ids.setdefault(sweep["name"], []).append(sweep["id"])
+    return {name: sorted(found) for name, found in ids.items()}
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +90,8 @@ def test_fallback_of_the_proof_has_intervals_from_the_rounds(tmp_path: Path) -> 
         assert "0.41x [0.36, 0.47] of FLASH_ATTN with FULL_AND_PIECEWISE" in html
 
 
-def test_every_exported_h200_sweep_imports_with_what_it_ran(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'all.db'}"
-    imported(url)
-    for client in _client(url):
+def test_every_exported_h200_sweep_imports_with_what_it_ran(every_sweep: TestClient) -> None:
+    for client in [every_sweep]:
         sweeps = sorted((cells[1], cells[4]) for _, cells in tables(client.get("/").text)["sweeps"][1:])
         # Jobs the lease cut short import as queued, beside those that never started; batch 3 ran a sweep of
         # batch 2 again (the A/A repeats, the 8B shape) with a whole pass as warm-up.
@@ -243,3 +259,35 @@ def test_fallback_pools_three_engine_starts_of_the_h200_repeats(tmp_path: Path) 
         assert first[1][2:8] == ["FLASHINFER", "FULL_AND_PIECEWISE", "PIECEWISE downgraded", "eager",
                                  "3994 [3713, 4297]", "3 × 5"]
         assert first[1][8].startswith("0.48x [0.43, 0.53]")
+
+
+def test_every_fallback_figure_draws_each_of_its_cells_in_a_row_of_its_own(every_sweep: TestClient) -> None:
+    # Batch 4's two calibration configs once shared a label, and their four cells were drawn into two rows.
+    html = every_sweep.get("/fallback").text
+    rows = [(cells[1], int(cells[6].split()[0])) for _, cells in tables(html)["costs"][1:]]
+    figures = re.findall(r'<figure class="chart" data-title="([^"]+)">(.*?)</figure>', html, re.S)
+    titles = [html_lib.unescape(title) for title, _ in figures]
+    assert len(set(titles)) == len(titles) and sum("synthetic_acceptance_rates" in t for t in titles) == 2
+    ticks: Counter = Counter()
+    drawn: Counter = Counter()
+    for title, (_, svg) in zip(titles, figures, strict=True):
+        _, label, _ = title.split(" · ")
+        texts = re.findall(r"<!-- (.*?) -->", svg, re.S)
+        ticks.update(label for t in texts if re.fullmatch(r"[A-Z_]+ / [A-Z_]+( -&gt; [A-Z_]+)?", t))  # a row's name
+        # Each bar's number, as the table writes it (the axis' own numbers are written without commas).
+        drawn.update((label, int(t.replace(",", ""))) for t in texts if re.fullmatch(r"\d{1,3}(,\d{3})+", t))
+    assert ticks == Counter(label for label, _ in rows)
+    assert drawn == Counter((label, speed) for label, speed in rows if speed >= 1000)
+
+
+def test_history_draws_each_calibration_config_as_its_own_series(every_sweep: TestClient) -> None:
+    # Two synthetic acceptance configs of one sweep (0.8/0.5/0.3 and 0.9/0.6/0.2): acceptance 0.532 and 0.566 on
+    # FLASH_ATTN, read as one series they made a change point between two configs, not two builds.
+    sweep = _sweep_ids(every_sweep)["h200-calibration-t1"][0]
+    html = every_sweep.get(f"/history?sweep_id={sweep}&backend=FLASH_ATTN").text
+    points = tables(html)["points"][1:]
+    assert [cells[0] for _, cells in points] == [f"H200 draft_model k=3 synthetic_acceptance_rates={r} FLASH_ATTN FULL_AND_PIECEWISE"
+                                                 for r in ("[0.8, 0.5, 0.3]", "[0.9, 0.6, 0.2]")]
+    assert [cls for cls, _ in points] == ["", ""] and "badge alarm" not in html
+    legend = re.findall(r"<!-- (.*?) -->", html[html.index('id="history-chart"'):], re.S)
+    assert sum("synthetic_acceptance_rates" in t for t in legend) == 2
