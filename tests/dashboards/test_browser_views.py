@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from app.config import Settings
+from tests.browser import WIDTH
 from tests.conftest import TOKEN
 from tests.dashboards.h200 import MATRIX, imported
 from tests.factories import claim, complete, register_worker, report_crash, submit, sweep_body, upload_log
@@ -39,6 +40,18 @@ def site(tmp_path_factory: pytest.TempPathFactory, ngram_cell, self_draft_cell, 
             assert complete(http, job["job_id"], worker, outcome).status_code == 200
         report_crash(http, worker, synthetic_crash_log, model=ngram_cell.spec["model"])
         yield base
+
+
+@pytest.fixture(scope="module")
+def every_h200_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, int]]]:
+    """Every exported H200 sweep imported and served: (the address, the first sweep id of each name)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('every') / 'all.db'}"
+    imported(url)
+    with serve(Settings(database_url=url, token=TOKEN)) as base:
+        ids: dict[str, int] = {}
+        for sweep in sorted(httpx.get(f"{base}/api/v1/sweeps", timeout=30).json(), key=lambda s: s["id"]):
+            ids.setdefault(sweep["name"], sweep["id"])
+        yield base, ids
 
 
 @pytest.fixture(scope="module")
@@ -122,3 +135,19 @@ def test_compare_and_crashes(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/fallback?build=nothing-here")
     assert page.locator("#empty").count() == 1
     _shot(page, shots, "empty")
+
+
+def test_the_fallback_headline_a_reader_sees_pools_every_start_and_keeps_its_reference(every_h200_sweep, page, shots: Path) -> None:
+    # The matrix's one FLASHINFER start (0.41x) and batch 3's three (0.48x) pooled: 3969 / 8416 tok/s over 4 starts a side.
+    site, _ = every_h200_sweep
+    said = "0.47x [0.42, 0.52] of FLASH_ATTN with FULL_AND_PIECEWISE (4 engine starts, 20 rounds, against 4 starts, 20 rounds)"
+    page.goto(f"{site}/fallback")
+    assert said in page.locator("#headline").inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+    _shot(page, shots, "fallback-every-sweep")
+    # Narrowed to FLASHINFER the headline once read 0.55x of FLASHINFER itself: its FLASH_ATTN reference was dropped.
+    page.select_option("select[name=backend]", "FLASHINFER")
+    page.locator("#filters button").click()
+    assert "backend=FLASHINFER" in page.url and said in page.locator("#headline").inner_text()
+    assert set(page.locator("#costs tr td:nth-child(3)").all_inner_texts()) == {"FLASHINFER"}
+

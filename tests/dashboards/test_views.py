@@ -1,6 +1,8 @@
 """The analysis pages over the real H200 data, rendered by the server: what each shows, its filters, its CSV."""
 
+import csv
 import html as html_lib
+import io
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -259,6 +261,42 @@ def test_fallback_pools_three_engine_starts_of_the_h200_repeats(tmp_path: Path) 
         assert first[1][2:8] == ["FLASHINFER", "FULL_AND_PIECEWISE", "PIECEWISE downgraded", "eager",
                                  "3994 [3713, 4297]", "3 × 5"]
         assert first[1][8].startswith("0.48x [0.43, 0.53]")
+
+
+# The FLASHINFER DFlash cell asked FULL_AND_PIECEWISE ran PIECEWISE with its draft eager in 4 engine starts: the matrix's
+# one (3574 tok/s) and batch 3's three (3994, 3944, 4436), median 3969; FLASH_ATTN's four (8711; 8380, 7969, 8452) have
+# median 8416: 3969 / 8416 = 0.47. The matrix's start alone read 0.41x, batch 3's three alone 0.48x.
+POOLED = "0.47x [0.42, 0.52] of FLASH_ATTN with FULL_AND_PIECEWISE (4 engine starts, 20 rounds, against 4 starts, 20 rounds)"
+POOLED_CELL = "FLASHINFER, dflash k=3 draft eager, target PIECEWISE (asked FULL_AND_PIECEWISE): "
+
+
+def _headline(html: str) -> str:
+    return " ".join(html[html.index('id="headline"'):].split("</p>")[0].split())
+
+
+def test_the_fallback_headline_pools_every_engine_start_whatever_the_filter_shows(every_sweep: TestClient) -> None:
+    # A filter picks the rows, never the references: FLASHINFER alone read 1.00x of itself, and the matrix's sweep
+    # read its one start (0.41x).
+    matrix = _sweep_ids(every_sweep)["h200-matrix"][0]
+    for query in ["", "?backend=FLASHINFER", "?backend=FLASHINFER&graph_mode=FULL_AND_PIECEWISE", "?method=dflash",
+                  f"?sweep_id={matrix}", "?build=vllm-0.26.0&gpu_kind=H200"]:
+        html = every_sweep.get(f"/fallback{query}").text
+        assert POOLED_CELL + POOLED in _headline(html), query
+        _, first, *_ = tables(html)["costs"]
+        assert first[1][6:9] == ["3969 [3640, 4328]", "4 × 5", "0.47x [0.42, 0.52]of FLASH_ATTN"], query
+    rows = tables(every_sweep.get("/fallback?backend=FLASHINFER").text)["costs"][1:]
+    assert {cells[2] for _, cells in rows} == {"FLASHINFER"} and "n/a" not in {cells[8] for _, cells in rows}
+
+
+def test_the_fallback_csv_gives_each_cost_its_interval_and_reference(every_sweep: TestClient) -> None:
+    rows = list(csv.DictReader(io.StringIO(every_sweep.get("/fallback?format=csv").text)))
+    first = rows[0]
+    assert (first["method"], first["backend"], first["graph_mode"]) == ("dflash k=3", "FLASHINFER", "FULL_AND_PIECEWISE")
+    assert [round(float(first[f"cost_vs_requested{end}"]), 2) for end in ("", "_low", "_high")] == [0.47, 0.42, 0.52]
+    assert (first["requested_backend"], first["requested_graph_mode"]) == ("FLASH_ATTN", "FULL_AND_PIECEWISE")
+    assert first["repeats"] == first["requested_repeats"] == "4"
+    # Every cell that ran has its cost against the best cell with an interval (each ran 3 or more rounds).
+    assert all(r["cost_vs_best"] and r["cost_vs_best_low"] and r["cost_vs_best_high"] and r["best_backend"] for r in rows)
 
 
 def test_every_fallback_figure_draws_each_of_its_cells_in_a_row_of_its_own(every_sweep: TestClient) -> None:
