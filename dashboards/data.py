@@ -5,6 +5,7 @@ import pandas as pd
 from sqlalchemy.orm import Session
 
 from app.alarms.service import Alarm
+from app.cells import identity
 from app.cells import service as cell_service
 from app.cells.pooling import PooledCell
 from app.cells.scope import CellScope
@@ -29,6 +30,11 @@ def compare(
 ) -> tuple[list[PooledCell], list[PooledCell], list[comparisons.Change]]:
     """(base cells, head cells, changes): ``app.comparisons.service.between``."""
     return comparisons.between(session=session, base=base, head=head)
+
+
+def apart(base: list[PooledCell], head: list[PooledCell]) -> identity.Apart | None:
+    """Why two sides share no cell: ``app.cells.identity.apart``."""
+    return identity.apart(base, head)
 
 
 def default_pair(*, session: Session) -> tuple[int, int] | None:

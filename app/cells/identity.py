@@ -1,5 +1,5 @@
-"""Which cells are one experiment: a cell's measured identity, the baseline it compares with, and the label that
-tells it from the others.
+"""Which cells are one experiment: a cell's measured identity, the baseline it compares with, the label that
+tells it from the others, and why two sets of cells share none.
 
 Cells match across builds, sweeps and runs (the compare table, the alarm's eager sibling, the fallback's
 references, the history of a cell, the baseline of a speedup) by what they measured, never by how long
@@ -9,7 +9,7 @@ they were measured: one build run with 3 rounds and another with 5 share their c
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple, Protocol
@@ -39,8 +39,8 @@ class Identity(NamedTuple):
 class Variant:
     measured: str  # the digest of what was measured besides the matrix axes
     baseline: str  # the same without the speculative config: the variant of the cell's baseline
-    # What ``measured`` digests, flattened: (dotted path, its value as JSON), sorted, nulls left out. Labels read
-    # it; equal digests have equal fields, so it takes no part in equality.
+    # What ``measured`` digests, flattened: (dotted path, its value as JSON), sorted, nulls left out. Labels and
+    # ``apart`` read it; equal digests have equal fields, so it takes no part in equality.
     fields: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
 
@@ -50,6 +50,38 @@ class Axes(Protocol):
     gpu_kind: str
     backend: str
     graph_mode: str
+
+
+class Measured(Axes, Protocol):
+    """A cell: its place in the matrix and its variant."""
+
+    variant: Variant
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One field of the measured identity as each side holds it: the values of its cells (``none`` where absent)."""
+
+    field: str
+    base: tuple[str, ...]
+    head: tuple[str, ...]
+    every_cell: bool  # no value is held on both sides: the field alone parts every base cell from every head cell
+
+    def __str__(self) -> str:
+        return f"{self.field}: {_listed(self.base)} vs {_listed(self.head)}"
+
+
+@dataclass(frozen=True)
+class Apart:
+    """Why two sets of cells share none (``apart``): the fields, after what they say (``lead``)."""
+
+    differences: tuple[Difference, ...]
+    lead: str
+
+    @property
+    def sentence(self) -> str:
+        """``Every base cell differs from every head cell in model: target vs qwen3_8b; workload.max_tokens: 128 vs 256.``"""
+        return f"{self.lead} {'; '.join(map(str, self.differences))}."
 
 
 def variant(config: dict[str, Any]) -> Variant:
@@ -208,3 +240,50 @@ def _value(value: str | None, among: list[str | None]) -> str:
             return PurePosixPath(text).name or text
     return text
 
+
+# Values a difference lists of each side before "and N more".
+LISTED = 4
+
+
+def _listed(values: tuple[str, ...]) -> str:
+    shown = ", ".join(values[:LISTED])
+    return f"{shown} and {len(values) - LISTED} more" if len(values) > LISTED else shown
+
+
+def apart(base: Iterable[Measured], head: Iterable[Measured]) -> Apart | None:
+    """Why two sets of cells share no measured identity (``measured``), from its fields: the matrix axes, then what
+    the variant measured by dotted path (``workload.max_tokens``); None when a side has no cell or they share one.
+
+    First the fields where no value of one side is held on the other: each alone parts every pair (``model: target
+    vs qwen3_8b``). When no field does, the fields whose sets of values differ; when those agree too, the fields
+    whose values vary, which the two sides combine differently. O((n + m) f), n and m cells of f fields.
+    """
+    base, head = list(base), list(head)
+    if not base or not head or {measured(c, c.variant) for c in base} & {measured(c, c.variant) for c in head}:
+        return None
+    held = [_held(side) for side in (base, head)]
+    paths = [*MATRIX_AXES, *sorted({p for side in held for p in side} - set(MATRIX_AXES), key=_preference)]
+
+    sides = {p: (held[0].get(p, {None}), held[1].get(p, {None})) for p in paths}
+
+    def differences(test: Callable[[set, set], bool]) -> tuple[Difference, ...]:
+        found = []
+        for path, (b, h) in sides.items():
+            if test(b, h):
+                among = list(b | h)
+                shown = [tuple(sorted({_value(v, among) for v in side})) for side in (b, h)]
+                found.append(Difference(path, *shown, every_cell=not b & h))
+        return tuple(found)
+
+    if found := differences(lambda b, h: not b & h):
+        return Apart(found, "Every base cell differs from every head cell in")
+    if found := differences(lambda b, h: b != h):
+        return Apart(found, "No one field parts every pair of cells; the sides hold other values of")
+    return Apart(differences(lambda b, h: len(b | h) > 1), "The sides hold the same values of each field, combined otherwise, in")
+
+
+def _held(cells: list[Measured]) -> dict[str, set[str | None]]:
+    """Per field of the measured identity, the values ``cells`` hold, None where a cell has no such field."""
+    rows = [{**{axis: json.dumps(getattr(c, axis)) for axis in MATRIX_AXES}, **dict(c.variant.fields)} for c in cells]
+    paths = {p for row in rows for p in row}
+    return {p: {row.get(p) for row in rows} for p in paths}

@@ -4,6 +4,7 @@ others read with it."""
 import random
 
 from app.cells import identity
+from app.cells.pooling import PooledCell
 
 CONFIG = {
     "build": "b0", "gpu_kind": "H200", "backend": "FLASH_ATTN", "graph_mode": "FULL", "timeout_s": 900.0,
@@ -93,3 +94,33 @@ def test_every_distinct_variant_gets_its_own_label() -> None:
         variants = {v.measured: v for v in map(identity.variant, configs)}
         assert len(set(identity.labels(variants.values()).values())) == len(variants)
 
+
+def _cells(*places: tuple[str, int]) -> list[PooledCell]:
+    """ngram cells of one build and GPU at (backend, max_tokens)."""
+    return [PooledCell("b0", "H200", backend, "FULL", "ngram", identity.variant(_with(max_tokens=n)), "") for backend, n in places]
+
+
+def test_two_sides_apart_in_one_field_name_it() -> None:
+    found = identity.apart(_cells(("FLASH_ATTN", 128), ("FLASHINFER", 128)), _cells(("FLASH_ATTN", 256)))
+    assert found is not None and found.sentence == "Every base cell differs from every head cell in workload.max_tokens: 128 vs 256."
+    assert found.differences == (identity.Difference("workload.max_tokens", ("128",), ("256",), every_cell=True),)
+
+
+def test_sides_no_one_field_parts_name_the_values_each_holds() -> None:
+    # FLASH_ATTN is on both sides and 256 too, but FLASH_ATTN at 256 on the base only.
+    found = identity.apart(_cells(("FLASH_ATTN", 128), ("FLASHINFER", 256)), _cells(("FLASH_ATTN", 256)))
+    assert found is not None and found.sentence == ("No one field parts every pair of cells; the sides hold other values of "
+                                                    "backend: FLASHINFER, FLASH_ATTN vs FLASH_ATTN; workload.max_tokens: 128, 256 vs 256.")
+    assert not any(d.every_cell for d in found.differences)
+
+
+def test_sides_of_the_same_values_combined_otherwise_say_so() -> None:
+    found = identity.apart(_cells(("FLASH_ATTN", 128), ("FLASHINFER", 256)), _cells(("FLASH_ATTN", 256), ("FLASHINFER", 128)))
+    assert found is not None and found.sentence == (
+        "The sides hold the same values of each field, combined otherwise, in "
+        "backend: FLASHINFER, FLASH_ATTN vs FLASHINFER, FLASH_ATTN; workload.max_tokens: 128, 256 vs 128, 256.")
+
+
+def test_sides_that_share_a_cell_or_have_none_are_not_apart() -> None:
+    assert identity.apart(_cells(("FLASH_ATTN", 128), ("FLASHINFER", 256)), _cells(("FLASHINFER", 256))) is None
+    assert identity.apart([], _cells(("FLASHINFER", 256))) is None

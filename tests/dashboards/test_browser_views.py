@@ -151,3 +151,12 @@ def test_the_fallback_headline_a_reader_sees_pools_every_start_and_keeps_its_ref
     assert "backend=FLASHINFER" in page.url and said in page.locator("#headline").inner_text()
     assert set(page.locator("#costs tr td:nth-child(3)").all_inner_texts()) == {"FLASHINFER"}
 
+
+def test_compare_of_sweeps_that_share_nothing_says_which_fields_differ(every_h200_sweep, page, shots: Path) -> None:
+    site, ids = every_h200_sweep
+    page.goto(f"{site}/compare?base={ids['h200-qwen3-8b-shape']}&head={ids['h200-calibration-t1']}")
+    assert "Every base cell differs from every head cell in:" in page.locator("#empty").inner_text()
+    rows = page.locator("#apart tr").all_inner_texts()
+    assert "model\tqwen3_8b\ttarget" in rows and "workload.temperature\t0.0\t1.0" in rows, rows
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+    _shot(page, shots, "compare-apart")

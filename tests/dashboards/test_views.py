@@ -329,3 +329,28 @@ def test_history_draws_each_calibration_config_as_its_own_series(every_sweep: Te
     assert [cls for cls, _ in points] == ["", ""] and "badge alarm" not in html
     legend = re.findall(r"<!-- (.*?) -->", html[html.index('id="history-chart"'):], re.S)
     assert sum("synthetic_acceptance_rates" in t for t in legend) == 2
+
+
+def test_compare_of_two_sweeps_that_share_no_cell_names_the_fields_that_differ(every_sweep: TestClient) -> None:
+    ids = _sweep_ids(every_sweep)
+    base, head = ids["h200-qwen3-8b-shape"][0], ids["h200-calibration-t1"][0]
+    said = ("Every base cell differs from every head cell in speculative.model: qwen3_8b vs target; "
+            "speculative.rejection_sample_method: none vs synthetic; "
+            "speculative.synthetic_acceptance_rates: none vs [0.8, 0.5, 0.3], [0.9, 0.6, 0.2]; model: qwen3_8b vs target; "
+            "workload.dataset: draftbench vs random; workload.input_len: none vs 128; workload.range_ratio: none vs 0.0; "
+            "workload.temperature: 0.0 vs 1.0; engine_args.gpu_memory_utilization: 0.6 vs 0.3.")
+    html = every_sweep.get(f"/compare?base={base}&head={head}").text
+    assert "Every base cell differs from every head cell in:" in html
+    header, *rows = tables(html)["apart"]
+    assert header[1] == ["field", f"base (sweep {base})", f"head (sweep {head})"]
+    assert [cells for _, cells in rows][3:] == [
+        ["model", "qwen3_8b", "target"], ["workload.dataset", "draftbench", "random"], ["workload.input_len", "none", "128"],
+        ["workload.range_ratio", "none", "0.0"], ["workload.temperature", "0.0", "1.0"],
+        ["engine_args.gpu_memory_utilization", "0.6", "0.3"]]
+    answer = every_sweep.get(f"/api/v1/compare?base_sweep={base}&head_sweep={head}").json()
+    assert answer["changes"] == [] and answer["apart"]["sentence"] == said
+    fields = {f["field"]: (f["base"], f["head"], f["every_cell"]) for f in answer["apart"]["fields"]}
+    assert fields["model"] == (["qwen3_8b"], ["target"], True) and fields["workload.temperature"] == (["0.0"], ["1.0"], True)
+    # Builds that share cells are not apart.
+    shared = every_sweep.get(f"/api/v1/compare?base_sweep={ids['h200-matrix'][0]}&head_sweep={ids['h200-matrix-rest'][0]}").json()
+    assert shared["changes"] and shared["apart"] is None
