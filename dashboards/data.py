@@ -8,8 +8,8 @@ from sqlalchemy.orm import Session
 
 from app.alarms.service import Alarm
 from app.cells import calibration as calibration_cells
+from app.cells import identity, serving
 from app.cells import service as cell_service
-from app.cells import serving
 from app.cells.calibration import CalibrationCell
 from app.cells.pooling import PooledCell
 from app.cells.scope import CellScope
@@ -46,6 +46,11 @@ def compare(
     return comparisons.between(session=session, base=base, head=head)
 
 
+def apart(base: list[PooledCell], head: list[PooledCell]) -> identity.Apart | None:
+    """Why two sides share no cell: ``app.cells.identity.apart``."""
+    return identity.apart(base, head)
+
+
 def default_pair(*, session: Session) -> tuple[int, int] | None:
     return comparisons.default_pair(session=session)
 
@@ -55,8 +60,9 @@ def _triple(value: tuple | None) -> tuple:
 
 
 def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None = None) -> pd.DataFrame:
-    """One row per cell with every number and where it came from: the frame behind figures and CSVs; ``alarms``
-    (``app.alarms.service.by_cell``) fills its alarm column."""
+    """One row per cell with every number and where it came from: the frame behind figures and CSVs; ``method`` is
+    the cell's label and ``variant`` the digest of what it measured (one figure row or series per variant, whatever
+    its label); ``alarms`` (``app.alarms.service.by_cell``) fills its alarm column."""
     rows = []
     for c in found:
         acc, acc_low, acc_high = _triple(c.acceptance)
@@ -64,8 +70,9 @@ def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None
         tps, tps_low, tps_high = _triple(c.tokens_per_s)
         speedup = c.speedup
         rows.append({
-            "build": c.build, "gpu_kind": c.gpu_kind, "method": c.label, "speculative": c.method is not None,
-            "backend": c.backend, "graph_mode": c.graph_mode, "resolved_graph_mode": ", ".join(sorted(c.resolved_graph_modes)),
+            "build": c.build, "gpu_kind": c.gpu_kind, "method": c.label, "variant": c.variant.measured,
+            "speculative": c.method is not None, "backend": c.backend,
+            "graph_mode": c.graph_mode, "resolved_graph_mode": ", ".join(sorted(c.resolved_graph_modes)),
             "downgraded": c.downgraded, "draft_eager": c.draft_eager, "runs": sum(c.states.values()),
             "ran": c.ran, "died": c.died, "repeats": c.speed.repeats if c.speed else 0,
             "rounds": c.speed.rounds if c.speed else 0,

@@ -6,10 +6,11 @@ from fastapi import APIRouter, Query
 
 from app.alarms import service as alarms
 from app.api.responses import answers
+from app.cells import identity
 from app.cells.pooling import PooledCell
 from app.cells.scope import CellScope
 from app.comparisons import service as comparisons
-from app.schemas.compare import CaptureAlarm, CellChange, CellSide, Comparison, Interval
+from app.schemas.compare import Apart, CaptureAlarm, CellChange, CellSide, Comparison, FieldDifference, Interval
 from app.sessions import SessionDep
 from app.sweeps import service as sweeps
 
@@ -25,7 +26,8 @@ def compare(session: SessionDep, base_sweep: SweepParam, head_sweep: SweepParam)
     verdict (``newly_crashing``, ``worse``, ``now_downgraded``, ``now_eager_draft``, ``undecided``, ``unchanged``,
     ``better``, ``fixed``), worst first; and the graph-capture alarms among the head's cells. The rule is the
     ``/compare`` page's: tokens/s per engine start (Mann-Whitney with 7 repeats a side, else against the cell's
-    history on its GPU kind), acceptance by the two-proportion test with a 2-point minimum effect.
+    history on its GPU kind), acceptance by the two-proportion test with a 2-point minimum effect. When the two
+    share no cell, ``apart`` names the fields of the measured identity that differ.
     """
     base, head = (sweeps.get(session=session, sweep_id=i) for i in (base_sweep, head_sweep))
     base_cells, head_cells, changes = comparisons.between(
@@ -39,7 +41,15 @@ def compare(session: SessionDep, base_sweep: SweepParam, head_sweep: SweepParam)
         changes=[_change(c) for c in changes],
         alarms=[_alarm(a) for a in alarms.find(head_cells)],
         base_only=len(base_cells) - matched, head_only=len(head_cells) - matched,
+        apart=None if changes else _apart(identity.apart(base_cells, head_cells)),
     )
+
+
+def _apart(found: identity.Apart | None) -> Apart | None:
+    if found is None:
+        return None
+    return Apart(sentence=found.sentence, fields=[
+        FieldDifference(field=d.field, base=list(d.base), head=list(d.head), every_cell=d.every_cell) for d in found.differences])
 
 
 def _interval(triple: tuple | None) -> Interval | None:

@@ -6,7 +6,7 @@ or its counters are off. The judgement is ``app.analysis.acceptance.calibration_
 stored result's ``calibration_miss``, here over the pooled counts of the cell's engine starts.
 """
 
-from collections import Counter
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -93,12 +93,13 @@ def load(*, session: Session, scope: CellScope) -> list[CalibrationCell]:
     return out
 
 
+# How the label names the rates where they tell configs apart: said again, and better, after it.
+_RATES = re.compile(r" synthetic_acceptance_rates=\[[^\]]*\]")
+
+
 def _labels(found: list[PooledCell], asked: dict[tuple, tuple[float, ...]]) -> dict[tuple, str]:
-    """One label per cell, none shared: GPU, backend, graph mode, the cell's label, the rates asked for and the build;
-    cells still alike (two configs differing only where no label looks, such as the draft model) get their config's
-    digest."""
-    labels = {c.key: f"{c.gpu_kind} · {c.backend} · {c.graph_mode} · {c.label} · asked "
-                     f"{'/'.join(f'{rate:g}' for rate in asked[c.key]) or 'no rates'} · {c.build}"
-              for c in found}
-    counts = Counter(labels.values())
-    return {c.key: labels[c.key] + (f" · config {c.variant.measured}" if counts[labels[c.key]] > 1 else "") for c in found}
+    """GPU, backend, graph mode, the cell's label (``app.cells.identity.labels``: none shared among the cells read
+    together) less the rates asked for, which follow it as ``asked 0.8/0.5/0.3``, and the build."""
+    return {c.key: f"{c.gpu_kind} · {c.backend} · {c.graph_mode} · {_RATES.sub('', c.label)} · asked "
+                   f"{'/'.join(f'{rate:g}' for rate in asked[c.key]) or 'no rates'} · {c.build}"
+            for c in found}

@@ -1,11 +1,23 @@
 """Which cells a page, the alarm or a comparison reads: a filter on the jobs behind them."""
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from sqlalchemy import ColumnElement, Select, String, cast, exists
 from sqlalchemy.orm import aliased
 
 from app.models import Job, Result
+
+
+class Placed(Protocol):
+    """A pooled cell's place: its build, matrix axes, method and the sweeps it pools."""
+
+    build: str
+    gpu_kind: str
+    backend: str
+    graph_mode: str
+    method: str | None
+    sweep_ids: list[int]
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,15 @@ class CellScope:
             result = aliased(Result)
             stmt = stmt.where(exists().where(result.job_id == Job.id, _asked_rates(result)))
         return stmt
+
+
+    def holds(self, cell: Placed) -> bool:
+        """Whether a pooled cell read by a wider scope is one this scope reads: a cell is a sweep's when the sweep
+        is among those it pools."""
+        return all(value is None or value == getattr(cell, name) for name, value in (
+            ("build", self.build), ("gpu_kind", self.gpu_kind), ("method", self.method), ("backend", self.backend),
+            ("graph_mode", self.graph_mode),
+        )) and (self.sweep_id is None or self.sweep_id in cell.sweep_ids) and (self.builds is None or cell.build in self.builds)
 
 
 def _asked_rates(result: type[Result]) -> ColumnElement[bool]:

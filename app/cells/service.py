@@ -1,7 +1,6 @@
 """Jobs folded into pooled cells (``app.cells.pooling``): what the dashboards, the alarm and comparisons read,
 one per cell with its repeats pooled, each against its baseline."""
 
-from collections import defaultdict
 from dataclasses import replace
 
 from sqlalchemy import or_, select
@@ -53,12 +52,12 @@ def load(*, session: Session, scope: CellScope, speedups: bool = True) -> list[P
         key = (row.build, identity.measured(row, variant))
         cell = cells.get(key)
         if cell is None:
-            cell = cells[key] = PooledCell(row.build, row.gpu_kind, row.backend, row.graph_mode, row.method,
-                                           variant, variant.label, concurrency=row.concurrency)
+            cell = cells[key] = PooledCell(row.build, row.gpu_kind, row.backend, row.graph_mode, row.method, variant, "",
+                                           concurrency=row.concurrency)
         _add(cell, row)
         if row.method is None:
             with_baselines.add(row.sweep_id)
-    _tell_apart(cells.values())
+    _label(cells.values())
     found = sorted(cells.values(), key=lambda c: (c.build, c.gpu_kind, c.label, c.backend, c.graph_mode))
     for cell in found:
         if cell.repeats:
@@ -84,16 +83,11 @@ def _add(cell: PooledCell, row) -> None:
         pooling.add(cell, row, job_id=row.id)
 
 
-def _tell_apart(cells) -> None:
-    """Cells whose labels agree but whose variants differ (two sweeps of one build with other models or
-    workloads) get their first sweep's name in the label."""
-    variants: dict[tuple, set[identity.Variant]] = defaultdict(set)
+def _label(cells) -> None:
+    """Every cell's label, decided over all the cells read at once (``identity.labels``): one per config."""
+    labels = identity.labels({c.variant.measured: c.variant for c in cells}.values())
     for cell in cells:
-        variants[(cell.build, cell.gpu_kind, cell.label)].add(cell.variant)
-    for cell in cells:
-        if len(variants[(cell.build, cell.gpu_kind, cell.label)]) > 1:
-            cell.label = f"{cell.label} ({cell.sweep_names[0]})"
-
+        cell.label = labels[cell.variant.measured]
 
 
 def baselines(cells: list[PooledCell]) -> dict[tuple, PooledCell]:

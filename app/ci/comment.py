@@ -103,6 +103,8 @@ def _changed(comparison: Comparison, context: Context) -> list[str]:
         lines += [f"{len(undecided)} cell{'s' if len(undecided) > 1 else ''} moved by more than {DEFAULT_THRESHOLD:.0%} with "
                   f"too few engine starts to call ({REPEATS_FOR_TEST} repeats a side, or {MIN_HISTORY} builds of history): "
                   "see the table.", ""]
+    if comparison.apart:
+        lines += [f"The sweeps share no cell. {escape(comparison.apart.sentence)}", ""]
     return lines
 
 

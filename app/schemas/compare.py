@@ -65,6 +65,22 @@ class CaptureAlarm(BaseModel):
     sentence: str
 
 
+class FieldDifference(BaseModel):
+    """A field of the measured identity (``workload.max_tokens``) the two sweeps' cells hold differently."""
+
+    field: str
+    base: list[str]
+    head: list[str]
+    every_cell: bool  # no value is held on both sides: this field alone parts every base cell from every head cell
+
+
+class Apart(BaseModel):
+    """Why two sweeps share no cell: the fields that differ, and in words."""
+
+    sentence: str
+    fields: list[FieldDifference]
+
+
 class Comparison(BaseModel):
     base_sweep: int
     head_sweep: int
@@ -75,3 +91,5 @@ class Comparison(BaseModel):
     alarms: list[CaptureAlarm]
     base_only: int
     head_only: int
+    # Set when both sweeps have cells and share none (``app.cells.identity.apart``); absent from older services.
+    apart: Apart | None = None

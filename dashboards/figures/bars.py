@@ -29,7 +29,10 @@ def _draw(bars: tuple[tuple[str, float, float | None, float | None, bool], ...],
     labels, speeds, lows, highs, fallback = zip(*bars, strict=True)
     fig = Figure(figsize=(8, 0.38 * len(bars) + 1.4))
     ax = fig.subplots()
-    ax.barh(labels, speeds, xerr=whiskers(speeds, lows, highs), capsize=3, color=[FALLBACK if f else HONOURED for f in fallback])
+    # Rows by position, not by name: two bars of one name would be drawn into one row.
+    ax.barh(range(len(bars)), speeds, xerr=whiskers(speeds, lows, highs), capsize=3,
+            color=[FALLBACK if f else HONOURED for f in fallback])
+    ax.set_yticks(range(len(bars)), labels)
     for y, (s, lo) in enumerate(zip(speeds, lows, strict=True)):
         ax.annotate(f"{s:,.0f}" + ("" if lo is not None else " (no interval)"), (s, y), xytext=(4, -9),
                     textcoords="offset points", fontsize=7, color="#333")

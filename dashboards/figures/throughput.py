@@ -39,8 +39,10 @@ def _throughput_svg(cells: tuple[Bar, ...]) -> str:
     fig = Figure(figsize=(8, 0.4 * len(cells) + 1.2))
     ax = fig.subplots()
     # A cell without an interval (one round of one start) gets no error bar (NaN draws none).
-    bars = ax.barh(labels, speeds, xerr=whiskers(speeds, lows, highs, missing=NAN), capsize=3, error_kw={"elinewidth": 1},
-                   color=["#c44e52" if d else "#4c72b0" for d in downgraded])
+    # Rows by position, not by name: two bars of one name would be drawn into one row.
+    bars = ax.barh(range(len(cells)), speeds, xerr=whiskers(speeds, lows, highs, missing=NAN), capsize=3,
+                   error_kw={"elinewidth": 1}, color=["#c44e52" if d else "#4c72b0" for d in downgraded])
+    ax.set_yticks(range(len(cells)), labels)
     for bar, rate, high, speed in zip(bars, rates, highs, speeds, strict=True):
         if rate is not None:
             ax.annotate(f"acc {rate:.2f}", (high if high is not None else speed, bar.get_y() + bar.get_height() / 2),

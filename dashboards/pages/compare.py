@@ -49,6 +49,8 @@ def compare_page(request: Request, session: SessionDep, filters: FiltersDep, bas
     stored = sweep_service.list_recent(session=session, limit=PICKABLE, offset=0)
     picks = {"sweeps": [(s.id, f"{s.id} · {s.name} · {s.build}") for s in stored],
              "builds": sorted({s.build for s in stored})}
+    apart = None if changes else data.apart(*sides)
     return render.page(request, "compare.html", filters, changes=changes, sides=sides, args=args, counts=counts, picks=picks,
+                       apart=apart,
                        facts=data.run_facts(sides[0] + sides[1]),
                        csv_link=filters.link("/compare", **args, format="csv"))

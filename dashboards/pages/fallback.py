@@ -1,5 +1,6 @@
 """``/fallback``: what the eager fallback costs, per GPU x method, most expensive first."""
 
+import pandas as pd
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
@@ -15,21 +16,36 @@ router = APIRouter()
 @router.get("/fallback")
 def fallback_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html") -> Response:
     scope = filters.scope(default_builds=data.recent_builds(session=session))
-    cells = data.cells(session=session, scope=scope)
-    costs = fallback.costs(cells)
-    frame = data.cells_frame([c.cell for c in costs])
-    if not frame.empty:
-        frame["cost_vs_requested"] = [c.vs_requested.value if c.vs_requested else None for c in costs]
-        frame["cost_vs_best"] = [c.vs_best.value if c.vs_best else None for c in costs]
+    # The filter picks the rows; their references are read whatever backend, graph mode or sweep it names.
+    costs = fallback.costs(data.cells(session=session, scope=fallback.references(scope, session=session)), shown=scope)
+    frame = _frame(costs)
     if format == "csv":
         return render.csv(frame, "fallback")
     figures = []
     if not frame.empty:
-        for (build, gpu, method), group in frame.groupby(["build", "gpu_kind", "method"], sort=True):
+        # One figure per config (``variant``), so two configs of one label never share a row.
+        for (build, gpu, method, _), group in frame.groupby(["build", "gpu_kind", "method", "variant"], sort=True):
             title = f"{gpu} · {method} · {build}"
             figures.append((title, speed_bars(group, f"{title}: tokens/s by backend / graph mode")))
     return render.page(
         request, "fallback.html", filters, costs=costs, top=fallback.most_expensive(costs), scope=scope,
-        figures=figures, facts=data.run_facts(cells), fmt=fallback.format_ratio,
-        csv_link=filters.link("/fallback", format="csv"),
+        figures=figures, facts=data.run_facts(list({id(c): c for cost in costs for c in cost.read}.values())),
+        fmt=fallback.format_ratio, csv_link=filters.link("/fallback", format="csv"),
     )
+
+
+def _frame(costs: list[fallback.Cost]) -> pd.DataFrame:
+    """The shown cells (``cells_frame``) with each cost, its 95 % interval and the reference it divides by."""
+    frame = data.cells_frame([c.cell for c in costs])
+    if frame.empty:
+        return frame
+    for name, ratio, ref in (("requested", "vs_requested", "requested"), ("best", "vs_best", "best")):
+        values = [getattr(c, ratio) for c in costs]
+        refs = [getattr(c, ref) for c in costs]
+        frame[f"cost_vs_{name}"] = [v.value if v else None for v in values]
+        frame[f"cost_vs_{name}_low"] = [v.low if v else None for v in values]
+        frame[f"cost_vs_{name}_high"] = [v.high if v else None for v in values]
+        frame[f"{name}_backend"] = [r.backend if r else None for r in refs]
+        frame[f"{name}_graph_mode"] = [r.graph_mode if r else None for r in refs]
+        frame[f"{name}_repeats"] = [r.speed.repeats if r and r.speed else None for r in refs]
+    return frame

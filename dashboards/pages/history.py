@@ -31,7 +31,9 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
     if not frame.empty:
         frame["sweep"] = [c.sweep_ids[-1] for c in cells]
         frame["committed_at"] = frame["build"].map(data.commit_dates(session=session, builds=set(frame["build"])))
-        for (gpu, method, backend, mode), group in frame.groupby(["gpu_kind", "method", "backend", "graph_mode"], sort=True):
+        # A series is one measured identity across builds: two configs of one sweep that share a label are two series.
+        for (gpu, method, backend, mode, _), group in frame.groupby(["gpu_kind", "method", "backend", "graph_mode", "variant"],
+                                                                    sort=True):
             group = _placed(group.copy())
             group["acceptance_change"] = _flags(group, "acceptance", MIN_ACCEPTANCE_CHANGE, relative=False)
             group["speed_change"] = _flags(group, "tokens_per_s", MIN_SPEED_CHANGE, relative=True)

@@ -28,7 +28,7 @@ def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metr
         return render.csv(frame, "matrix")
     panels = []
     if not frame.empty:
-        for (build, gpu, method), group in frame.groupby(["build", "gpu_kind", "method"], sort=True):
+        for (build, gpu, method, _), group in frame.groupby(["build", "gpu_kind", "method", "variant"], sort=True):
             panels.append((f"{gpu} · {method} · {build}", heatmap(group, metric, f"{gpu} · {method} · {build}")))
     toggles = {m: filters.link("/matrix", metric=m) for m in METRICS}
     return render.page(request, "matrix.html", filters, cells=cells, alarmed=alarmed, panels=panels, metric=metric, toggles=toggles,

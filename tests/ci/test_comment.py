@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from app.analysis.verdicts import Change
 from app.ci.comment import LIMIT, MARKER, Context, escape, render
 from app.enums import AlarmKind, Verdict
-from app.schemas.compare import CaptureAlarm, CellChange, CellSide, Comparison, Interval
+from app.schemas.compare import Apart, CaptureAlarm, CellChange, CellSide, Comparison, FieldDifference, Interval
 
 CONTEXT = Context(head_commit="abc1234def", base_commit="def4567abc", server="http://bench.local:8000/")
 BACKENDS, MODES = ("FLASH_ATTN", "FLASHINFER"), ("PIECEWISE", "FULL", "FULL_DECODE_ONLY")
@@ -112,6 +112,14 @@ def test_nothing_moved_says_no_regression() -> None:
     body = render(_comparison(_plane()), CONTEXT)
     assert body.startswith("**draftbench: no regression** (head abc1234")
     assert "####" not in body
+
+
+def test_sweeps_that_share_no_cell_say_which_fields_differ() -> None:
+    apart = Apart(sentence="Every base cell differs from every head cell in workload.max_tokens: 128 vs 256.",
+                  fields=[FieldDifference(field="workload.max_tokens", base=["128"], head=["256"], every_cell=True)])
+    body = render(_comparison([]).model_copy(update={"apart": apart}), CONTEXT)
+    assert body.startswith("**draftbench: no common cell to compare** (")
+    assert "The sweeps share no cell. Every base cell differs from every head cell in workload.max_tokens: 128 vs 256." in body
 
 
 def test_cells_too_noisy_to_call_are_counted_not_called() -> None:

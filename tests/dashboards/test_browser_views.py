@@ -43,6 +43,18 @@ def site(tmp_path_factory: pytest.TempPathFactory, ngram_cell, self_draft_cell, 
 
 
 @pytest.fixture(scope="module")
+def every_h200_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, int]]]:
+    """Every exported H200 sweep imported and served: (the address, the first sweep id of each name)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('every') / 'all.db'}"
+    imported(url)
+    with serve(Settings(database_url=url, token=TOKEN)) as base:
+        ids: dict[str, int] = {}
+        for sweep in sorted(httpx.get(f"{base}/api/v1/sweeps", timeout=30).json(), key=lambda s: s["id"]):
+            ids.setdefault(sweep["name"], sweep["id"])
+        yield base, ids
+
+
+@pytest.fixture(scope="module")
 def shots() -> Path:
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True)
@@ -141,6 +153,11 @@ def calibration_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     sweep at temperature 1 imported beside it: one config, two sweeps of one build, pooled unless a sweep is named."""
     url = copy_of("proof", tmp_path_factory.mktemp("calibration"))
     imported(url, "batch4/h200-calibration-t1")
+    with serve(Settings(database_url=url, token=TOKEN)) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
 def serving_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The H200 serving sweeps: the 8B shape at 1, 16 and 64 clients beside its baseline, the proof's target without one."""
     url = f"sqlite:///{tmp_path_factory.mktemp('serving') / 'site.db'}"
@@ -180,6 +197,8 @@ def test_calibration_shows_asked_against_measured_and_flags_each_miss(calibratio
     row = pooled.filter(has_text="(h200-calibration-t1)").locator("table tr").nth(3).inner_text().split("\t")
     assert row == ["3", "0.2000", "0.2050 [0.2003, 0.2097]", "5859 / 28587", "yes"]
     _shot(page, shots, "calibration")
+
+
 def test_the_serving_page_reads_each_speedup_against_the_baseline_of_its_clients(serving_site: str, page, shots: Path) -> None:
     page.goto(f"{serving_site}/")
     page.locator("#nav").get_by_role("link", name="Serving").click()
@@ -202,3 +221,28 @@ def test_the_serving_page_reads_each_speedup_against_the_baseline_of_its_clients
         plot = svg.locator(f"#axes_{axes} > [id^=patch]").first.bounding_box()
         assert legend["y"] >= plot["y"] + plot["height"] - 1  # under every plot, on no point
     _shot(page, shots, "serving")
+
+
+def test_the_fallback_headline_a_reader_sees_pools_every_start_and_keeps_its_reference(every_h200_sweep, page, shots: Path) -> None:
+    # The matrix's one FLASHINFER start (0.41x) and batch 3's three (0.48x) pooled: 3969 / 8416 tok/s over 4 starts a side.
+    site, _ = every_h200_sweep
+    said = "0.47x [0.42, 0.52] of FLASH_ATTN with FULL_AND_PIECEWISE (4 engine starts, 20 rounds, against 4 starts, 20 rounds)"
+    page.goto(f"{site}/fallback")
+    assert said in page.locator("#headline").inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+    _shot(page, shots, "fallback-every-sweep")
+    # Narrowed to FLASHINFER the headline once read 0.55x of FLASHINFER itself: its FLASH_ATTN reference was dropped.
+    page.select_option("select[name=backend]", "FLASHINFER")
+    page.locator("#filters button").click()
+    assert "backend=FLASHINFER" in page.url and said in page.locator("#headline").inner_text()
+    assert set(page.locator("#costs tr td:nth-child(3)").all_inner_texts()) == {"FLASHINFER"}
+
+
+def test_compare_of_sweeps_that_share_nothing_says_which_fields_differ(every_h200_sweep, page, shots: Path) -> None:
+    site, ids = every_h200_sweep
+    page.goto(f"{site}/compare?base={ids['h200-qwen3-8b-shape']}&head={ids['h200-calibration-t1']}")
+    assert "Every base cell differs from every head cell in:" in page.locator("#empty").inner_text()
+    rows = page.locator("#apart tr").all_inner_texts()
+    assert "model\tqwen3_8b\ttarget" in rows and "workload.temperature\t0.0\t1.0" in rows, rows
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+    _shot(page, shots, "compare-apart")

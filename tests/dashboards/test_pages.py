@@ -5,19 +5,23 @@ checked against what the service really stores.
 """
 
 import re
+import string
 import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from app.config import Settings
 from tests.conftest import AUTH, TOKEN
 from tests.factories import Registered, cell_result, claim, complete, register_worker, run_history, submit, sweep_body
 from tests.live import serve
 
+ROOT = Path(__file__).resolve().parents[2]
 MATRIX_COLUMNS = ["GPU kind", "backend", "graph mode", "resolved graph mode", "method",
                   "acceptance [95 %]", "tokens/s [95 %]", "draft eager", "runs", "states"]
 
@@ -177,6 +181,25 @@ def test_a_downgraded_cell_shows_the_mode_that_ran_and_is_marked(client, dataset
     [row] = matrix_rows(client.get(f"/sweeps/{sweep['id']}").text)
     assert row["graph mode"] == "FULL_AND_PIECEWISE" and row["resolved graph mode"] == "PIECEWISE"
     assert row["_class"] == "downgraded"
+
+
+def test_the_demo_sweeps_two_drafts_get_a_label_and_a_row_each(client) -> None:
+    # examples/demo-sweep.yaml: two draft_model configs, the target as its own draft and a perturbed copy, once both
+    # labelled "draft_model k=3 (demo-cpu-three-drafts)", so the matrix, the chart and the fallback read them as one.
+    text = string.Template((ROOT / "examples" / "demo-sweep.yaml").read_text())
+    body = yaml.safe_load(text.substitute(MODEL="/var/demo/model", DRAFT="/var/demo/draft-noise-0.03"))
+    worker = register_worker(client, builds=(body["build"],))
+    response = submit(client, body)
+    assert response.status_code == 201, response.text
+    finish_jobs(client, worker, 8, resolved={"resolved_backend": "CPU_ATTN", "resolved_graph_mode": "NONE"})
+    html = client.get(f"/sweeps/{response.json()['id']}").text
+    labels = ["baseline", "draft_model k=3 draft=draft-noise-0.03", "draft_model k=3 draft=model", "ngram k=3"]
+    assert [(r["method"], r["runs"]) for r in matrix_rows(html)] == [(label, "2") for label in labels]
+    chart = html[html.index('<figure id="chart">'):]
+    assert [t.split(" / ")[-1] for t in re.findall(r"<!-- (cpu / .*?) -->", chart)] == labels  # a row each
+    fallback = client.get(f"/fallback?sweep_id={response.json()['id']}").text
+    assert sorted(cells[1] for _, cells in tables(fallback)["costs"][1:]) == labels[1:]
+    assert fallback.count('class="chart"') == 3
 
 
 # --- a real browser --------------------------------------------------------------------------

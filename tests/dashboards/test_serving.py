@@ -29,7 +29,7 @@ def _cell(clients: int, method: str | None, *, model: str = "m", sweep: tuple[in
           failed: int = 0, ttft: float = 20.0, ran: bool = True) -> PooledCell:
     speculative = {"method": method, "num_speculative_tokens": 3} if method else None
     variant = identity.variant({"model": model, "speculative": speculative, "mode": "serve", "concurrency": clients})
-    cell = PooledCell("b", "H200", "FLASH_ATTN", "FULL", method, variant, variant.label, concurrency=clients,
+    cell = PooledCell("b", "H200", "FLASH_ATTN", "FULL", method, variant, identity.labels([variant])[variant.measured], concurrency=clients,
                       sweep_ids=[sweep[0]], sweep_names=[sweep[1]], job_ids=[1],
                       states=Counter({JobState.SUCCEEDED if ran else JobState.CRASHED: 1}))
     if ran:

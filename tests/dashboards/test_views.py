@@ -1,5 +1,10 @@
 """The analysis pages over the real H200 data, rendered by the server: what each shows, its filters, its CSV."""
 
+import csv
+import html as html_lib
+import io
+import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +34,21 @@ def h200(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     url = f"sqlite:///{tmp_path_factory.mktemp('h200') / 'h200.db'}"
     imported(url, *MATRIX)
     yield from _client(url)
+
+
+@pytest.fixture(scope="module")
+def every_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """Every exported H200 sweep imported (``tests/data/h200-2026-11-30``), as a user imports them."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('every') / 'all.db'}"
+    imported(url)
+    yield from _client(url)
+
+
+def _sweep_ids(client: TestClient) -> dict[str, list[int]]:
+    ids: dict[str, list[int]] = {}
+    for sweep in client.get("/api/v1/sweeps").json():
+        ids.setdefault(sweep["name"], []).append(sweep["id"])
+    return {name: sorted(found) for name, found in ids.items()}
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +92,8 @@ def test_fallback_of_the_proof_has_intervals_from_the_rounds(tmp_path: Path) -> 
         assert "0.41x [0.36, 0.47] of FLASH_ATTN with FULL_AND_PIECEWISE" in html
 
 
-def test_every_exported_h200_sweep_imports_with_what_it_ran(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'all.db'}"
-    imported(url)
-    for client in _client(url):
+def test_every_exported_h200_sweep_imports_with_what_it_ran(every_sweep: TestClient) -> None:
+    for client in [every_sweep]:
         sweeps = sorted((cells[1], cells[4]) for _, cells in tables(client.get("/").text)["sweeps"][1:])
         # Jobs the lease cut short import as queued, beside those that never started; batch 3 ran a sweep of
         # batch 2 again (the A/A repeats, the 8B shape) with a whole pass as warm-up.
@@ -243,3 +261,96 @@ def test_fallback_pools_three_engine_starts_of_the_h200_repeats(tmp_path: Path) 
         assert first[1][2:8] == ["FLASHINFER", "FULL_AND_PIECEWISE", "PIECEWISE downgraded", "eager",
                                  "3994 [3713, 4297]", "3 × 5"]
         assert first[1][8].startswith("0.48x [0.43, 0.53]")
+
+
+# The FLASHINFER DFlash cell asked FULL_AND_PIECEWISE ran PIECEWISE with its draft eager in 4 engine starts: the matrix's
+# one (3574 tok/s) and batch 3's three (3994, 3944, 4436), median 3969; FLASH_ATTN's four (8711; 8380, 7969, 8452) have
+# median 8416: 3969 / 8416 = 0.47. The matrix's start alone read 0.41x, batch 3's three alone 0.48x.
+POOLED = "0.47x [0.42, 0.52] of FLASH_ATTN with FULL_AND_PIECEWISE (4 engine starts, 20 rounds, against 4 starts, 20 rounds)"
+POOLED_CELL = "FLASHINFER, dflash k=3 draft eager, target PIECEWISE (asked FULL_AND_PIECEWISE): "
+
+
+def _headline(html: str) -> str:
+    return " ".join(html[html.index('id="headline"'):].split("</p>")[0].split())
+
+
+def test_the_fallback_headline_pools_every_engine_start_whatever_the_filter_shows(every_sweep: TestClient) -> None:
+    # A filter picks the rows, never the references: FLASHINFER alone read 1.00x of itself, and the matrix's sweep
+    # read its one start (0.41x).
+    matrix = _sweep_ids(every_sweep)["h200-matrix"][0]
+    for query in ["", "?backend=FLASHINFER", "?backend=FLASHINFER&graph_mode=FULL_AND_PIECEWISE", "?method=dflash",
+                  f"?sweep_id={matrix}", "?build=vllm-0.26.0&gpu_kind=H200"]:
+        html = every_sweep.get(f"/fallback{query}").text
+        assert POOLED_CELL + POOLED in _headline(html), query
+        _, first, *_ = tables(html)["costs"]
+        assert first[1][6:9] == ["3969 [3640, 4328]", "4 × 5", "0.47x [0.42, 0.52]of FLASH_ATTN"], query
+    rows = tables(every_sweep.get("/fallback?backend=FLASHINFER").text)["costs"][1:]
+    assert {cells[2] for _, cells in rows} == {"FLASHINFER"} and "n/a" not in {cells[8] for _, cells in rows}
+
+
+def test_the_fallback_csv_gives_each_cost_its_interval_and_reference(every_sweep: TestClient) -> None:
+    rows = list(csv.DictReader(io.StringIO(every_sweep.get("/fallback?format=csv").text)))
+    first = rows[0]
+    assert (first["method"], first["backend"], first["graph_mode"]) == ("dflash k=3", "FLASHINFER", "FULL_AND_PIECEWISE")
+    assert [round(float(first[f"cost_vs_requested{end}"]), 2) for end in ("", "_low", "_high")] == [0.47, 0.42, 0.52]
+    assert (first["requested_backend"], first["requested_graph_mode"]) == ("FLASH_ATTN", "FULL_AND_PIECEWISE")
+    assert first["repeats"] == first["requested_repeats"] == "4"
+    # Every cell that ran has its cost against the best cell with an interval (each ran 3 or more rounds).
+    assert all(r["cost_vs_best"] and r["cost_vs_best_low"] and r["cost_vs_best_high"] and r["best_backend"] for r in rows)
+
+
+def test_every_fallback_figure_draws_each_of_its_cells_in_a_row_of_its_own(every_sweep: TestClient) -> None:
+    # Batch 4's two calibration configs once shared a label, and their four cells were drawn into two rows.
+    html = every_sweep.get("/fallback").text
+    rows = [(cells[1], int(cells[6].split()[0])) for _, cells in tables(html)["costs"][1:]]
+    figures = re.findall(r'<figure class="chart" data-title="([^"]+)">(.*?)</figure>', html, re.S)
+    titles = [html_lib.unescape(title) for title, _ in figures]
+    assert len(set(titles)) == len(titles) and sum("synthetic_acceptance_rates" in t for t in titles) == 2
+    ticks: Counter = Counter()
+    drawn: Counter = Counter()
+    for title, (_, svg) in zip(titles, figures, strict=True):
+        _, label, _ = title.split(" · ")
+        texts = re.findall(r"<!-- (.*?) -->", svg, re.S)
+        ticks.update(label for t in texts if re.fullmatch(r"[A-Z_]+ / [A-Z_]+( -&gt; [A-Z_]+)?", t))  # a row's name
+        # Each bar's number, as the table writes it (the axis' own numbers are written without commas).
+        drawn.update((label, int(t.replace(",", ""))) for t in texts if re.fullmatch(r"\d{1,3}(,\d{3})+", t))
+    assert ticks == Counter(label for label, _ in rows)
+    assert drawn == Counter((label, speed) for label, speed in rows if speed >= 1000)
+
+
+def test_history_draws_each_calibration_config_as_its_own_series(every_sweep: TestClient) -> None:
+    # Two synthetic acceptance configs of one sweep (0.8/0.5/0.3 and 0.9/0.6/0.2): acceptance 0.532 and 0.566 on
+    # FLASH_ATTN, read as one series they made a change point between two configs, not two builds.
+    sweep = _sweep_ids(every_sweep)["h200-calibration-t1"][0]
+    html = every_sweep.get(f"/history?sweep_id={sweep}&backend=FLASH_ATTN").text
+    points = tables(html)["points"][1:]
+    assert [cells[0] for _, cells in points] == [f"H200 draft_model k=3 synthetic_acceptance_rates={r} FLASH_ATTN FULL_AND_PIECEWISE"
+                                                 for r in ("[0.8, 0.5, 0.3]", "[0.9, 0.6, 0.2]")]
+    assert [cls for cls, _ in points] == ["", ""] and "badge alarm" not in html
+    legend = re.findall(r"<!-- (.*?) -->", html[html.index('id="history-chart"'):], re.S)
+    assert sum("synthetic_acceptance_rates" in t for t in legend) == 2
+
+
+def test_compare_of_two_sweeps_that_share_no_cell_names_the_fields_that_differ(every_sweep: TestClient) -> None:
+    ids = _sweep_ids(every_sweep)
+    base, head = ids["h200-qwen3-8b-shape"][0], ids["h200-calibration-t1"][0]
+    said = ("Every base cell differs from every head cell in speculative.model: qwen3_8b vs target; "
+            "speculative.rejection_sample_method: none vs synthetic; "
+            "speculative.synthetic_acceptance_rates: none vs [0.8, 0.5, 0.3], [0.9, 0.6, 0.2]; model: qwen3_8b vs target; "
+            "workload.dataset: draftbench vs random; workload.input_len: none vs 128; workload.range_ratio: none vs 0.0; "
+            "workload.temperature: 0.0 vs 1.0; engine_args.gpu_memory_utilization: 0.6 vs 0.3.")
+    html = every_sweep.get(f"/compare?base={base}&head={head}").text
+    assert "Every base cell differs from every head cell in:" in html
+    header, *rows = tables(html)["apart"]
+    assert header[1] == ["field", f"base (sweep {base})", f"head (sweep {head})"]
+    assert [cells for _, cells in rows][3:] == [
+        ["model", "qwen3_8b", "target"], ["workload.dataset", "draftbench", "random"], ["workload.input_len", "none", "128"],
+        ["workload.range_ratio", "none", "0.0"], ["workload.temperature", "0.0", "1.0"],
+        ["engine_args.gpu_memory_utilization", "0.6", "0.3"]]
+    answer = every_sweep.get(f"/api/v1/compare?base_sweep={base}&head_sweep={head}").json()
+    assert answer["changes"] == [] and answer["apart"]["sentence"] == said
+    fields = {f["field"]: (f["base"], f["head"], f["every_cell"]) for f in answer["apart"]["fields"]}
+    assert fields["model"] == (["qwen3_8b"], ["target"], True) and fields["workload.temperature"] == (["0.0"], ["1.0"], True)
+    # Builds that share cells are not apart.
+    shared = every_sweep.get(f"/api/v1/compare?base_sweep={ids['h200-matrix'][0]}&head_sweep={ids['h200-matrix-rest'][0]}").json()
+    assert shared["changes"] and shared["apart"] is None

@@ -32,7 +32,7 @@ MISSING_TEXT = re.compile(r"\b(nan|NaN|None|NaT)\b|<NA>")
 
 def _cell(backend: str, mode: str, method: str | None, states: dict[JobState, int], accepted: int = 30) -> PooledCell:
     name = method or "baseline"
-    cell = PooledCell("b1", "H200", backend, mode, method, Variant(method or "base", "base", name, method or "base", name), name,
+    cell = PooledCell("b1", "H200", backend, mode, method, Variant(method or "base", "base", method or "base", name), name,
                       sweep_ids=[1], sweep_names=["s"], job_ids=list(range(sum(states.values()))), states=Counter(states))
     if states.get(S.CRASHED) or states.get(S.TIMED_OUT):
         cell.crash_kinds = Counter({"out_of_memory" if states.get(S.CRASHED) else "timeout": 1})
