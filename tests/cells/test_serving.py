@@ -15,7 +15,8 @@ def _start(ttft_p50: float, ttft_p99: float | None, completed: int, failed: int)
 
 def _cell(*starts: dict) -> PooledCell:
     variant = identity.variant({"model": "m", "speculative": None, "mode": "serve", "concurrency": 4})
-    return PooledCell("b", "H200", "FLASH_ATTN", "FULL", None, variant, identity.labels([variant])[variant.measured], concurrency=4, serving=list(starts))
+    label = identity.labels([variant])[variant.measured]
+    return PooledCell("b", "H200", "FLASH_ATTN", "FULL", None, variant, label, concurrency=4, serving=list(starts))
 
 
 def test_a_percentile_is_the_median_over_starts_with_its_order_statistic_interval() -> None:
