@@ -189,3 +189,14 @@ class AlarmKind(StrEnum):
 
     ACCEPTANCE = "acceptance"  # acceptance moved beyond its interval and the minimum effect
     LOSSLESS = "lossless"  # fewer outputs match the baseline than the eager sibling's
+
+
+class CheckOutcome(StrEnum):
+    """What the graph-capture alarm made of one graphed cell with drafts (app.alarms.service.judge)."""
+
+    ALARM = "alarm"  # it moved against its eager sibling (an AlarmKind says how)
+    WITHIN = "within"  # it stayed within the interval of its eager sibling and could have shown a bug
+    # Its acceptance is exactly 0 or 1 by construction (app.analysis.alarms.is_degenerate): a draft that never
+    # matches, or the target drafting itself at temperature 0. That it did not move vouches for nothing.
+    CANNOT_SHOW = "cannot_show"
+    UNPAIRED = "unpaired"  # no eager (NONE) sibling ran to compare it with

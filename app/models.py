@@ -21,7 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from app.enums import CrashKind, JobState
+from app.enums import AlarmKind, CheckOutcome, CrashKind, JobState
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -217,6 +217,8 @@ class Result(Base):
     """What a successful cell measured, with the derived metrics stored for filtering."""
 
     __tablename__ = "results"
+    # Calibration misses over every result (pages and ``draftbench status``): few rows among many.
+    __table_args__ = (Index("ix_results_calibration_miss", "calibration_miss"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), unique=True)
@@ -357,3 +359,69 @@ class AlertAck(Base):
     reason: Mapped[str] = mapped_column(Text)
     created_by: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AlarmCheck(Base):
+    """A graphed cell with drafts as the graph-capture alarm last judged it (``app.alarms.service``): derived from
+    the results, and rewritten with every row of its build and GPU kind whenever one of their jobs stores a result
+    (or an import, a migration or ``draftbench rederive`` ran), so pages read every build's without reading results."""
+
+    __tablename__ = "alarm_checks"
+    __table_args__ = (Index("ix_alarm_checks_build", "build", "gpu_kind"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    build: Mapped[str] = mapped_column(String(128))
+    gpu_kind: Mapped[str] = mapped_column(String(32))
+    backend: Mapped[str] = mapped_column(String(32))
+    graph_mode: Mapped[str] = mapped_column(String(32))
+    method: Mapped[str] = mapped_column(String(32))
+    # The cell's measured variant (app.cells.identity) and its label as pages show it.
+    variant: Mapped[str] = mapped_column(String(32))
+    label: Mapped[str] = mapped_column(Text)
+    outcome: Mapped[CheckOutcome] = mapped_column(_enum(CheckOutcome))
+    # The sweeps whose results the check read, the cell's and its eager sibling's, and their names.
+    sweep_ids: Mapped[list[Any]] = mapped_column()
+    sweep_names: Mapped[list[Any]] = mapped_column()
+    # What the cell's results say ran, and when the newest finished: the facts a page of checks shows.
+    vllm_versions: Mapped[list[Any]] = mapped_column()
+    gpu_names: Mapped[list[Any]] = mapped_column()
+    ran_at: Mapped[datetime | None] = mapped_column()
+    computed_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class StoredAlarm(Base):
+    """An alarm the check found (``AlarmCheck`` with outcome ``alarm`` has one or two): the cell and its eager
+    sibling, each with the successes and trials of its proportion (accepted of draft tokens, or outputs equal to
+    the baseline's), the difference with its interval, and the jobs and sweeps each side pooled. Derived and
+    rewritten as ``AlarmCheck`` is."""
+
+    __tablename__ = "alarms"
+    __table_args__ = (Index("ix_alarms_build", "build", "gpu_kind"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[AlarmKind] = mapped_column(_enum(AlarmKind))
+    build: Mapped[str] = mapped_column(String(128))
+    gpu_kind: Mapped[str] = mapped_column(String(32))
+    method: Mapped[str] = mapped_column(String(32))
+    variant: Mapped[str] = mapped_column(String(32))
+    label: Mapped[str] = mapped_column(Text)
+    backend: Mapped[str] = mapped_column(String(32))
+    graph_mode: Mapped[str] = mapped_column(String(32))
+    resolved_graph_modes: Mapped[list[Any]] = mapped_column()
+    successes: Mapped[int] = mapped_column(BigInteger)
+    trials: Mapped[int] = mapped_column(BigInteger)
+    draft_tokens: Mapped[int] = mapped_column(BigInteger)
+    job_ids: Mapped[list[Any]] = mapped_column()
+    sweep_ids: Mapped[list[Any]] = mapped_column()
+    eager_backend: Mapped[str] = mapped_column(String(32))
+    eager_resolved_graph_modes: Mapped[list[Any]] = mapped_column()
+    eager_successes: Mapped[int] = mapped_column(BigInteger)
+    eager_trials: Mapped[int] = mapped_column(BigInteger)
+    eager_draft_tokens: Mapped[int] = mapped_column(BigInteger)
+    eager_job_ids: Mapped[list[Any]] = mapped_column()
+    eager_sweep_ids: Mapped[list[Any]] = mapped_column()
+    # The cell's proportion minus its sibling's, with Newcombe's 95 % interval (app.analysis.alarms.difference).
+    difference: Mapped[float] = mapped_column(Float)
+    difference_low: Mapped[float] = mapped_column(Float)
+    difference_high: Mapped[float] = mapped_column(Float)
+    computed_at: Mapped[datetime] = mapped_column(default=utcnow)

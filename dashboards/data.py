@@ -1,12 +1,14 @@
 """Pooled cells, calibration cells and comparisons as pages read them, and as pandas DataFrames: the one place pages
-read ``app.cells`` and ``app.comparisons``. Pages of sweeps, crashes, workers and alerts call those services."""
+read ``app.cells`` and ``app.comparisons``. Pages of sweeps, crashes, workers, alerts, alarms and calibration misses
+call those services."""
 
 from collections import defaultdict
 
 import pandas as pd
 from sqlalchemy.orm import Session
 
-from app.alarms.service import Alarm
+from app.alarms.service import Alarm, Check
+from app.alerts.service import Alert
 from app.cells import calibration as calibration_cells
 from app.cells import identity, serving
 from app.cells import service as cell_service
@@ -15,6 +17,7 @@ from app.cells.pooling import PooledCell
 from app.cells.scope import CellScope
 from app.comparisons import service as comparisons
 from app.workers import service as workers
+from dashboards.filters import Filters
 
 
 def cells(*, session: Session, scope: CellScope, speedups: bool = True) -> list[PooledCell]:
@@ -170,13 +173,33 @@ def _series_names(cells: list[PooledCell]) -> dict[tuple, str]:
             for c in cells}
 
 
+def alarms_frame(found: list[Alarm]) -> pd.DataFrame:
+    """One row per alarm with both cells' proportions (successes of trials, Wilson's interval), the difference with
+    its interval, and the jobs each side pooled: the ``/alarms`` CSV."""
+    rows = []
+    for a in found:
+        mine, theirs = a.cell.interval, a.sibling.interval
+        rows.append({
+            "alarm_kind": a.kind.value, "build": a.build, "gpu_kind": a.gpu_kind, "method": a.label, "backend": a.backend,
+            "graph_mode": a.graph_mode, "resolved_graph_mode": ", ".join(a.cell.resolved_graph_modes),
+            "value": mine[0], "value_low": mine[1], "value_high": mine[2], "successes": a.cell.successes, "trials": a.cell.trials,
+            "eager_backend": a.sibling.backend, "eager_value": theirs[0], "eager_value_low": theirs[1],
+            "eager_value_high": theirs[2], "eager_successes": a.sibling.successes, "eager_trials": a.sibling.trials,
+            "difference": a.difference.value, "difference_low": a.difference.low, "difference_high": a.difference.high,
+            "sweeps": " ".join(map(str, a.sweep_ids)), "jobs": " ".join(map(str, a.cell.job_ids)),
+            "eager_jobs": " ".join(map(str, a.sibling.job_ids)),
+        })
+    return pd.DataFrame(rows)
+
+
 def commit_dates(*, session: Session, builds: set[str]) -> dict:
     """Build label -> when its commit was made, where recorded."""
     return workers.commit_dates(session=session, labels=builds)
 
 
-def run_facts(found: list[PooledCell]) -> dict[str, str]:
-    """What ran, for the top of every page: builds, vLLM versions, GPUs, when, from which sweeps."""
+def run_facts(found: list[PooledCell] | list[Check]) -> dict[str, str]:
+    """What ran, for the top of every page: builds, vLLM versions, GPUs, when, from which sweeps (of cells, or of the
+    alarm's checks of them)."""
     if not found:
         return {}
     times = [c.ran_at for c in found if c.ran_at is not None]
@@ -192,3 +215,9 @@ def run_facts(found: list[PooledCell]) -> dict[str, str]:
 def _first(sweeps: list[tuple[int, str]], shown: int = 8) -> str:
     text = ", ".join(f"{i} ({n})" for i, n in sweeps[-shown:])
     return f"{text} and {len(sweeps) - shown} earlier" if len(sweeps) > shown else text
+
+
+def with_history_links(found: list[Alert]) -> list[tuple[Alert, str]]:
+    """Each alert with its cell's history across builds (``/history``), as ``findings.html`` lists them."""
+    return [(a, Filters(gpu_kind=a.cell.gpu_kind, method=a.cell.method, backend=a.cell.backend,
+                        graph_mode=a.cell.graph_mode).link("/history")) for a in found]

@@ -1,71 +1,306 @@
-"""The graph-capture correctness alarm over cells: each graphed cell against its eager sibling.
+"""The graph-capture correctness alarm over cells: each graphed cell against its eager sibling, judged per build and
+GPU kind and stored, so that pages find every alarm of every build without reading results.
 
 The sibling is the same cell of the same build (``app.cells.identity``: the same variant) with graph mode NONE
 on the same backend, else on another backend (the draft proposes the same tokens whatever the backend, up to
-rounding). The rule and its statistics are
-``app.analysis.alarms``.
+rounding). The rule and its statistics are ``app.analysis.alarms``.
+
+One function per question: :func:`judge` finds the alarms among pooled cells; :func:`refresh` rewrites what is
+stored of one build on one GPU kind from all their results (when a job of theirs stores a result, after an import,
+in migration 0016 and ``draftbench rederive``); :func:`read` answers pages and the API: what is stored, or, for
+another minimum effect than the stored one, a judgement made there and then.
 """
 
+import hashlib
 from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import delete, select, text
+from sqlalchemy.orm import Session
 
 from app.analysis.alarms import MIN_EFFECT, Difference, difference, shifted
+from app.analysis.intervals import wilson_interval
+from app.cells import service as cells_service
+from app.cells.identity import Identity
 from app.cells.pooling import PooledCell
-from app.enums import AlarmKind
+from app.cells.scope import CellScope
+from app.enums import AlarmKind, CheckOutcome
+from app.models import AlarmCheck, Job, Result, StoredAlarm, Sweep
+
+
+@dataclass(frozen=True)
+class Side:
+    """One cell of an alarm's pair as the alarm read it: its proportion is ``successes / trials`` (accepted of
+    draft tokens, or outputs equal to the baseline's), over the results of ``job_ids``."""
+
+    backend: str
+    graph_mode: str
+    resolved_graph_modes: tuple[str, ...]
+    successes: int
+    trials: int
+    draft_tokens: int
+    job_ids: tuple[int, ...]
+    sweep_ids: tuple[int, ...]
+
+    @property
+    def value(self) -> float:
+        return self.successes / self.trials
+
+    @property
+    def interval(self) -> tuple[float, float, float]:
+        """The proportion with Wilson's 95 % interval."""
+        return (self.value, *wilson_interval(self.successes, self.trials))
 
 
 @dataclass(frozen=True)
 class Alarm:
     kind: AlarmKind
-    cell: PooledCell
-    sibling: PooledCell
+    build: str
+    gpu_kind: str
+    method: str
+    variant: str
+    label: str
+    cell: Side
+    sibling: Side  # the eager one
     difference: Difference  # the cell's proportion minus its sibling's
+
+    @property
+    def backend(self) -> str:
+        return self.cell.backend
+
+    @property
+    def graph_mode(self) -> str:
+        return self.cell.graph_mode
+
+    @property
+    def key(self) -> tuple[str, Identity]:
+        """The flagged cell's ``PooledCell.key``."""
+        return (self.build, Identity(self.gpu_kind, self.cell.backend, self.cell.graph_mode, self.variant))
+
+    @property
+    def sweep_ids(self) -> tuple[int, ...]:
+        """The sweeps whose results either side pooled."""
+        return tuple(sorted({*self.cell.sweep_ids, *self.sibling.sweep_ids}))
 
     @property
     def sentence(self) -> str:
         what = "acceptance" if self.kind is AlarmKind.ACCEPTANCE else "lossless share"
-        mine, theirs = proportion(self.kind, self.cell), proportion(self.kind, self.sibling)
         d = self.difference
-        return (f"{self.cell.backend} {self.cell.graph_mode} ({self.cell.label}, {self.cell.build}): {what} "
-                f"{mine:.3f} against {theirs:.3f} eager on {self.sibling.backend}, "
+        return (f"{self.cell.backend} {self.cell.graph_mode} ({self.label}, {self.build}): {what} "
+                f"{self.cell.value:.3f} against {self.sibling.value:.3f} eager on {self.sibling.backend}, "
                 f"{d.value * 100:+.1f} points [{d.low * 100:+.1f}, {d.high * 100:+.1f}]")
 
 
-def proportion(kind: AlarmKind, cell: PooledCell) -> float:
-    if kind is AlarmKind.ACCEPTANCE:
-        return cell.accepted / cell.draft_tokens
-    return cell.lossless_same / cell.lossless_total
+@dataclass(frozen=True)
+class Check:
+    """One graphed cell with drafts, and what the alarm made of it."""
+
+    build: str
+    gpu_kind: str
+    backend: str
+    graph_mode: str
+    method: str
+    variant: str
+    label: str
+    outcome: CheckOutcome
+    sweep_ids: tuple[int, ...]  # the cell's and its eager sibling's
+    sweep_names: tuple[str, ...]
+    vllm_versions: tuple[str, ...]  # what the cell's results ran
+    gpu_names: tuple[str, ...]
+    ran_at: datetime | None  # when its newest result finished
 
 
-def find(cells: list[PooledCell], *, min_effect: float = MIN_EFFECT) -> list[Alarm]:
-    """Every alarm among ``cells``, worst drop first (``by_cell`` finds a cell's own).
+@dataclass(frozen=True)
+class Judgement:
+    """The alarm over some cells: its alarms, worst drop first, and every graphed cell with drafts it looked at."""
 
-    Acceptance is flagged in either direction (a rise means the eager sibling is the broken one); the
-    lossless share only when it drops. Cells without drafts, eager cells and cells without an eager
-    sibling in ``cells`` are not judged.
+    alarms: list[Alarm]
+    checks: list[Check]
+
+    def count(self, outcome: CheckOutcome | str) -> int:
+        return sum(c.outcome == outcome for c in self.checks)
+
+    @property
+    def judged(self) -> int:
+        """Graphed cells compared with an eager sibling: alarmed, within their interval, or unable to show a bug."""
+        return len(self.checks) - self.count(CheckOutcome.UNPAIRED)
+
+
+def judge(cells: list[PooledCell], *, min_effect: float = MIN_EFFECT) -> Judgement:
+    """Every alarm among ``cells`` and what became of each graphed cell with drafts (``CheckOutcome``).
+
+    Acceptance is flagged in either direction (a rise means the eager sibling is the broken one); the lossless
+    share only when it drops. A cell that is not flagged and whose acceptance is exactly 0 or 1
+    (``PooledCell.degenerate``) cannot show a bug: it is counted so, never as within its interval. Eager cells and
+    cells without drafts are not looked at; a graphed cell without an eager sibling in ``cells`` is unpaired.
     """
     eager: dict[tuple, list[PooledCell]] = {}
     for cell in cells:
         if cell.graph_mode == "NONE" and cell.draft_tokens:
             eager.setdefault((cell.build, cell.gpu_kind, cell.variant), []).append(cell)
-    found = []
+    found: list[Alarm] = []
+    checks: list[Check] = []
     for cell in cells:
+        if cell.graph_mode == "NONE" or cell.method is None or not cell.draft_tokens:
+            continue
         siblings = eager.get((cell.build, cell.gpu_kind, cell.variant))
-        if cell.graph_mode == "NONE" or cell.method is None or not cell.draft_tokens or not siblings:
+        if not siblings:
+            checks.append(_check(cell, None, CheckOutcome.UNPAIRED))
             continue
         sibling = next((s for s in siblings if s.backend == cell.backend), siblings[0])
+        mine = []
         moved = difference(cell.accepted, cell.draft_tokens, sibling.accepted, sibling.draft_tokens)
         if shifted(moved, min_effect):
-            found.append(Alarm(AlarmKind.ACCEPTANCE, cell, sibling, moved))
+            mine.append(_alarm(AlarmKind.ACCEPTANCE, cell, sibling, moved))
         if cell.lossless_total and sibling.lossless_total:
             lost = difference(cell.lossless_same, cell.lossless_total, sibling.lossless_same, sibling.lossless_total)
             if lost.value < 0 and shifted(lost, min_effect):
-                found.append(Alarm(AlarmKind.LOSSLESS, cell, sibling, lost))
-    return sorted(found, key=lambda a: a.difference.value)
+                mine.append(_alarm(AlarmKind.LOSSLESS, cell, sibling, lost))
+        outcome = CheckOutcome.ALARM if mine else CheckOutcome.CANNOT_SHOW if cell.degenerate else CheckOutcome.WITHIN
+        checks.append(_check(cell, sibling, outcome))
+        found += mine
+    return Judgement(sorted(found, key=lambda a: a.difference.value), checks)
+
+
+def _side(kind: AlarmKind, cell: PooledCell) -> Side:
+    counts = (cell.accepted, cell.draft_tokens) if kind is AlarmKind.ACCEPTANCE else (cell.lossless_same, cell.lossless_total)
+    return Side(cell.backend, cell.graph_mode, tuple(sorted(cell.resolved_graph_modes)), *counts, cell.draft_tokens,
+                tuple(sorted(cell.measured_in)), tuple(sorted(set(cell.measured_in.values()))))
+
+
+def _alarm(kind: AlarmKind, cell: PooledCell, sibling: PooledCell, moved: Difference) -> Alarm:
+    return Alarm(kind, cell.build, cell.gpu_kind, cell.method or "", cell.variant.measured, cell.label,
+                 _side(kind, cell), _side(kind, sibling), moved)
+
+
+def _check(cell: PooledCell, sibling: PooledCell | None, outcome: CheckOutcome) -> Check:
+    names = {}
+    for one in (cell, sibling) if sibling else (cell,):
+        named = dict(zip(one.sweep_ids, one.sweep_names, strict=True))
+        names.update({s: named[s] for s in one.measured_in.values()})
+    sweeps = sorted(names)
+    return Check(cell.build, cell.gpu_kind, cell.backend, cell.graph_mode, cell.method or "", cell.variant.measured,
+                 cell.label, outcome, tuple(sweeps), tuple(names[s] for s in sweeps), tuple(sorted(cell.vllm_versions)),
+                 tuple(sorted(cell.gpu_names)), cell.ran_at)
 
 
 def by_cell(found: list[Alarm]) -> dict[tuple, list[Alarm]]:
     """The alarms of each flagged cell, by its key (``PooledCell.key``)."""
     mine: dict[tuple, list[Alarm]] = {}
     for alarm in found:
-        mine.setdefault(alarm.cell.key, []).append(alarm)
+        mine.setdefault(alarm.key, []).append(alarm)
     return mine
+
+
+def refresh(*, session: Session, build: str, gpu_kind: str) -> None:
+    """Judge every cell of ``build`` on ``gpu_kind`` (all their results, every sweep pooled) and store it in place of
+    what was stored for them. Writes in ``session`` without committing: a result and the judgement that counts it
+    commit together."""
+    session.flush()  # the cells are read on the session's connection, which sees only what was flushed
+    _lock(session, build, gpu_kind)
+    judgement = judge(cells_service.load(session=session, scope=CellScope(build=build, gpu_kind=gpu_kind)))
+    for model in (AlarmCheck, StoredAlarm):
+        session.execute(delete(model).where(model.build == build, model.gpu_kind == gpu_kind))
+    session.add_all([_check_row(c) for c in judgement.checks] + [_alarm_row(a) for a in judgement.alarms])
+    session.flush()
+
+
+def refresh_all(*, session: Session) -> None:
+    """:func:`refresh` of every build and GPU kind with a result, what was stored for others dropped."""
+    for model in (AlarmCheck, StoredAlarm):
+        session.execute(delete(model))
+    pairs = session.execute(select(Job.build, Job.gpu_kind).join(Result, Result.job_id == Job.id).distinct()).all()
+    for build, gpu_kind in sorted(pairs):
+        refresh(session=session, build=build, gpu_kind=gpu_kind)
+
+
+def _lock(session: Session, build: str, gpu_kind: str) -> None:
+    """On PostgreSQL, hold this build and GPU kind's lock to the end of the transaction: two results stored at once
+    are judged one after the other, the second reading the first (each statement under READ COMMITTED reads what
+    committed before it). SQLite takes its one writer's lock at BEGIN (``app.db``)."""
+    if session.get_bind().dialect.name == "postgresql":
+        digest = hashlib.sha256(f"draftbench alarms {build} {gpu_kind}".encode()).digest()
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": int.from_bytes(digest[:8], "big", signed=True)})
+
+
+def read(*, session: Session, scope: CellScope, min_effect: float = MIN_EFFECT) -> Judgement:
+    """The alarm over the cells in ``scope``, judged within their whole build and GPU kind (every sweep of the
+    build pooled; a sweep's are those whose results it ran, on either side).
+
+    With the stored minimum effect it is what is stored: a few rows per build, whatever the results. With another,
+    the cells of the scope's builds are read and judged now (every build's when the scope names none).
+    """
+    if min_effect == MIN_EFFECT:
+        return _within(_stored(session, scope), scope)
+    builds = scope.builds
+    if scope.sweep_id is not None:
+        builds = tuple(session.scalars(select(Sweep.build).where(Sweep.id == scope.sweep_id)))
+    cells = cells_service.load(session=session, scope=CellScope(build=scope.build, builds=builds, gpu_kind=scope.gpu_kind))
+    return _within(judge(cells, min_effect=min_effect), scope)
+
+
+def _stored(session: Session, scope: CellScope) -> Judgement:
+    def where(model):
+        stmt = select(model)
+        for column, value in ((model.build, scope.build), (model.gpu_kind, scope.gpu_kind), (model.method, scope.method),
+                              (model.backend, scope.backend), (model.graph_mode, scope.graph_mode)):
+            if value is not None:
+                stmt = stmt.where(column == value)
+        if scope.builds is not None:
+            stmt = stmt.where(model.build.in_(scope.builds))
+        if scope.sweep_id is not None:
+            stmt = stmt.where(model.build.in_(select(Sweep.build).where(Sweep.id == scope.sweep_id)))
+        return stmt.order_by(model.id)
+
+    alarms = [_from_alarm_row(r) for r in session.scalars(where(StoredAlarm))]
+    checks = [_from_check_row(r) for r in session.scalars(where(AlarmCheck))]
+    return Judgement(sorted(alarms, key=lambda a: a.difference.value), checks)
+
+
+def _within(judgement: Judgement, scope: CellScope) -> Judgement:
+    """The alarms and checks of ``judgement`` in ``scope``; a sweep's are those whose either side it ran."""
+
+    def keeps(item: Alarm | Check) -> bool:
+        for mine, wanted in ((item.build, scope.build), (item.gpu_kind, scope.gpu_kind), (item.method, scope.method),
+                             (item.backend, scope.backend), (item.graph_mode, scope.graph_mode)):
+            if wanted is not None and mine != wanted:
+                return False
+        if scope.builds is not None and item.build not in scope.builds:
+            return False
+        return scope.sweep_id is None or scope.sweep_id in item.sweep_ids
+
+    return Judgement([a for a in judgement.alarms if keeps(a)], [c for c in judgement.checks if keeps(c)])
+
+
+def _check_row(check: Check) -> AlarmCheck:
+    return AlarmCheck(build=check.build, gpu_kind=check.gpu_kind, backend=check.backend, graph_mode=check.graph_mode,
+                      method=check.method, variant=check.variant, label=check.label, outcome=check.outcome,
+                      sweep_ids=list(check.sweep_ids), sweep_names=list(check.sweep_names),
+                      vllm_versions=list(check.vllm_versions), gpu_names=list(check.gpu_names), ran_at=check.ran_at)
+
+
+def _from_check_row(row: AlarmCheck) -> Check:
+    return Check(row.build, row.gpu_kind, row.backend, row.graph_mode, row.method, row.variant, row.label, row.outcome,
+                 tuple(row.sweep_ids), tuple(row.sweep_names), tuple(row.vllm_versions), tuple(row.gpu_names), row.ran_at)
+
+
+def _alarm_row(alarm: Alarm) -> StoredAlarm:
+    cell, eager, d = alarm.cell, alarm.sibling, alarm.difference
+    return StoredAlarm(
+        kind=alarm.kind, build=alarm.build, gpu_kind=alarm.gpu_kind, method=alarm.method, variant=alarm.variant,
+        label=alarm.label, backend=cell.backend, graph_mode=cell.graph_mode, resolved_graph_modes=list(cell.resolved_graph_modes),
+        successes=cell.successes, trials=cell.trials, draft_tokens=cell.draft_tokens, job_ids=list(cell.job_ids),
+        sweep_ids=list(cell.sweep_ids), eager_backend=eager.backend, eager_resolved_graph_modes=list(eager.resolved_graph_modes),
+        eager_successes=eager.successes, eager_trials=eager.trials, eager_draft_tokens=eager.draft_tokens,
+        eager_job_ids=list(eager.job_ids), eager_sweep_ids=list(eager.sweep_ids), difference=d.value,
+        difference_low=d.low, difference_high=d.high,
+    )
+
+
+def _from_alarm_row(row: StoredAlarm) -> Alarm:
+    cell = Side(row.backend, row.graph_mode, tuple(row.resolved_graph_modes), row.successes, row.trials, row.draft_tokens,
+                tuple(row.job_ids), tuple(row.sweep_ids))
+    eager = Side(row.eager_backend, "NONE", tuple(row.eager_resolved_graph_modes), row.eager_successes, row.eager_trials,
+                 row.eager_draft_tokens, tuple(row.eager_job_ids), tuple(row.eager_sweep_ids))
+    return Alarm(row.kind, row.build, row.gpu_kind, row.method, row.variant, row.label, cell, eager,
+                 Difference(row.difference, row.difference_low, row.difference_high))

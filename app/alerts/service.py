@@ -86,6 +86,13 @@ def find(*, session: Session) -> list[Alert]:
     return sorted((_with(a, acks.get(a.id)) for a in found), key=lambda a: a.change)
 
 
+def concerning(found: list[Alert], *, sweep_id: int | None = None, build: str | None = None) -> list[Alert]:
+    """The alerts of ``found`` whose cell on the newest build ran in sweep ``sweep_id`` (its page, ``draftbench
+    status``), and whose drop began at ``build`` or is still open at it (a build compared); None asks nothing."""
+    return [a for a in found if (sweep_id is None or sweep_id in a.cell.sweep_ids)
+            and (build is None or build in (a.first_bad_build, a.cell.build))]
+
+
 def open_alerts(*, session: Session) -> list[Alert]:
     """The alerts not acknowledged, largest drop first, as of now: what ``/metrics`` counts.
 

@@ -2,73 +2,70 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
-from pydantic import BaseModel
+from fastapi import APIRouter, Depends, Query
 
 from app.alarms import service as alarms
 from app.analysis.alarms import MIN_EFFECT
 from app.api.responses import answers
-from app.cells import service as cells
 from app.cells.scope import CellScope
-from app.enums import AlarmKind, AttentionBackend, GpuKind, SpecMethod
+from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
+from app.schemas.alarm import AlarmOut, CheckCounts
 from app.sessions import SessionDep
 
 router = APIRouter(prefix="/api/v1", tags=["results"])
 
 
-class AlarmOut(BaseModel):
-    """A graphed cell whose acceptance (or lossless share) moved against its eager sibling beyond the interval of
-    the difference and the minimum effect. Proportions are over the repeats' summed counts."""
-
-    kind: AlarmKind
-    build: str
-    gpu_kind: str
-    method: str | None
-    backend: str
-    graph_mode: str
-    resolved_graph_modes: list[str]
-    value: float
-    eager_value: float
-    eager_backend: str
-    difference: float
-    difference_low: float
-    difference_high: float
-    draft_tokens: int
-    eager_draft_tokens: int
-    job_ids: list[int]
-    eager_job_ids: list[int]
-    sentence: str
-
-
-@router.get("/alarms", response_model=list[AlarmOut], responses=answers(422))
-def list_alarms(
-    session: SessionDep,
-    sweep_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
-    build: Annotated[str | None, Query(max_length=128, description="Default: the builds of the 10 newest sweeps")] = None,
+def _scope(
+    sweep_id: Annotated[int | None, Query(ge=0, le=2**62, description="Alarms whose either side ran in this sweep")] = None,
+    build: Annotated[str | None, Query(max_length=128)] = None,
     gpu_kind: GpuKind | None = None,
     method: SpecMethod | None = None,
     backend: AttentionBackend | None = None,
-    min_effect: Annotated[float, Query(ge=0, le=1, description="Smallest difference flagged")] = MIN_EFFECT,
-) -> list[AlarmOut]:
+    graph_mode: GraphMode | None = None,
+) -> CellScope:
+    return CellScope(sweep_id=sweep_id, build=build, gpu_kind=gpu_kind and gpu_kind.value, method=method and method.value,
+                     backend=backend and backend.value, graph_mode=graph_mode and graph_mode.value)
+
+
+ScopeDep = Annotated[CellScope, Depends(_scope)]
+MinEffect = Annotated[float, Query(ge=0, le=1, description="Smallest difference flagged; another than 0.02 judges anew")]
+
+
+@router.get("/alarms", response_model=list[AlarmOut], responses=answers(422))
+def list_alarms(session: SessionDep, scope: ScopeDep, min_effect: MinEffect = MIN_EFFECT) -> list[AlarmOut]:
     """Cells whose acceptance differs from their eager (graph mode NONE) sibling's beyond the 95 % interval of the
     difference (Newcombe) and ``min_effect``, or whose lossless share against the baseline drops so; worst first.
 
-    Without ``sweep_id`` or ``build``, the builds of the 10 newest sweeps are read.
+    Every stored build is read unless a filter narrows it; each cell is judged within its whole build and GPU
+    kind (every sweep pooled), as stored whenever a result is (another ``min_effect`` judges the cells anew).
     """
-    builds = cells.recent_builds(session=session) if sweep_id is None and build is None else None
-    scope = CellScope(sweep_id=sweep_id, build=build, builds=builds, gpu_kind=gpu_kind and gpu_kind.value,
-                            method=method and method.value, backend=backend and backend.value)
-    found = alarms.find(cells.load(session=session, scope=scope), min_effect=min_effect)
-    return [_out(a) for a in found]
+    return [out(a) for a in alarms.read(session=session, scope=scope, min_effect=min_effect).alarms]
 
 
-def _out(alarm: alarms.Alarm) -> AlarmOut:
-    cell, sibling = alarm.cell, alarm.sibling
+@router.get("/alarms/counts", response_model=CheckCounts, responses=answers(422))
+def count_checks(session: SessionDep, scope: ScopeDep, min_effect: MinEffect = MIN_EFFECT) -> CheckCounts:
+    """How many graphed cells in scope the alarm flagged, found within their interval, could not judge because their
+    acceptance is degenerate, or could not pair with an eager sibling."""
+    return check_counts(alarms.read(session=session, scope=scope, min_effect=min_effect), scope)
+
+
+def check_counts(judgement: alarms.Judgement, scope: CellScope) -> CheckCounts:
+    return CheckCounts(scope=scope.describe(), alarmed=judgement.count("alarm"), within=judgement.count("within"),
+                       cannot_show=judgement.count("cannot_show"), unpaired=judgement.count("unpaired"),
+                       judged=judgement.judged)
+
+
+def out(alarm: alarms.Alarm) -> AlarmOut:
+    """An alarm as the API shows it (here and in ``/api/v1/compare``)."""
+    cell, eager, d = alarm.cell, alarm.sibling, alarm.difference
+    mine, theirs = cell.interval, eager.interval
     return AlarmOut(
-        kind=alarm.kind, build=cell.build, gpu_kind=cell.gpu_kind, method=cell.method, backend=cell.backend,
-        graph_mode=cell.graph_mode, resolved_graph_modes=sorted(cell.resolved_graph_modes),
-        value=alarms.proportion(alarm.kind, cell), eager_value=alarms.proportion(alarm.kind, sibling),
-        eager_backend=sibling.backend, difference=alarm.difference.value, difference_low=alarm.difference.low,
-        difference_high=alarm.difference.high, draft_tokens=cell.draft_tokens, eager_draft_tokens=sibling.draft_tokens,
-        job_ids=cell.job_ids, eager_job_ids=sibling.job_ids, sentence=alarm.sentence,
+        kind=alarm.kind, build=alarm.build, gpu_kind=alarm.gpu_kind, method=alarm.method, label=alarm.label,
+        backend=cell.backend, graph_mode=cell.graph_mode, resolved_graph_modes=list(cell.resolved_graph_modes),
+        value=mine[0], value_low=mine[1], value_high=mine[2], successes=cell.successes, trials=cell.trials,
+        eager_value=theirs[0], eager_value_low=theirs[1], eager_value_high=theirs[2], eager_successes=eager.successes,
+        eager_trials=eager.trials, eager_backend=eager.backend, difference=d.value, difference_low=d.low,
+        difference_high=d.high, draft_tokens=cell.draft_tokens, eager_draft_tokens=eager.draft_tokens,
+        job_ids=list(cell.job_ids), eager_job_ids=list(eager.job_ids), sweep_ids=list(alarm.sweep_ids),
+        sentence=alarm.sentence,
     )

@@ -5,9 +5,9 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query
 
 from app.alerts import service
-from app.alerts.schemas import AckIn, AlertOut
 from app.api.deps import Submitter
 from app.api.responses import answers
+from app.schemas.alert import AckIn, AlertOut
 from app.sessions import SessionDep
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
@@ -19,21 +19,24 @@ AlertId = Annotated[str, Path(min_length=16, max_length=16, pattern="^[0-9a-f]{1
 def list_alerts(
     session: SessionDep,
     state: Annotated[Literal["open", "acknowledged", "all"], Query(description="open: not acknowledged")] = "open",
+    sweep_id: Annotated[int | None, Query(ge=0, le=2**62, description="Only those whose newest cell ran in this sweep")] = None,
+    build: Annotated[str | None, Query(max_length=128, description="Only drops that began at this build or are open at it")] = None,
 ) -> list[AlertOut]:
     """Cells whose tokens/s or acceptance dropped by over 5 % at some build and stayed down to the newest
     (``changepoints.open_regression`` on the cell's history across builds of its GPU kind), largest drop first."""
-    found = service.find(session=session)
-    return [_out(a) for a in found if state == "all" or (a.acknowledged is not None) == (state == "acknowledged")]
+    found = service.concerning(service.find(session=session), sweep_id=sweep_id, build=build)
+    return [out(a) for a in found if state == "all" or (a.acknowledged is not None) == (state == "acknowledged")]
 
 
 @router.post("/{alert_id}/ack", response_model=AlertOut, responses=answers(401, 403, 404, 409, 413, 422, 429))
 def acknowledge(by: Submitter, alert_id: AlertId, body: AckIn, session: SessionDep) -> AlertOut:
     """Acknowledge an open alert with a reason: it leaves the open list (and ``draftbench_alerts_open``)."""
     who = f"{by.name} ({by.key})"[:200]
-    return _out(service.acknowledge(session=session, alert_id=alert_id, reason=body.reason, by=who))
+    return out(service.acknowledge(session=session, alert_id=alert_id, reason=body.reason, by=who))
 
 
-def _out(alert: service.Alert) -> AlertOut:
+def out(alert: service.Alert) -> AlertOut:
+    """An alert as the API shows it (here and in ``/api/v1/compare``)."""
     cell, ack = alert.cell, alert.acknowledged
     return AlertOut(
         id=alert.id, metric=alert.metric, gpu_kind=cell.gpu_kind, method=cell.method, label=cell.label,  # type: ignore[arg-type]

@@ -5,6 +5,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.alarms import service as alarms
+from app.alerts import service as alert_service
+from app.api import alerts as alerts_api
+from app.api.alarms import check_counts
 from app.api.responses import answers
 from app.cells import identity
 from app.cells.pooling import PooledCell
@@ -24,7 +27,9 @@ def compare(session: SessionDep, base_sweep: SweepParam, head_sweep: SweepParam)
     """Every cell both sweeps ran (matched on what they measured, ``app.cells.identity``: not on rounds, window,
     warm-up or timeout), with its
     verdict (``newly_crashing``, ``worse``, ``now_downgraded``, ``now_eager_draft``, ``undecided``, ``unchanged``,
-    ``better``, ``fixed``), worst first; and the graph-capture alarms among the head's cells. The rule is the
+    ``better``, ``fixed``), worst first; the graph-capture alarms whose cell or eager sibling ran in the head sweep
+    (``base_alarms``: in the base), each judged within its whole build and GPU kind, with what the alarm made of
+    the head's graphed cells (``alarm_checks``); and the open regressions whose newest cell ran in the head sweep. The rule is the
     ``/compare`` page's: tokens/s per engine start (Mann-Whitney with 7 repeats a side, else against the cell's
     history on its GPU kind), acceptance by the two-proportion test with a 2-point minimum effect. When the two
     share no cell, ``apart`` names the fields of the measured identity that differ.
@@ -32,16 +37,21 @@ def compare(session: SessionDep, base_sweep: SweepParam, head_sweep: SweepParam)
     base, head = (sweeps.get(session=session, sweep_id=i) for i in (base_sweep, head_sweep))
     base_cells, head_cells, changes = comparisons.between(
         session=session, base=CellScope(sweep_id=base.id), head=CellScope(sweep_id=head.id))
-    counts: dict = {}
+    verdicts: dict = {}
     for change in changes:
-        counts[change.verdict] = counts.get(change.verdict, 0) + 1
+        verdicts[change.verdict] = verdicts.get(change.verdict, 0) + 1
     matched = len(changes)
+    head_scope = CellScope(sweep_id=head.id)
+    judged = alarms.read(session=session, scope=head_scope)
+    regressions = alert_service.concerning(alert_service.open_alerts(session=session), sweep_id=head.id)
     return Comparison(
-        base_sweep=base.id, head_sweep=head.id, base_build=base.build, head_build=head.build, counts=counts,
-        changes=[_change(c) for c in changes],
-        alarms=[_alarm(a) for a in alarms.find(head_cells)],
+        base_sweep=base.id, head_sweep=head.id, base_build=base.build, head_build=head.build, counts=verdicts,
+        changes=[_change(c) for c in changes], alarms=[_alarm(a) for a in judged.alarms],
         base_only=len(base_cells) - matched, head_only=len(head_cells) - matched,
         apart=None if changes else _apart(identity.apart(base_cells, head_cells)),
+        alarm_checks=check_counts(judged, head_scope),
+        base_alarms=[_alarm(a) for a in alarms.read(session=session, scope=CellScope(sweep_id=base.id)).alarms],
+        alerts=[alerts_api.out(a) for a in regressions],
     )
 
 
@@ -80,6 +90,6 @@ def _change(change: comparisons.Change) -> CellChange:
 
 def _alarm(alarm: alarms.Alarm) -> CaptureAlarm:
     d = alarm.difference
-    return CaptureAlarm(kind=alarm.kind, backend=alarm.cell.backend, graph_mode=alarm.cell.graph_mode,
-                        label=alarm.cell.label, difference=Interval(value=d.value, low=d.low, high=d.high),
+    return CaptureAlarm(kind=alarm.kind, backend=alarm.backend, graph_mode=alarm.graph_mode,
+                        label=alarm.label, difference=Interval(value=d.value, low=d.low, high=d.high),
                         sentence=alarm.sentence)

@@ -11,8 +11,8 @@ from app.api.responses import answers
 from app.crashes import service as crashes
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
 from app.metrics.service import MetricsDep
-from app.results import service
-from app.schemas.result import ResultOut
+from app.results import calibration, service
+from app.schemas.result import CalibrationMiss, CalibrationMisses, MissedPosition, ResultOut
 from app.schemas.worker import CompleteRequest, JobOut
 from app.sessions import SessionDep
 
@@ -66,6 +66,29 @@ def export_csv(session: SessionDep, where: FilterDep, limit: Limit = 10_000, off
     columns = list(ResultOut.model_fields)
     dumped = (row.model_dump(mode="json") for row in rows)
     return spreadsheets.csv_response(columns, ([d[k] for k in columns] for d in dumped), name="results")
+
+
+@router.get("/calibration-misses", response_model=CalibrationMisses, responses=answers(422))
+def list_calibration_misses(
+    session: SessionDep,
+    sweep_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    limit: Annotated[int, Query(ge=0, le=1000)] = calibration.SHOWN,
+) -> CalibrationMisses:
+    """Calibration results (synthetic acceptance at known per-position rates) whose measured interval misses a rate
+    asked for, over every stored result (or one sweep's), newest first; ``count`` counts them all. With 95 %
+    intervals about one position in twenty misses by chance."""
+    found = calibration.misses(session=session, sweep_id=sweep_id, limit=limit)
+    return CalibrationMisses(count=found.count, misses=[_miss(m) for m in found.shown])
+
+
+def _miss(miss: calibration.Miss) -> CalibrationMiss:
+    positions = []
+    for p in miss.positions:
+        rate, low, high = p.measured or (None, None, None)
+        positions.append(MissedPosition(number=p.number, expected=p.expected, measured=rate, measured_low=low, measured_high=high))
+    return CalibrationMiss(job_id=miss.job_id, sweep_id=miss.sweep_id, build=miss.build, gpu_kind=miss.gpu_kind,
+                           backend=miss.backend, graph_mode=miss.graph_mode, method=miss.method, drafts=miss.drafts,
+                           positions=positions, sentence=miss.sentence)
 
 
 @router.get(

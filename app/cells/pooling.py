@@ -38,6 +38,8 @@ class PooledCell:
     sweep_ids: list[int] = field(default_factory=list)
     sweep_names: list[str] = field(default_factory=list)
     job_ids: list[int] = field(default_factory=list)
+    # The jobs whose results were pooled, each with its sweep: where the cell's numbers came from.
+    measured_in: dict[int, int] = field(default_factory=dict)
     states: Counter = field(default_factory=Counter)
     crash_kinds: Counter = field(default_factory=Counter)
     crash_signature: str | None = None

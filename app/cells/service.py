@@ -81,6 +81,7 @@ def _add(cell: PooledCell, row) -> None:
         cell.crash_signature, cell.crash_title = row.signature, row.title
     if row.result_id is not None:
         pooling.add(cell, row, job_id=row.id)
+        cell.measured_in[row.id] = row.sweep_id
 
 
 def _label(cells) -> None:

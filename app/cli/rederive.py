@@ -18,15 +18,18 @@ def rederive(
     """Read what ran and why cells died again from the stored logs, and show what moved.
 
     Results with a stored log get their resolved backends, graph modes and draft eagerness again;
-    every crash is signed again and regrouped, merges and splits made by hand kept.
+    every crash is signed again and regrouped, merges and splits made by hand kept; every build's graph-capture
+    alarm is judged again, with today's rule, from what is now stored.
     """
     from app import db
+    from app.alarms import service as alarms
     from app.crashes.rederive import rederive as run
 
     engine = db.make_engine(upgraded(database_url))
     try:
         with db.make_sessionmaker(engine)() as session:
             report = run(session=session)
+            alarms.refresh_all(session=session)
             if dry_run:
                 session.rollback()
             else:

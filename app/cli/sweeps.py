@@ -276,6 +276,29 @@ def _print_results(api: Api, sweep_id: int) -> None:
     console.print(table)
     for warning in sweep.get("warnings", []):
         console.print(f"[yellow]warning:[/] {warning}")
+    for line in findings(api, sweep_id):
+        console.print(escape(line), soft_wrap=True)
+
+
+def findings(api: Api, sweep_id: int) -> list[str]:
+    """What the service found in what the sweep ran, as lines: its graph-capture alarms (each judged within its
+    whole build) with what became of its other graphed cells, its calibration misses, and the open regressions of
+    its cells."""
+    counts = api.get("/api/v1/alarms/counts", sweep_id=sweep_id)
+    lines = [f"graph-capture alarms: {counts['alarmed']} of {counts['judged']} graphed cells judged against their eager "
+             f"sibling ({counts['within']} within their interval, {counts['cannot_show']} cannot show a capture bug: "
+             f"acceptance exactly 0 or 1; {counts['unpaired']} more without an eager sibling)"]
+    lines += [f"  alarm ({a['kind']}): {a['sentence']} ({a['successes']}/{a['trials']} against "
+              f"{a['eager_successes']}/{a['eager_trials']})" for a in api.get("/api/v1/alarms", sweep_id=sweep_id)]
+    misses = api.get("/api/v1/calibration-misses", sweep_id=sweep_id)
+    lines.append(f"calibration misses: {misses['count']}")
+    lines += [f"  {m['sentence']}" for m in misses["misses"]]
+    alerts = api.get("/api/v1/alerts", sweep_id=sweep_id)
+    lines.append(f"open regressions of its cells: {len(alerts)}")
+    lines += [f"  {a['metric']} {a['gpu_kind']} {a['label']} {a['backend']} {a['graph_mode']}: {a['before']:.3g} -> "
+              f"{a['after']:.3g} ({100 * a['change']:+.1f} %) from build {a['first_bad_build']} on (last good "
+              f"{a['last_good_build']}), still down at {a['latest_build']}" for a in alerts]
+    return lines
 
 
 def measured_text(r: dict | None) -> tuple[str, str, str]:

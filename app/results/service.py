@@ -9,7 +9,6 @@ from sqlalchemy.orm import Session
 from app.alarms import service as alarms
 from app.analysis.acceptance import calibration_misses, derive
 from app.analysis.rounds import MedianInterval, efficiency, median_interval
-from app.cells import service as cells
 from app.cells.scope import CellScope
 from app.crashes import service as crashes
 from app.enums import JobState
@@ -21,8 +20,13 @@ from app.schemas.result import ResultOut
 from app.vllmlog.ran import parse_log
 
 
-def record(*, session: Session, job: Job, outcome: JobOutcome, finished_at: datetime | None = None) -> None:
+def record(
+    *, session: Session, job: Job, outcome: JobOutcome, finished_at: datetime | None = None, refresh_alarms: bool = True
+) -> None:
     """Store an outcome on its (held) job and move the job to the matching final state.
+
+    A result judges its build and GPU kind's graph-capture alarm again (``app.alarms.service.refresh``), in the
+    same transaction; an import, which stores many, passes ``refresh_alarms=False`` and refreshes once.
 
     What ran is read here from the job's stored log, with the rules of ``app.vllmlog.ran``, so that
     ``draftbench rederive`` can read it again when the rules change; the worker's reading stands only
@@ -37,6 +41,8 @@ def record(*, session: Session, job: Job, outcome: JobOutcome, finished_at: date
             resolved = parse_log(log, backend=job.backend, graph_mode=job.graph_mode, method=job.method)
         session.add(result_row(job, outcome.result, resolved, created_at=now))
         queue.finish(session=session, job=job, state=JobState.SUCCEEDED, now=now)
+        if refresh_alarms:
+            alarms.refresh(session=session, build=job.build, gpu_kind=job.gpu_kind)
     elif outcome.error is not None:
         queue.finish(session=session, job=job, state=JobState.FAILED, error=outcome.error, now=now)
     else:
@@ -160,12 +166,12 @@ def query_out(*, session: Session, where: ResultFilter, limit: int, offset: int)
 
 
 def _with_alarms(session: Session, out: list[ResultOut]) -> list[ResultOut]:
-    """Each result's cell alarm, from its builds' cells (``app.alarms.service``)."""
+    """Each result's cell alarm, as stored for its build (``app.alarms.service``)."""
     builds = tuple(sorted({r.build for r in out if r.method is not None}))
     if not builds:
         return out
     kinds: dict[int, set] = {}
-    for alarm in alarms.find(cells.load(session=session, scope=CellScope(builds=builds))):
+    for alarm in alarms.read(session=session, scope=CellScope(builds=builds)).alarms:
         for job_id in alarm.cell.job_ids:
             kinds.setdefault(job_id, set()).add(alarm.kind)
     for row in out:

@@ -4,6 +4,8 @@ from pydantic import BaseModel
 
 from app.analysis.verdicts import Change
 from app.enums import AlarmKind, Verdict
+from app.schemas.alarm import CheckCounts
+from app.schemas.alert import AlertOut
 
 
 class Interval(BaseModel):
@@ -55,7 +57,8 @@ class CellChange(BaseModel):
 
 
 class CaptureAlarm(BaseModel):
-    """A head cell whose acceptance (or lossless share) moved against its eager sibling (``/alarms``)."""
+    """A cell whose acceptance (or lossless share) moved against its eager sibling (``/alarms``), either of them run
+    in the sweep, judged within its whole build and GPU kind."""
 
     kind: AlarmKind
     backend: str
@@ -88,8 +91,13 @@ class Comparison(BaseModel):
     head_build: str
     counts: dict[Verdict, int]
     changes: list[CellChange]
-    alarms: list[CaptureAlarm]
+    alarms: list[CaptureAlarm]  # the head sweep's
     base_only: int
     head_only: int
     # Set when both sweeps have cells and share none (``app.cells.identity.apart``); absent from older services.
     apart: Apart | None = None
+    # What the alarm made of the head sweep's graphed cells (those it did not flag: within, cannot show, unpaired).
+    alarm_checks: CheckCounts | None = None
+    base_alarms: list[CaptureAlarm] = []
+    # Open regressions (``/api/v1/alerts``) whose cell on the newest build ran in the head sweep.
+    alerts: list[AlertOut] = []

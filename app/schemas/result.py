@@ -75,3 +75,34 @@ class ResultOut(BaseModel):
     vllm_version: str | None
     gpu_name: str | None
     created_at: datetime
+
+
+class MissedPosition(BaseModel):
+    """A draft position (1: the first draft token) whose measured 95 % interval misses the rate asked for (None:
+    the cell measured no such position, or asked for none there)."""
+
+    number: int
+    expected: float | None
+    measured: float | None
+    measured_low: float | None
+    measured_high: float | None
+
+
+class CalibrationMiss(BaseModel):
+    """A calibration result (synthetic acceptance at known rates) that missed at some position."""
+
+    job_id: int
+    sweep_id: int
+    build: str
+    gpu_kind: str
+    backend: str
+    graph_mode: str
+    method: str | None
+    drafts: int
+    positions: list[MissedPosition]
+    sentence: str
+
+
+class CalibrationMisses(BaseModel):
+    count: int  # every stored miss in scope
+    misses: list[CalibrationMiss]  # the newest, up to the limit asked

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
+from app.alarms import service as alarms
 from app.crashes import service as crashes
 from app.jobs import queue
 from app.models import Build, Sweep
@@ -79,10 +80,13 @@ def import_sweep(
         queue.start_elsewhere(session=session, job=job, started_at=run.started_at)
         crashes.store_log(session=session, job_id=job.id, text=run.log)
         session.flush()
-        results.record(session=session, job=job, outcome=run.outcome, finished_at=run.finished_at)
+        results.record(session=session, job=job, outcome=run.outcome, finished_at=run.finished_at, refresh_alarms=False)
         if job.result is not None:
             job.result.source = source
     _register_build(session=session, spec=spec, ran=ran)
+    # Once per build and GPU kind that gained a result, not once per result.
+    for gpu_kind in sorted({jobs[(run.cell_index, run.repeat)].gpu_kind for run in ran if run.outcome.result is not None}):
+        alarms.refresh(session=session, build=sweep.build, gpu_kind=gpu_kind)
     session.flush()
     return sweep, True
 

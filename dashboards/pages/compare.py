@@ -1,8 +1,11 @@
-"""``/compare``: two sweeps or two builds, every common cell with base, head, change and verdict, worst first."""
+"""``/compare``: two sweeps or two builds, every common cell with base, head, change and verdict, worst first; and each
+side's graph-capture alarms and the head's open regressions."""
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from app.alarms import service as alarms
+from app.alerts import service as alert_service
 from app.cells.scope import CellScope
 from app.sessions import SessionDep
 from app.sweeps import service as sweep_service
@@ -46,11 +49,16 @@ def compare_page(request: Request, session: SessionDep, filters: FiltersDep, bas
     counts = {}
     for change in changes:
         counts[change.verdict.value] = counts.get(change.verdict.value, 0) + 1
+    judged = [alarms.read(session=session, scope=scope) if scope is not None else None for scope in scopes]
+    regressions = []
+    if scopes[1] is not None:
+        regressions = alert_service.concerning(alert_service.latest_open(session=session)[0], sweep_id=head, build=head_build)
     stored = sweep_service.list_recent(session=session, limit=PICKABLE, offset=0)
     picks = {"sweeps": [(s.id, f"{s.id} · {s.name} · {s.build}") for s in stored],
              "builds": sorted({s.build for s in stored})}
     apart = None if changes else data.apart(*sides)
     return render.page(request, "compare.html", filters, changes=changes, sides=sides, args=args, counts=counts, picks=picks,
                        apart=apart,
+                       judged=judged, regressions=data.with_history_links(regressions),
                        facts=data.run_facts(sides[0] + sides[1]),
                        csv_link=filters.link("/compare", **args, format="csv"))

@@ -22,7 +22,7 @@ def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metr
                 format: Format = "html") -> Response:
     scope = filters.scope(default_builds=data.recent_builds(session=session))
     cells = data.cells(session=session, scope=scope)
-    alarmed = alarms.by_cell(alarms.find(cells))
+    alarmed = alarms.by_cell(alarms.judge(cells).alarms)
     frame = data.cells_frame(cells, alarmed)
     if format == "csv":
         return render.csv(frame, "matrix")

@@ -1,9 +1,13 @@
-"""``/sweeps/{id}``: one sweep's cells (repeats pooled, with their intervals) and throughput chart."""
+"""``/sweeps/{id}``: one sweep's cells (repeats pooled, with their intervals) and throughput chart, with the
+graph-capture alarms, calibration misses and open regressions of what it ran."""
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from app.alarms import service as alarms
+from app.alerts import service as alert_service
 from app.cells.scope import CellScope
+from app.results import calibration
 from app.sessions import SessionDep, SettingsDep
 from app.sweeps import service as sweeps
 from dashboards import data, render
@@ -27,4 +31,10 @@ def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: S
         if is_over(summary.counts):
             finished.put(summary.id, matrix)
     views = Filters(sweep_id=summary.id)
-    return render.page(request, "sweep.html", None, sweep=summary, warnings=warnings, views=views, **matrix)
+    # Not kept with the finished matrix: another sweep of the build, or of a later one, changes them.
+    regressions, as_of = alert_service.latest_open(session=session)
+    return render.page(request, "sweep.html", None, sweep=summary, warnings=warnings, views=views,
+                       judgement=alarms.read(session=session, scope=CellScope(sweep_id=summary.id)),
+                       misses=calibration.misses(session=session, sweep_id=summary.id),
+                       regressions=data.with_history_links(alert_service.concerning(regressions, sweep_id=summary.id)),
+                       regressions_as_of=as_of, **matrix)

@@ -55,6 +55,15 @@ def every_h200_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
 
 
 @pytest.fixture(scope="module")
+def everything(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Every H200 folder imported, served: the capture-bug sweep is older than ten of the others."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('everything') / 'h200.db'}"
+    imported(url)
+    with serve(Settings(database_url=url, token=TOKEN)) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
 def shots() -> Path:
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True)
@@ -75,6 +84,22 @@ def test_index_shows_alarms_workers_and_sweeps(site: str, page, shots: Path) -> 
     _shot(page, shots, "index")
     page.locator("#alarms li").first.get_by_role("link", name="matrix").click()
     assert page.locator("#cells tr.alarm").count() == 2
+
+
+def test_the_capture_bug_alarm_is_visible_on_the_overview_and_alarms_over_every_import(everything: str, page, shots: Path) -> None:
+    bug = "FLASHINFER FULL_DECODE_ONLY (draft_model k=3, vllm-0.26.0-fi-full): acceptance 0.910 against 1.000 eager"
+    page.goto(f"{everything}/")
+    alarm = page.locator("#alarms li").filter(has_text=bug)
+    assert alarm.count() == 1 and alarm.is_visible() and "-9.0 points [-9.4, -8.6]" in alarm.inner_text()
+    checks = page.locator("#alarm-checks")
+    assert checks.is_visible() and "18 cannot show a capture bug" in checks.inner_text()
+    _shot(page, shots, "index-every-import")
+    page.goto(f"{everything}/alarms")
+    rows = page.locator("#alarm-table tr.alarm")
+    assert rows.count() == 2 and rows.first.is_visible()
+    assert "FULL_DECODE_ONLY" in rows.first.inner_text() and "-9.0 [-9.4, -8.6] points" in rows.first.inner_text()
+    assert "2 alarm(s) among 22 graphed cell(s) judged" in page.locator("#headline").inner_text()
+    assert "18 cannot show" in page.locator("#checks").inner_text()
 
 
 def test_a_sweep_page_gives_each_cell_its_interval_and_draws_it(site: str, page, shots: Path) -> None:

@@ -52,7 +52,7 @@ def _cell(backend: str, mode: str, method: str | None, states: dict[JobState, in
 def _frame() -> pd.DataFrame:
     """``_cells`` as a page frames them, with their alarms."""
     cells = _cells()
-    return cells_frame(cells, alarms.by_cell(alarms.find(cells)))
+    return cells_frame(cells, alarms.by_cell(alarms.judge(cells).alarms))
 
 
 def _cells() -> list[PooledCell]:

@@ -1,0 +1,138 @@
+"""The graph-capture alarm judged per build and GPU kind and stored: what becomes of each graphed cell, and the store
+kept current by the result-store path whatever sweeps come after."""
+
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from alembic import command
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from app import db
+from app.alarms import service as alarms
+from app.cells.identity import Variant
+from app.cells.pooling import PooledCell
+from app.enums import CheckOutcome, JobState
+from app.models import Job
+from app.results import service as results
+from app.schemas.cell import JobOutcome
+from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
+
+
+def _cell(mode: str, method: str | None, accepted: int, tokens: int, variant: str = "v", build: str = "b1") -> PooledCell:
+    cell = PooledCell(build, "H200", "FLASH_ATTN", mode, method, Variant(variant, "base", variant, method or "baseline"),
+                      method or "baseline", sweep_ids=[1], sweep_names=["s"], job_ids=[len(mode)], states=Counter({JobState.SUCCEEDED: 1}))
+    cell.draft_tokens, cell.accepted, cell.drafts = tokens, accepted, tokens // 3
+    cell.measured_in[len(mode)] = 1
+    return cell
+
+
+def test_a_degenerate_cell_cannot_show_a_bug_and_is_never_within_its_interval() -> None:
+    cells = [
+        # The target as its own draft at temperature 0: everything accepted, eager and graphed.
+        _cell("NONE", "draft_model", 15360, 15360, variant="self"), _cell("PIECEWISE", "draft_model", 19620, 19620, variant="self"),
+        # A random draft: nothing accepted either way.
+        _cell("NONE", "dflash", 0, 9000, variant="random"), _cell("FULL", "dflash", 0, 9000, variant="random"),
+        # A middle acceptance that held: it could have shown a bug, and did not.
+        _cell("NONE", "ngram", 3000, 6000, variant="middle"), _cell("FULL", "ngram", 3010, 6000, variant="middle"),
+        # The capture bug: 17852 of 19620 against 15360 of 15360 (app.analysis.alarms' hand-computed case).
+        _cell("NONE", "draft_model", 15360, 15360, variant="bug", build="b2"),
+        _cell("FULL_DECODE_ONLY", "draft_model", 17852, 19620, variant="bug", build="b2"),
+        # No eager sibling ran.
+        _cell("FULL", "eagle3", 100, 300, variant="alone"),
+        # Eager cells and baselines are not looked at.
+        _cell("NONE", None, 0, 0, variant="base"),
+    ]
+    judged = alarms.judge(cells)
+    outcomes = {(c.build, c.method, c.graph_mode): c.outcome for c in judged.checks}
+    assert outcomes == {
+        ("b1", "draft_model", "PIECEWISE"): CheckOutcome.CANNOT_SHOW, ("b1", "dflash", "FULL"): CheckOutcome.CANNOT_SHOW,
+        ("b1", "ngram", "FULL"): CheckOutcome.WITHIN, ("b2", "draft_model", "FULL_DECODE_ONLY"): CheckOutcome.ALARM,
+        ("b1", "eagle3", "FULL"): CheckOutcome.UNPAIRED,
+    }
+    assert (judged.count("cannot_show"), judged.count("within"), judged.count("alarm"), judged.judged) == (2, 1, 1, 4)
+    [alarm] = judged.alarms
+    assert alarm.sentence.endswith("acceptance 0.910 against 1.000 eager on FLASH_ATTN, -9.0 points [-9.4, -8.6]")
+    assert (alarm.cell.successes, alarm.cell.trials, alarm.sibling.successes, alarm.sibling.trials) == (17852, 19620, 15360, 15360)
+
+
+def _pair_result(accepted: int) -> dict:
+    return cell_result() | {"spec_decode": {"num_drafts": 2000, "num_draft_tokens": 6000, "num_accepted_tokens": accepted,
+                                            "accepted_per_position": []}}
+
+
+def _graphed_pair(client: TestClient, dataset: Path, build: str, accepted: dict[str, int]) -> int:
+    """A sweep of one ngram cell of ``build`` eager and PIECEWISE, one repeat each, accepting ``accepted[mode]`` of 60
+    draft tokens; its id."""
+    worker = register_worker(client, builds=[build])
+    body = sweep_body(dataset, build=build, repeats=1, graph_modes=["NONE", "PIECEWISE"],
+                      speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
+    sweep = submit(client, body).json()
+    for _ in range(2):
+        job = claim(client, worker)
+        result = _pair_result(accepted[job["spec"]["graph_mode"]])
+        assert complete(client, job["job_id"], worker, {"result": result}).status_code == 200
+    return sweep["id"]
+
+
+def test_a_stored_result_judges_its_build_and_the_alarm_stays_shown_behind_newer_sweeps(client: TestClient, dataset: Path) -> None:
+    sweep = _graphed_pair(client, dataset, "b-bug", {"NONE": 3000, "PIECEWISE": 2400})
+    [alarm] = client.get("/api/v1/alarms").json()
+    assert (alarm["build"], alarm["graph_mode"], alarm["successes"], alarm["eager_successes"]) == ("b-bug", "PIECEWISE", 2400, 3000)
+    assert alarm["sweep_ids"] == [sweep] and alarm["difference_high"] < -0.02
+    # Ten newer sweeps of another build: the pages once read only the builds of the 10 newest.
+    register_worker(client, builds=["b-later"])
+    for _ in range(10):
+        assert submit(client, sweep_body(dataset, build="b-later", repeats=1)).status_code == 201
+    assert [a["build"] for a in client.get("/api/v1/alarms").json()] == ["b-bug"]
+    assert "PIECEWISE (ngram k=3, b-bug): acceptance 0.400 against 0.500 eager" in client.get("/").text
+    assert "PIECEWISE (ngram k=3, b-bug)" in client.get("/alarms").text
+    assert client.get("/api/v1/alarms/counts").json() == {"scope": "every build", "alarmed": 1, "within": 0, "cannot_show": 0,
+                                                          "unpaired": 0, "judged": 1}
+    # A second sweep of the build whose PIECEWISE cell accepts as the eager one: pooled, the drop is smaller.
+    _graphed_pair(client, dataset, "b-bug", {"NONE": 3000, "PIECEWISE": 3000})
+    [pooled] = client.get("/api/v1/alarms").json()
+    assert (pooled["successes"], pooled["trials"], len(pooled["sweep_ids"])) == (5400, 12000, 2)
+
+
+def test_the_migration_judges_every_stored_build(client: TestClient, dataset: Path) -> None:
+    _graphed_pair(client, dataset, "b-bug", {"NONE": 3000, "PIECEWISE": 2400})
+    _graphed_pair(client, dataset, "b-fine", {"NONE": 6000, "PIECEWISE": 6000})
+    url = client.app.state.engine.url.render_as_string(hide_password=False)
+    command.downgrade(db.alembic_config(url), "0015")
+    db.upgrade(url)
+    assert [a["build"] for a in client.get("/api/v1/alarms").json()] == ["b-bug"]
+    # b-fine's draft accepted everything: it cannot show a bug.
+    assert client.get("/api/v1/alarms/counts", params={"build": "b-fine"}).json()["cannot_show"] == 1
+
+
+def test_two_results_stored_at_once_are_judged_one_after_the_other(client: TestClient, dataset: Path) -> None:
+    # Each transaction judges the build from what it reads: without the build's lock the second, begun before the
+    # first committed, would store a judgement that never saw the first's result (here: no pair, no alarm).
+    worker = register_worker(client, builds=["b-race"])
+    body = sweep_body(dataset, build="b-race", repeats=1, graph_modes=["NONE", "PIECEWISE"],
+                      speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
+    submit(client, body).raise_for_status()
+    held = {claim(client, worker)["spec"]["graph_mode"]: None for _ in range(2)}
+    sessions = client.app.state.sessionmaker
+    first = sessions()
+    jobs = {job.graph_mode: job for job in first.scalars(select(Job).where(Job.build == "b-race"))}
+    assert set(jobs) == set(held)
+    results.record(session=first, job=jobs["NONE"], outcome=JobOutcome.model_validate({"result": _pair_result(3000)}))
+
+    def second() -> None:
+        with db.session_scope(sessions) as session:
+            job = session.get(Job, jobs["PIECEWISE"].id)
+            results.record(session=session, job=job, outcome=JobOutcome.model_validate({"result": _pair_result(2400)}))
+
+    racing = threading.Thread(target=second)
+    racing.start()
+    time.sleep(1.0)
+    assert racing.is_alive()  # waiting for the first to commit
+    first.commit()
+    first.close()
+    racing.join(timeout=30)
+    assert not racing.is_alive()
+    assert client.get("/api/v1/alarms/counts", params={"build": "b-race"}).json()["alarmed"] == 1
