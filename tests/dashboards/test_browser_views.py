@@ -229,12 +229,12 @@ def test_the_serving_page_reads_each_speedup_against_the_baseline_of_its_clients
     page.locator("#nav").get_by_role("link", name="Serving").click()
     assert page.url.endswith("/serving")
     group = page.locator("section.serving-group[data-title='H200 · FLASH_ATTN · FULL_AND_PIECEWISE · vllm-0.26.0']")
-    speedups = {}
-    for row in group.locator("table.serving tr").all()[1:]:
-        cells = row.locator("td").all_inner_texts()
-        if cells[0] == "draft_model k=3 (h200-serving-8b-shape)":
-            speedups[int(cells[1])] = float(cells[10].split()[0])
+    rows = [row.locator("td").all_inner_texts() for row in group.locator("table.serving tr").all()[1:]]
+    # The 8B-shape draft's rows: the only draft with a baseline at its clients, so the only speedups.
+    speedups = {int(cells[1]): float(cells[10].split()[0]) for cells in rows
+                if cells[0].startswith("draft_model k=3") and cells[10].endswith("x")}
     # /api/v1/results: 1.596 at 1 client and 1.332 at 16, each over the baseline with as many clients.
+    assert sorted(speedups) == [1, 16, 64], rows
     assert speedups[1] == pytest.approx(1.60, rel=0.02) and speedups[16] == pytest.approx(1.33, rel=0.02)
     assert "102 of 192 sent" in page.locator("#failures").inner_text()
     assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
