@@ -5,11 +5,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from app.models import AlertAck
 from app.schemas.base import Input
+from app.schemas.text import stored
 
 
 class AckIn(Input):
-    reason: str = Field(min_length=1, max_length=2000, description="Why the drop is known or accepted")
+    reason: stored(AlertAck.reason, 2000, min_length=1) = Field(description="Why the drop is known or accepted")
 
 
 class AlertOut(BaseModel):
