@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 # app.schemas.cell.CELL_SCHEMA_VERSION; the cell cannot import it (tests/runners/test_cellkit.py ties them).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # The warm-up's request seeds start here (workload seed + this + index), far from the measured
 # requests' (workload seed + k for the k-th), so no measured request replays a warm-up draw.
 WARMUP_SEEDS = 1 << 31

@@ -12,9 +12,13 @@ the cell's process group, so the worker's kill of a cell (its timeout, a cancel,
 - ``rounds`` rounds: ``concurrency`` client threads send the workload's requests (streaming, EOS
   ignored) until ``min_window_s`` has passed and every request in flight is in; unless
   ``request_seeds`` is false, the k-th measured request of the cell has workload seed + k, as offline;
-- per request: TTFT (send to first streamed content), ITL (between streamed chunks; with
-  speculation one chunk can carry several tokens, as in ``vllm bench serve``), TPOT
-  ((latency - TTFT) / (tokens - 1)), tokens from the server's own usage count;
+- per request: TTFT (send to the first streamed chunk of tokens, whether or not they decode to text),
+  ITL (between streamed chunks; with speculation one chunk can carry several tokens, as in
+  ``vllm bench serve``), TPOT ((latency - TTFT) / (tokens - 1)), tokens from the server's own usage count;
+- a request completed when its stream carried tokens and ended with ``[DONE]``; it failed otherwise
+  (an HTTP error, a broken stream). ``empty`` counts the completed ones whose tokens decoded to no
+  text (a random model's padded vocabulary): completed work all the same, counted apart so a reader
+  sees it;
 - the server's spec-decode counters (``/metrics``, ``..._total``) are read before and after each
   round, and their differences are the round's counters.
 
@@ -184,7 +188,7 @@ class Client:
         timing: dict[str, Any] = {"ok": False, "ttft": None, "itl": [], "latency": None, "output_tokens": 0, "text": ""}
         connection = http.client.HTTPConnection(self.host, int(self.port), timeout=REQUEST_TIMEOUT_S)
         sent = time.perf_counter()
-        last = None
+        last, finished = None, False
         try:
             connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
             answer = connection.getresponse()
@@ -193,22 +197,27 @@ class Client:
                 return timing
             for raw in answer:
                 line = raw.decode().strip()
-                if not line.startswith("data:") or line == "data: [DONE]":
+                if line == "data: [DONE]":
+                    finished = True
+                if not line.startswith("data:") or finished:
                     continue
                 chunk = json.loads(line[5:])
                 if chunk.get("usage"):
                     timing["output_tokens"] = chunk["usage"]["completion_tokens"]
-                text = "".join(_delta_text(choice) for choice in chunk.get("choices") or [])
-                if text:
+                # A chunk with choices carries tokens even when they decode to no text (a random model's
+                # padded vocabulary, special tokens): it is timed and counted, as ``vllm bench serve`` does.
+                if choices := chunk.get("choices"):
                     now = time.perf_counter()
                     if last is None:
                         timing["ttft"] = now - sent
                     else:
                         timing["itl"].append(now - last)
                     last = now
-                    timing["text"] += text
+                    timing["text"] += "".join(_delta_text(choice) for choice in choices)
             timing["latency"] = time.perf_counter() - sent
-            timing["ok"] = timing["ttft"] is not None
+            timing["ok"] = finished and timing["ttft"] is not None
+            if not timing["ok"]:
+                timing["error"] = "the stream ended before its [DONE]" if timing["ttft"] is not None else "the stream carried no token"
         except (OSError, http.client.HTTPException, ValueError) as exc:
             timing["error"] = f"{type(exc).__name__}: {exc}"
         finally:
@@ -287,6 +296,7 @@ def _result(
             "requests_per_s": total.requests_per_s,
             "completed": len(done),
             "failed": len(timings) - len(done),
+            "empty": sum(1 for t in done if not t["text"]),
         },
     }
 

@@ -1,7 +1,8 @@
 """A serving cell's figures over its engine starts: the latencies its clients saw and the requests that failed.
 
 Each engine start (a job) stores what ``runners/serving.py`` measured (``app.schemas.cell.Serving``): TTFT, TPOT
-and ITL percentiles over that start's measured requests, and how many of them completed and failed. The
+and ITL percentiles over that start's measured requests, and how many of them completed, failed and came back
+empty (tokens that decoded to no text: completed work; before cell schema 5 the runner counted them failed). The
 requests themselves are not kept, so starts cannot be pooled request by request: a cell's percentile is the
 median of its starts' values, with the order-statistic interval of that median
 (``app.analysis.rounds.median_interval``), which holds at its achieved level: 50 % for 2 starts, 75 % for 3,
@@ -36,6 +37,9 @@ class ServingFigures:
     completed: int
     failed: int
     unreadable: int = 0
+    # Completed requests that streamed tokens but no text, summed; None when a start's runner did not count them
+    # (cell schema before 5: it counted them as failed).
+    empty: int | None = None
 
     @property
     def sent(self) -> int:
@@ -66,7 +70,9 @@ def figures(cell: PooledCell) -> ServingFigures | None:
     for name, (field, percentile) in LATENCIES.items():
         values = [value for start in starts if (value := getattr(getattr(start, field), percentile)) is not None]
         latency[name] = median_interval(values) if values else None
-    return ServingFigures(len(starts), latency, sum(s.completed for s in starts), sum(s.failed for s in starts), unreadable)
+    empty = None if any(s.empty is None for s in starts) else sum(s.empty for s in starts)
+    return ServingFigures(len(starts), latency, sum(s.completed for s in starts), sum(s.failed for s in starts), unreadable,
+                          empty)
 
 
 def failed_against(cell: ServingFigures, baseline: ServingFigures) -> ProportionChange | None:

@@ -28,7 +28,7 @@ from app.schemas.text import clean, reported, stored
 # 2: CellSpec.backend/graph_mode (were attention_backend/cudagraph_mode), CellResult.spec_decode (was spec).
 # 3: measured rounds, the cell's wall time, the model runner, serving mode (CellSpec.mode, concurrency, env).
 # 4: import_s (offline cells: the seconds before the engine, spent importing vLLM).
-CELL_SCHEMA_VERSION = 4
+CELL_SCHEMA_VERSION = 5
 # Clients at once, in serving mode.
 MAX_CONCURRENCY = 4096
 # vLLM's environment variables: a name, and a value.
@@ -198,6 +198,9 @@ class Serving(Input):
     requests_per_s: RequestsPerS
     completed: Count
     failed: Count = 0
+    # Completed requests whose tokens decoded to no text; None from a runner before cell schema 5, which
+    # counted them as failed (and left their tokens out of tokens/s).
+    empty: Count | None = None
 
 
 class Versions(Input):

@@ -153,6 +153,7 @@ def test_serving_mode_measures_latency_and_the_servers_counters(service, worker,
     assert row["import_s"] is None  # the server imports vLLM inside its engine start
     serving = row["serving"]
     assert serving["concurrency"] == 2 and serving["completed"] >= 12 and serving["failed"] == 0
+    assert 0 <= serving["empty"] <= serving["completed"]  # completed streams whose tokens decoded to no text
     for metric in ("ttft_ms", "tpot_ms", "itl_ms"):
         assert 0 < serving[metric]["p50"] <= serving[metric]["p90"] <= serving[metric]["p99"]
     assert serving["output_tokens_per_s"] > 0 and row["num_draft_tokens"] > 0
