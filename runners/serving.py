@@ -199,7 +199,8 @@ class Client:
                 line = raw.decode().strip()
                 if line == "data: [DONE]":
                     finished = True
-                if not line.startswith("data:") or finished:
+                    break
+                if not line.startswith("data:"):
                     continue
                 chunk = json.loads(line[5:])
                 if chunk.get("usage"):

@@ -28,6 +28,7 @@ from app.schemas.text import clean, reported, stored
 # 2: CellSpec.backend/graph_mode (were attention_backend/cudagraph_mode), CellResult.spec_decode (was spec).
 # 3: measured rounds, the cell's wall time, the model runner, serving mode (CellSpec.mode, concurrency, env).
 # 4: import_s (offline cells: the seconds before the engine, spent importing vLLM).
+# 5: Serving.empty; a stream of tokens that decode to no text is completed (before: failed, its tokens uncounted).
 CELL_SCHEMA_VERSION = 5
 # Clients at once, in serving mode.
 MAX_CONCURRENCY = 4096
