@@ -229,6 +229,8 @@ def test_the_serving_page_reads_each_speedup_against_the_baseline_of_its_clients
     page.locator("#nav").get_by_role("link", name="Serving").click()
     assert page.url.endswith("/serving")
     group = page.locator("section.serving-group[data-title='H200 · FLASH_ATTN · FULL_AND_PIECEWISE · vllm-0.26.0']")
+    # The click's URL commits before the table is parsed: on a slow host .all() read no rows.
+    group.locator("table.serving tr").nth(1).wait_for()
     rows = [row.locator("td").all_inner_texts() for row in group.locator("table.serving tr").all()[1:]]
     # The 8B-shape draft's rows: the only draft with a baseline at its clients, so the only speedups.
     speedups = {int(cells[1]): float(cells[10].split()[0]) for cells in rows
