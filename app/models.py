@@ -175,6 +175,8 @@ class Job(Base):
         # The dashboards: a build's cells, and one cell's history across builds.
         Index("ix_jobs_build", "build"),
         Index("ix_jobs_cell", "method", "backend", "graph_mode"),
+        # A comparison's lookback: each build's newest succeeded job of some GPU kinds (migration 0017).
+        Index("ix_jobs_build_finished", "state", "build", "finished_at", "gpu_kind"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -9,6 +9,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from app.analysis.intervals import Z_95
 from app.analysis.rounds import interval_rank
@@ -83,10 +84,21 @@ def repeat_interval(repeat: RepeatSpeed, z: float = Z_95) -> tuple[float, float]
 def _interval_z(repeat: RepeatSpeed) -> float | None:
     """``z_C = Phi^-1((1 + C) / 2)`` of the repeat's order-statistic interval (``C`` from ``interval_rank``);
     None without an interval or with a bound that is not positive."""
-    rank = interval_rank(repeat.rounds)
-    if rank is None or repeat.low is None or repeat.high is None or repeat.low <= 0 or repeat.high <= 0:
+    if repeat.low is None or repeat.high is None or repeat.low <= 0 or repeat.high <= 0:
         return None
-    return statistics.NormalDist().inv_cdf((1 + rank[1]) / 2)
+    return _rounds_z(repeat.rounds)
+
+
+@cache
+def _rounds_z(rounds: int) -> float | None:
+    """``z_C = Phi^-1((1 + C) / 2)`` of the order-statistic interval of ``rounds`` rounds; None when it has none.
+
+    Kept per round count (a few distinct ones): a page pools thousands of repeats, and the level's search
+    (``interval_rank``, O(n) binomial sums) and the normal quantile cost /fallback most of its CPU when
+    recomputed per repeat.
+    """
+    rank = interval_rank(rounds)
+    return None if rank is None else statistics.NormalDist().inv_cdf((1 + rank[1]) / 2)
 
 
 def pool_repeats(repeats: Sequence[RepeatSpeed]) -> CellSpeed:

@@ -26,9 +26,10 @@ from app.api.workers import router as workers_router
 from app.auth.ratelimit import RateLimiter
 from app.config import Settings, get_settings
 from app.jobs import stalled
+from app.lru import LRU
 from app.metrics.service import Metrics
 from dashboards import errors as dashboards_errors
-from dashboards.cache import FinishedSweeps
+from dashboards.cache import FINISHED_SWEEPS
 from dashboards.pages import router as dashboards_router
 
 API_ROUTERS = (sweeps_router, jobs_router, results_router, alarms_router, compare_router, alerts_router, crashes_router,
@@ -55,7 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = db.make_sessionmaker(engine)
-    app.state.finished_sweeps = FinishedSweeps()
+    app.state.finished_sweeps = LRU(FINISHED_SWEEPS)
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
     app.state.failed_auth_limiter = RateLimiter(settings.failed_auth_per_minute)
     app.state.metrics = Metrics(sessions=app.state.sessionmaker, lease_seconds=settings.lease_seconds)

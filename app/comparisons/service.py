@@ -91,11 +91,7 @@ def histories(*, session: Session, head: list[PooledCell], exclude: set[str]) ->
         return {}
     wanted = {c.identity for c in head}
     gpu_kinds = sorted({k[0] for k in wanted})
-    recent = session.scalars(
-        select(Job.build)
-        .where(Job.state == JobState.SUCCEEDED, Job.build.not_in(sorted(exclude)), Job.gpu_kind.in_(gpu_kinds))
-        .group_by(Job.build).order_by(func.max(Job.finished_at).desc()).limit(verdicts.LOOKBACK)
-    ).all()
+    recent = _last_builds(session=session, gpu_kinds=gpu_kinds, exclude=exclude)
     first_finished = func.min(Job.finished_at)
     stmt = (
         select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash, first_finished.label("first"),
@@ -125,6 +121,26 @@ def histories(*, session: Session, head: list[PooledCell], exclude: set[str]) ->
         key: [total / n for total, n, _ in sorted(by_build.values(), key=lambda p: (p[2] is None, p[2] or 0))]
         for key, by_build in points.items()
     }
+
+
+def _last_builds(*, session: Session, gpu_kinds: list[str], exclude: set[str]) -> list[str]:
+    """The last ``verdicts.LOOKBACK`` builds (not in ``exclude``) by their newest succeeded job on ``gpu_kinds``.
+
+    The builds come from the sweeps (a job runs its sweep's build), each one's newest job from
+    ``ix_jobs_build_finished`` (state, build, finished_at, gpu_kind): one index range per build, not a grouping of
+    every succeeded job.
+    """
+    builds = select(Sweep.build).where(Sweep.build.not_in(sorted(exclude))).distinct().subquery()
+    newest = (
+        select(func.max(Job.finished_at))
+        .where(Job.state == JobState.SUCCEEDED, Job.build == builds.c.build, Job.gpu_kind.in_(gpu_kinds))
+        .scalar_subquery()
+    )
+    ranked = select(builds.c.build, newest.label("newest")).subquery()
+    return list(session.scalars(
+        select(ranked.c.build).where(ranked.c.newest.is_not(None))
+        .order_by(ranked.c.newest.desc()).limit(verdicts.LOOKBACK)
+    ))
 
 
 def default_pair(*, session: Session) -> tuple[int, int] | None:

@@ -7,11 +7,12 @@ from fastapi.responses import HTMLResponse
 from app.alarms import service as alarms
 from app.alerts import service as alert_service
 from app.cells.scope import CellScope
+from app.lru import LRU
 from app.results import calibration
 from app.sessions import SessionDep, SettingsDep
 from app.sweeps import service as sweeps
 from dashboards import data, render
-from dashboards.cache import FinishedSweeps, is_over
+from dashboards.cache import is_over
 from dashboards.figures.throughput import throughput_by_cell
 from dashboards.filters import Filters
 
@@ -23,7 +24,7 @@ def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: S
     summary = sweeps.summary(session=session, sweep=sweeps.get(session=session, sweep_id=sweep_id))
     # Read fresh on every view: a worker registering or dying changes them.
     warnings = sweeps.warnings(session=session, sweep_id=summary.id, lease_seconds=settings.lease_seconds)
-    finished: FinishedSweeps = request.app.state.finished_sweeps
+    finished: LRU[int, dict] = request.app.state.finished_sweeps
     matrix = finished.get(summary.id)
     if matrix is None:
         cells = data.cells(session=session, scope=CellScope(sweep_id=summary.id))

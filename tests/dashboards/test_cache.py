@@ -1,6 +1,6 @@
-"""The per-process store of finished sweeps' matrices."""
+"""When a sweep's matrix may be kept: once the sweep is over."""
 
-from dashboards.cache import FinishedSweeps, is_over
+from dashboards.cache import is_over
 
 
 def test_a_sweep_is_over_when_no_job_is_queued_or_running() -> None:
@@ -8,11 +8,3 @@ def test_a_sweep_is_over_when_no_job_is_queued_or_running() -> None:
     assert not is_over({"succeeded": 3, "queued": 1})
     assert not is_over({"succeeded": 3, "running": 1})
 
-
-def test_the_least_recently_used_sweep_goes_first() -> None:
-    kept = FinishedSweeps(size=2)
-    kept.put(1, "one")
-    kept.put(2, "two")
-    assert kept.get(1) == "one"  # 2 is now the least recently used
-    kept.put(3, "three")
-    assert (kept.get(1), kept.get(2), kept.get(3)) == ("one", None, "three")
