@@ -45,7 +45,7 @@ postgres:
 
 test: install vllm-env browser compose-cli postgres
 	$(VENV)/bin/ruff check --no-cache .
-	DRAFTBENCH_VLLM_PYTHON=$(VLLM_PY) DRAFTBENCH_TEST_PG=$(PG_URL) $(VPY) -m pytest -q -p no:cacheprovider
+	DRAFTBENCH_VLLM_PYTHON=$(VLLM_PY) DRAFTBENCH_TEST_PG=$(PG_URL) $(VPY) -m pytest -q -p no:cacheprovider --durations=30
 
 demo: install vllm-env
 	$(VPY) examples/demo.py --folder $(DEMO_DIR) --vllm-python $(VLLM_PY) --port $(DEMO_PORT) --token $(DEMO_TOKEN)
