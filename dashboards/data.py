@@ -139,7 +139,7 @@ def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
         share, low, high = _triple(mine.failed_share if mine else None)
         row |= {
             "completed": mine.completed if mine else None, "failed": mine.failed if mine else None,
-            "empty": mine.empty if mine else None,
+            "empty": mine.empty if mine else None, "empty_as_failed": c.empty_as_failed,
             "sent": mine.sent if mine else None, "failed_share": share, "failed_share_low": low, "failed_share_high": high,
             "failed_vs_baseline": change and change.difference, "failed_vs_baseline_low": change and change.low,
             "failed_vs_baseline_high": change and change.high, "failed_differs": bool(change and change.flagged),

@@ -58,6 +58,9 @@ class PooledCell:
     speedup: Ratio | None = None
     # Serving mode: each engine start's ``Result.serving`` as stored (``app.cells.serving`` pools them).
     serving: list[dict] = field(default_factory=list)
+    # The starts whose runner counted a stream of tokens without text as failed (runners/serving.py before cell
+    # schema 5); vLLM's own bench tools, imported, count it completed.
+    empty_as_failed: int = 0
     lossless_same: int = 0
     lossless_total: int = 0
     vllm_versions: set[str] = field(default_factory=set)
@@ -153,6 +156,7 @@ class StoredResult(Protocol):
     vllm_version: str | None
     gpu_name: str | None
     serving: dict | None
+    source: str
 
 
 def add(cell: PooledCell, result: StoredResult, *, job_id: int) -> None:
@@ -184,6 +188,7 @@ def add(cell: PooledCell, result: StoredResult, *, job_id: int) -> None:
         cell.repeats.append(RepeatSpeed(result.tokens_per_s, result.tokens_per_s_low, result.tokens_per_s_high, result.rounds))
     if result.serving:
         cell.serving.append(result.serving)
+        cell.empty_as_failed += result.source == "cell" and result.serving.get("empty") is None
     cell.vllm_versions.add(result.vllm_version or "?")
     if result.gpu_name:
         cell.gpu_names.add(result.gpu_name)

@@ -60,6 +60,7 @@ def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: 
     throughput = rounds_throughput(result)
     expected = expected_per_position(job.spec.get("speculative"))
     return Result(
+        source="cell",  # the column's default, set here too: a row pooled before its flush reads it
         job=job,
         engine_start_s=result.engine_start_s,
         generation_s=result.generation_s,

@@ -56,7 +56,7 @@ def failures(frame: pd.DataFrame) -> str | None:
     text = (f"Requests failed in {len(failed)} of {len(frame)} serving cells; the most in {worst['method']} "
             f"({worst['backend']} {worst['graph_mode']}, {worst['build']}): {int(worst['failed'])} of {int(worst['sent'])} sent, "
             f"{render.interval(worst['failed_share'] * 100, worst['failed_share_low'] * 100, worst['failed_share_high'] * 100, 1)} %.")
-    if failed["empty"].isna().any():
+    if (failed["empty_as_failed"] > 0).any():
         text += (" Their runner (cell schema before 5) counted a stream whose tokens decoded to no text as failed and left"
                  " its tokens out of tokens/s, so these figures may count completed work as failed.")
     differ = int(frame["failed_differs"].sum())

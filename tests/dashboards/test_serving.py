@@ -18,6 +18,7 @@ from app.config import Settings
 from app.enums import JobState
 from dashboards.data import serving_frame
 from dashboards.frames import records
+from dashboards.pages.serving import failures
 from tests.conftest import TOKEN
 from tests.dashboards.h200 import imported
 from tests.dashboards.test_pages import tables
@@ -77,6 +78,17 @@ def test_the_frame_puts_each_speculative_cell_beside_its_baseline_with_the_same_
     assert by[(1, "ngram k=3 (other)")]["speedup"] is None  # model n ran no baseline
     assert [crashed[k] for k in ("starts", "died", "crash_kind", "failed", "speedup")] == [0, 1, "out_of_memory", None, None]
     assert serving_frame([]).empty
+
+
+def test_only_a_runner_that_counted_empty_streams_as_failed_is_said_to_have() -> None:
+    """Cells imported from ``vllm bench serve`` leave ``empty`` unknown as our runner before cell schema 5 did, but
+    vLLM's tool counts such a stream completed: only the cells our old runner measured get the caution."""
+    imported_cell, old_runner = _cell(1, None, failed=10), _cell(4, None, failed=20)
+    old_runner.empty_as_failed = 1
+    alone = failures(serving_frame([imported_cell]))
+    assert alone.startswith("Requests failed in 1 of 1 serving cells") and "cell schema before 5" not in alone
+    assert "cell schema before 5" in failures(serving_frame([imported_cell, old_runner]))
+    assert failures(serving_frame([_cell(1, None)])) is None
 
 
 @pytest.fixture(scope="module")
