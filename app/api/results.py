@@ -8,11 +8,12 @@ from fastapi.responses import Response, StreamingResponse
 from app import spreadsheets
 from app.api.deps import ExistingJob, HeldJob
 from app.api.responses import answers
+from app.cells.scope import CellScope
 from app.crashes import service as crashes
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
 from app.metrics.service import MetricsDep
 from app.results import calibration, service
-from app.schemas.result import CalibrationMiss, CalibrationMisses, MissedPosition, ResultOut
+from app.schemas.result import CalibrationMisses, ResultOut
 from app.schemas.worker import CompleteRequest, JobOut
 from app.sessions import SessionDep
 
@@ -32,12 +33,8 @@ def _filter(
     draft_eager: Annotated[bool | None, Query(description="The draft ran without CUDA graphs")] = None,
 ) -> service.ResultFilter:
     return service.ResultFilter(
-        sweep_id=sweep_id,
-        build=build,
-        gpu_kind=gpu_kind and gpu_kind.value,
-        method=method and method.value,
-        backend=backend and backend.value,
-        graph_mode=graph_mode and graph_mode.value,
+        CellScope(sweep_id=sweep_id, build=build, gpu_kind=gpu_kind and gpu_kind.value, method=method and method.value,
+                  backend=backend and backend.value, graph_mode=graph_mode and graph_mode.value),
         resolved_backend=resolved_backend and resolved_backend.value,
         resolved_graph_mode=resolved_graph_mode and resolved_graph_mode.value,
         graph_downgraded=graph_downgraded,
@@ -78,17 +75,7 @@ def list_calibration_misses(
     asked for, over every stored result (or one sweep's), newest first; ``count`` counts them all. With 95 %
     intervals about one position in twenty misses by chance."""
     found = calibration.misses(session=session, sweep_id=sweep_id, limit=limit)
-    return CalibrationMisses(count=found.count, misses=[_miss(m) for m in found.shown])
-
-
-def _miss(miss: calibration.Miss) -> CalibrationMiss:
-    positions = []
-    for p in miss.positions:
-        rate, low, high = p.measured or (None, None, None)
-        positions.append(MissedPosition(number=p.number, expected=p.expected, measured=rate, measured_low=low, measured_high=high))
-    return CalibrationMiss(job_id=miss.job_id, sweep_id=miss.sweep_id, build=miss.build, gpu_kind=miss.gpu_kind,
-                           backend=miss.backend, graph_mode=miss.graph_mode, method=miss.method, drafts=miss.drafts,
-                           positions=positions, sentence=miss.sentence)
+    return CalibrationMisses(count=found.count, misses=found.shown)
 
 
 @router.get(

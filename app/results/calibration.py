@@ -9,51 +9,16 @@ from sqlalchemy.orm import Session
 
 from app.analysis.acceptance import calibration_misses, per_position
 from app.models import Job, Result
+from app.schemas.result import CalibrationMiss, MissedPosition
 
 # The misses a page or ``draftbench status`` lists; the count is of all of them.
 SHOWN = 20
 
 
 @dataclass(frozen=True)
-class Position:
-    """A draft position (1 = the first draft token) that missed: the rate asked for, and the measured rate with its
-    95 % Wilson interval over the cell's drafts (None where the cell measured no such position)."""
-
-    number: int
-    expected: float | None
-    measured: tuple[float, float, float] | None
-
-    @property
-    def text(self) -> str:
-        asked = "nothing" if self.expected is None else f"{self.expected:.3f}"
-        if self.measured is None:
-            return f"position {self.number} not measured (asked {asked})"
-        rate, low, high = self.measured
-        return f"position {self.number} measured {rate:.3f} [{low:.3f}, {high:.3f}] against {asked} asked"
-
-
-@dataclass(frozen=True)
-class Miss:
-    job_id: int
-    sweep_id: int
-    build: str
-    gpu_kind: str
-    backend: str
-    graph_mode: str
-    method: str | None
-    drafts: int
-    positions: tuple[Position, ...]
-
-    @property
-    def sentence(self) -> str:
-        where = f"job {self.job_id} (sweep {self.sweep_id}, {self.build}, {self.gpu_kind} {self.backend} {self.graph_mode}, {self.method})"
-        return f"{where}: {'; '.join(p.text for p in self.positions)} ({self.drafts} drafts)"
-
-
-@dataclass(frozen=True)
 class Misses:
     count: int  # every stored miss in scope
-    shown: list[Miss]  # the newest of them, at most SHOWN
+    shown: list[CalibrationMiss]  # the newest of them, at most SHOWN
 
 
 def misses(*, session: Session, sweep_id: int | None = None, limit: int = SHOWN) -> Misses:
@@ -70,13 +35,26 @@ def misses(*, session: Session, sweep_id: int | None = None, limit: int = SHOWN)
     return Misses(count, [_miss(row) for row in rows])
 
 
-def _miss(row) -> Miss:
+def _miss(row) -> CalibrationMiss:
     expected = row.expected_per_position or []
     measured = per_position(row.accepted_per_position or [], row.num_drafts)
     missed = calibration_misses(expected, measured)
-    positions = tuple(
-        Position(i + 1, expected[i] if i < len(expected) else None, measured[i] if i < len(measured) else None)
-        for i, miss in enumerate(missed) if miss
-    )
-    return Miss(row.job_id, row.sweep_id, row.build, row.gpu_kind, row.backend, row.graph_mode, row.method, row.num_drafts,
-                positions)
+    positions = []
+    for i, miss in enumerate(missed):
+        if miss:
+            rate, low, high = measured[i] if i < len(measured) else (None, None, None)
+            positions.append(MissedPosition(number=i + 1, expected=expected[i] if i < len(expected) else None,
+                                            measured=rate, measured_low=low, measured_high=high))
+    where = f"job {row.job_id} (sweep {row.sweep_id}, {row.build}, {row.gpu_kind} {row.backend} {row.graph_mode}, {row.method})"
+    return CalibrationMiss(job_id=row.job_id, sweep_id=row.sweep_id, build=row.build, gpu_kind=row.gpu_kind,
+                           backend=row.backend, graph_mode=row.graph_mode, method=row.method, drafts=row.num_drafts,
+                           positions=positions,
+                           sentence=f"{where}: {'; '.join(_text(p) for p in positions)} ({row.num_drafts} drafts)")
+
+
+def _text(position: MissedPosition) -> str:
+    asked = "nothing" if position.expected is None else f"{position.expected:.3f}"
+    if position.measured is None:
+        return f"position {position.number} not measured (asked {asked})"
+    return (f"position {position.number} measured {position.measured:.3f} [{position.measured_low:.3f}, "
+            f"{position.measured_high:.3f}] against {asked} asked")

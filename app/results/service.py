@@ -1,6 +1,6 @@
 """Storing what a cell reported, and reading results back with filters."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import Select, select
@@ -123,27 +123,18 @@ def expected_per_position(speculative: dict | None) -> list[float] | None:
 
 @dataclass(frozen=True)
 class ResultFilter:
-    """Requested values (``backend``, ``graph_mode``) and resolved ones (what ran) are separate filters."""
+    """What the cell requested (``requested``: the scope pages read cells by) and what ran (the resolved backend
+    and graph mode, and whether vLLM downgraded) are separate filters."""
 
-    sweep_id: int | None = None
-    build: str | None = None
-    gpu_kind: str | None = None
-    method: str | None = None
-    backend: str | None = None
-    graph_mode: str | None = None
+    requested: CellScope = field(default_factory=CellScope)
     resolved_backend: str | None = None
     resolved_graph_mode: str | None = None
     graph_downgraded: bool | None = None
     draft_eager: bool | None = None
 
     def apply(self, stmt: Select) -> Select:
+        stmt = self.requested.apply(stmt)
         for column, value in (
-            (Job.sweep_id, self.sweep_id),
-            (Job.build, self.build),
-            (Job.gpu_kind, self.gpu_kind),
-            (Job.method, self.method),
-            (Job.backend, self.backend),
-            (Job.graph_mode, self.graph_mode),
             (Result.resolved_backend, self.resolved_backend),
             (Result.resolved_graph_mode, self.resolved_graph_mode),
             (Result.graph_downgraded, self.graph_downgraded),
