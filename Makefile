@@ -74,6 +74,7 @@ H200_SWEEPS += 2026-11-30/batch4:h200-peer-throughput
 H200_SWEEPS += 2026-11-30/alone:h200-peer-alone
 H200_SWEEPS += 2026-12-01/noise:h200-noise-8b
 H200_SWEEPS += 2026-12-01/noise:h200-noise-8b-third
+H200_SWEEPS += 2026-12-03/serving:h200-serving-8b-shape-c1-16
 
 h200-data:
 	set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \

@@ -155,7 +155,9 @@ def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame()
     order = ["gpu_kind", "backend", "graph_mode", "build", "concurrency", "speculative", "series"]
-    return pd.DataFrame(rows).sort_values(order, kind="stable", ignore_index=True)
+    # Counts stay whole where a cell that never ran has none: a float column would write 192 as 192.0.
+    counts = {name: "Int64" for name in ("completed", "failed", "empty", "sent")}
+    return pd.DataFrame(rows).astype(counts).sort_values(order, kind="stable", ignore_index=True)
 
 
 def _series_names(cells: list[PooledCell]) -> dict[tuple, str]:

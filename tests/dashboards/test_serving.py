@@ -20,7 +20,7 @@ from dashboards.data import serving_frame
 from dashboards.frames import records
 from dashboards.pages.serving import failures
 from tests.conftest import TOKEN
-from tests.dashboards.h200 import imported
+from tests.dashboards.h200 import DATA, imported, imported_folder
 from tests.dashboards.test_pages import tables
 
 SERVING = ("batch3/h200-serving-8b-shape", "batch2/h200-serving")
@@ -89,6 +89,22 @@ def test_only_a_runner_that_counted_empty_streams_as_failed_is_said_to_have() ->
     assert alone.startswith("Requests failed in 1 of 1 serving cells") and "cell schema before 5" not in alone
     assert "cell schema before 5" in failures(serving_frame([imported_cell, old_runner]))
     assert failures(serving_frame([_cell(1, None)])) is None
+
+
+def test_the_runner_at_cell_schema_5_counts_the_h200_empty_streams_as_completed(tmp_path) -> None:
+    """The 8B shape's baselines run again on the H200 (2026-12-03, 1 and 16 clients; the session's device time ended
+    in the draft's first cell): the 102 of 192 requests that the schema-4 runner counted failed at 1 client now
+    complete, empty, and nothing failed, so the page raises no failures headline."""
+    url = f"sqlite:///{tmp_path / 'serving.db'}"
+    imported_folder(url, DATA / "h200-2026-12-03" / "serving" / "h200-serving-8b-shape-c1-16")
+    app = create_app(Settings(database_url=url, token=TOKEN))
+    with TestClient(app) as client:
+        html = client.get("/serving").text
+        rows = list(csv.DictReader(io.StringIO(client.get("/serving?format=csv").text)))
+    app.state.engine.dispose()
+    by = {int(r["concurrency"]): r for r in rows if r["speculative"] == "False"}
+    assert [(by[c]["completed"], by[c]["failed"], by[c]["empty"]) for c in (1, 16)] == [("192", "0", "102"), ("624", "0", "336")]
+    assert 'id="failures"' not in html and "completed empty" in html
 
 
 @pytest.fixture(scope="module")
