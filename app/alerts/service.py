@@ -123,7 +123,10 @@ def current(*, session: Session) -> list[Alert]:
     key = _key(session)
     known = _kept(session)
     if known is None or known.key != key:
-        known = _Found(key, find(session=session), utcnow())
+        # Another service process may have found them for this key already (``uvicorn --workers N``).
+        known = _stored(session)
+        if known is None or known.key != key:
+            known = _Found(key, find(session=session), utcnow())
         _keep(session, known)
     return _acknowledged(session, known.alerts)
 
@@ -193,16 +196,21 @@ def _kept(session: Session) -> _Found | None:
     """This process's last answer for the database; in a fresh process the stored one, kept from then on."""
     with _OPEN_LOCK:
         known = _OPEN.get(_database(session))
-    if known is not None:
-        return known
+    if known is None:
+        known = _stored(session)
+        if known is not None:
+            _keep(session, known)
+    return known
+
+
+def _stored(session: Session) -> _Found | None:
+    """The newest ``AlertSnapshot``, if one was stored."""
     row = session.scalars(select(AlertSnapshot).order_by(AlertSnapshot.id.desc()).limit(1)).one_or_none()
     if row is None:
         return None
     alerts = [Alert(**(a | {"cell": AlertCell(**(a["cell"] | {"sweep_ids": tuple(a["cell"]["sweep_ids"])}))}))
               for a in row.alerts]
-    known = _Found((row.finished_jobs, row.newest_finish), alerts, row.computed_at)
-    _keep(session, known)
-    return known
+    return _Found((row.finished_jobs, row.newest_finish), alerts, row.computed_at)
 
 
 def _keep(session: Session, known: _Found) -> None:

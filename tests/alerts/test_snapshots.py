@@ -88,3 +88,15 @@ def test_refreshing_an_unchanged_key_writes_nothing(client: TestClient, dataset:
     [first] = _snapshots(client)
     service.refresh(client.app.state.sessionmaker)
     assert [(s.id, s.computed_at) for s in _snapshots(client)] == [(first.id, first.computed_at)]
+
+
+def test_a_process_behind_takes_the_alerts_another_process_stored_for_the_current_key(
+        client: TestClient, dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_history(client, dataset, [100.0, 101.0, 99.0, 100.0])
+    service.refresh(client.app.state.sessionmaker)
+    behind = dict(service._OPEN)
+    run_history(client, dataset, [100.0, 101.0, 99.0, 100.0, 70.0, 71.0])
+    service.refresh(client.app.state.sessionmaker)  # "another process": the stored snapshot is current
+    _fresh_process_that_cannot_find(monkeypatch)
+    monkeypatch.setattr(service, "_OPEN", behind)
+    assert [a["first_bad_build"] for a in client.get("/api/v1/alerts").json()] == ["b4"]
