@@ -54,7 +54,10 @@ def make_engine(url: str) -> Engine:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return create_engine(url, pool_pre_ping=True, **pool)
+    # PostgreSQL's default random_page_cost (4) prices an index lookup for a disk that seeks; the service's tables
+    # sit in memory or on SSD, where 1.1 is PostgreSQL's own advice. At 4 a page's read of two builds' 4,300 jobs
+    # scanned all 102,611 results and hashed them (110 ms) instead of looking up each job's result (36 ms).
+    return create_engine(url, pool_pre_ping=True, connect_args={"options": "-c random_page_cost=1.1"}, **pool)
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -350,8 +350,8 @@ class CrashOverride(Base):
 class AlertAck(Base):
     """An open regression (``app.alerts``) acknowledged by hand, with why and by whom.
 
-    Alerts are computed from the results, not stored; ``alert_id`` names one (its metric, cell and first
-    bad build), so an acknowledgement holds until the regression is fixed or moves to another build.
+    Alerts are computed from the results (``AlertSnapshot`` keeps the last answer); ``alert_id`` names one (its
+    metric, cell and first bad build), so an acknowledgement holds until the regression is fixed or moves to another build.
     """
 
     __tablename__ = "alert_acks"
@@ -361,6 +361,22 @@ class AlertAck(Base):
     reason: Mapped[str] = mapped_column(Text)
     created_by: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AlertSnapshot(Base):
+    """The open regressions ``app.alerts.service.find`` last found, so that a process's first page shows them without
+    reading every cell's history (seconds at 100k results): each alert as JSON (``service.Alert`` but its
+    acknowledgement, read beside it), under the key it was found for (the finished jobs' count and newest finish).
+    Derived; the service's schedule rewrites it when the key has moved, one row (two while writers overlap: the
+    newest counts)."""
+
+    __tablename__ = "alert_snapshots"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    finished_jobs: Mapped[int] = mapped_column(BigInteger)
+    newest_finish: Mapped[datetime | None] = mapped_column()
+    alerts: Mapped[list[Any]] = mapped_column()
+    computed_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class AlarmCheck(Base):

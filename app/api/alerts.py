@@ -24,7 +24,7 @@ def list_alerts(
 ) -> list[AlertOut]:
     """Cells whose tokens/s or acceptance dropped by over 5 % at some build and stayed down to the newest
     (``changepoints.open_regression`` on the cell's history across builds of its GPU kind), largest drop first."""
-    found = service.concerning(service.find(session=session), sweep_id=sweep_id, build=build)
+    found = service.concerning(service.current(session=session), sweep_id=sweep_id, build=build)
     return [out(a) for a in found if state == "all" or (a.acknowledged is not None) == (state == "acknowledged")]
 
 
