@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from app.analysis.verdicts import DEFAULT_THRESHOLD, Change
+
 ALPHA = 0.05
 POWER = 0.8
 
@@ -126,6 +128,41 @@ def min_detectable_effect(spread: Spread, n_base: int, n_head: int, *, alpha: fl
     """
     t = t_quantile(1 - alpha / 2, spread.df) + t_quantile(power, spread.df)
     return math.exp(t * standard_error(spread, n_base, n_head)) - 1
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """What the noise model says of one cell's tokens/s, head against base: the ``change``, the ratio with its
+    interval, and the smallest change these starts would find (``detectable``)."""
+
+    change: Change
+    interval: RatioInterval
+    detectable: float
+
+
+def model_call(base: Sequence[float], head: Sequence[float], spread: Spread, *, alpha: float = ALPHA,
+               min_effect: float = DEFAULT_THRESHOLD) -> ModelCall:
+    """Tokens/s of one cell called by the noise model, from each side's log tokens/s (one per start). Not used by
+    the verdict rule yet (``app.analysis.verdicts``).
+
+    With the :func:`ratio_interval` ``[low, high]`` of ``r = head / base``:
+
+    - ``worse`` or ``better``: the interval excludes 1 and ``|r - 1| >= min_effect``;
+    - ``undecided``: ``|r - 1| >= min_effect`` but the interval holds 1 (too few starts for this noise: more would
+      tell, ``detectable`` says how many are needed);
+    - ``unchanged``: otherwise (within ``min_effect``, or inside the noise and small).
+
+    ``detectable`` is :func:`min_detectable_effect` for these starts. Raises ValueError when a side is empty.
+    """
+    interval = ratio_interval(base, head, spread, alpha=alpha)
+    moved = abs(interval.ratio - 1) >= min_effect
+    if not moved:
+        change = Change.UNCHANGED
+    elif interval.low <= 1 <= interval.high:
+        change = Change.UNDECIDED
+    else:
+        change = Change.BETTER if interval.ratio > 1 else Change.WORSE
+    return ModelCall(change, interval, min_detectable_effect(spread, len(base), len(head), alpha=alpha))
 
 
 def t_quantile(p: float, df: int) -> float:
