@@ -13,7 +13,7 @@ from tests.conftest import AUTH, TOKEN
 from tests.dashboards.test_pages import new_sweep
 from tests.factories import sweep_body
 
-PAGES = ["/", "/fallback", "/matrix", "/alarms", "/compare", "/history", "/calibration", "/crashes", "/sweeps/1",
+PAGES = ["/", "/fallback", "/matrix", "/alarms", "/compare", "/history", "/calibration", "/crashes", "/noise", "/sweeps/1",
          "/matrix?metric=colour", "/sweeps/999", "/crashes/unknown"]
 ANSWERS = ["/api/v1/sweeps", "/api/v1/results.csv", "/api/v1/results?graph_mode=FULL_GRAPH", "/api/v1/sweeps/999",
            "/matrix?format=csv", "/openapi.json", "/metrics", "/docs-static/swagger-ui-bundle.js", "/no-such-path"]

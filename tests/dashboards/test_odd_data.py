@@ -48,9 +48,9 @@ def _stored_speed(client: TestClient, job_id: int, speed: float) -> None:
 
 
 def _views(*extra: str) -> list[str]:
-    views = ["/", "/fallback", "/alarms", "/compare", "/history", "/calibration", "/crashes", *extra,
+    views = ["/", "/fallback", "/alarms", "/compare", "/history", "/calibration", "/crashes", "/noise", *extra,
              *(f"/matrix?metric={metric}" for metric in METRICS)]
-    return views + [f"{v}{'&' if '?' in v else '?'}format=csv" for v in views if v.split("?")[0] not in ("/", "/crashes")
+    return views + [f"{v}{'&' if '?' in v else '?'}format=csv" for v in views if v.split("?")[0] not in ("/", "/crashes", "/noise")
                     and not v.startswith("/sweeps/")]
 
 

@@ -17,7 +17,7 @@ from tests.conftest import AUTH, TOKEN
 from tests.dashboards.h200 import MATRIX, copy_of, imported
 from tests.dashboards.test_pages import tables
 
-PAGES = ["/", "/fallback", "/matrix", "/serving", "/alarms", "/compare", "/history", "/calibration", "/crashes"]
+PAGES = ["/", "/fallback", "/matrix", "/serving", "/alarms", "/compare", "/history", "/calibration", "/crashes", "/noise"]
 
 
 def _client(url: str) -> Iterator[TestClient]:

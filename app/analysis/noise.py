@@ -1,0 +1,220 @@
+"""The noise of tokens/s between engine starts, learned from A/A groups: pure functions, standard library only.
+
+An A/A group is the starts (repeats) of one cell on one build: they differ only in their luck, so their spread
+is the noise any comparison of two builds must beat. Everything is on the log scale (``x = ln tokens/s``): a
+start's luck multiplies its speed, and a ratio of two cells is a difference of logs.
+
+The model is kept per class (``NoiseClass``): GPU kind x method class (a draft or none) x mode (offline, or
+serving with its concurrency), as a draft's starts spread more than a baseline's (tests/data/h200-2026-12-01).
+
+Nothing here reads the database, the clock or global state.
+"""
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from app.analysis.verdicts import DEFAULT_THRESHOLD, Change
+
+ALPHA = 0.05
+POWER = 0.8
+
+
+class NoiseClass(NamedTuple):
+    """What a noise figure holds for: cells of one GPU kind, with a draft or none (``method_class`` ``"draft"`` or
+    ``"none"``), in one mode (``"offline"``, or ``"serve"`` with its ``concurrency``)."""
+
+    gpu_kind: str
+    method_class: str
+    mode: str
+    concurrency: int | None
+
+
+def method_class(method: str | None) -> str:
+    """``"none"`` for a baseline cell (no speculative method), ``"draft"`` for any speculative method."""
+    return "none" if method is None else "draft"
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A pooled standard deviation ``sd`` of log values with its degrees of freedom ``df``, from ``groups`` groups
+    of at least two values holding ``values`` values in all."""
+
+    sd: float
+    df: int
+    groups: int
+    values: int
+
+    @property
+    def cv(self) -> float:
+        """``exp(sd) - 1``: the spread as a share of the speed (0.02: one start's luck moves it about 2 %)."""
+        return math.exp(self.sd) - 1
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """``ratio`` = head / base (of geometric means) with its ``1 - alpha`` interval ``[low, high]``."""
+
+    ratio: float
+    low: float
+    high: float
+
+
+def pooled_spread(groups: Iterable[Sequence[float]]) -> Spread | None:
+    """The pooled standard deviation of ``groups`` (each a sequence of log values that share one mean):
+
+    .. math::
+
+        s^2 = \\frac{\\sum_g \\sum_i (x_{gi} - \\bar x_g)^2}{\\sum_g (n_g - 1)}, \\qquad df = \\sum_g (n_g - 1)
+
+    Groups of fewer than two values carry no spread and are left out; None when no group is left. Each group
+    keeps its own mean, so cells of different speeds pool without their differences counting as noise. Between
+    starts, a group is one cell's starts (one log median each); within a start, a group is one start's rounds.
+    O(total values).
+    """
+    squares, df, counted, values = 0.0, 0, 0, 0
+    for group in groups:
+        if len(group) < 2:
+            continue
+        mean = math.fsum(group) / len(group)
+        squares += math.fsum((x - mean) ** 2 for x in group)
+        df += len(group) - 1
+        counted += 1
+        values += len(group)
+    if df == 0:
+        return None
+    return Spread(math.sqrt(squares / df), df, counted, values)
+
+
+def log_values(speeds: Iterable[float]) -> list[float]:
+    """``ln v`` of each positive speed; zeros and negatives (no speed measured) are left out."""
+    return [math.log(v) for v in speeds if v > 0]
+
+
+def ratio_interval(base: Sequence[float], head: Sequence[float], spread: Spread, *, alpha: float = ALPHA) -> RatioInterval:
+    """The ratio of two cells' geometric means, from their log values ``base`` and ``head`` (one per start), with
+    its interval under the model ``spread``:
+
+    .. math::
+
+        d = \\bar x_h - \\bar x_b, \\qquad se = s \\sqrt{1 / n_b + 1 / n_h}, \\qquad
+        [\\exp(d - t_{df, 1 - \\alpha/2}\\, se), \\exp(d + t_{df, 1 - \\alpha/2}\\, se)]
+
+    The spread comes from other cells' A/A groups, so the interval holds with one start a side. Raises
+    ValueError when either side is empty.
+    """
+    if not base or not head:
+        raise ValueError("each side needs at least one start")
+    d = math.fsum(head) / len(head) - math.fsum(base) / len(base)
+    half = t_quantile(1 - alpha / 2, spread.df) * standard_error(spread, len(base), len(head))
+    return RatioInterval(math.exp(d), math.exp(d - half), math.exp(d + half))
+
+
+def standard_error(spread: Spread, n_base: int, n_head: int) -> float:
+    """``se = s sqrt(1/n_b + 1/n_h)``: the standard error of a difference of two means of ``n_b`` and ``n_h`` starts."""
+    return spread.sd * math.sqrt(1 / n_base + 1 / n_head)
+
+
+def min_detectable_effect(spread: Spread, n_base: int, n_head: int, *, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest relative change that ``n_base`` and ``n_head`` starts find with probability ``power`` at a
+    two-sided ``alpha``:
+
+    .. math::
+
+        MDE = \\exp\\big((t_{df, 1 - \\alpha/2} + t_{df, power})\\, se\\big) - 1
+
+    with ``se`` of :func:`standard_error` (0.05: a 5 % change is found four times in five at 80 %).
+    """
+    t = t_quantile(1 - alpha / 2, spread.df) + t_quantile(power, spread.df)
+    return math.exp(t * standard_error(spread, n_base, n_head)) - 1
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """What the noise model says of one cell's tokens/s, head against base: the ``change``, the ratio with its
+    interval, and the smallest change these starts would find (``detectable``)."""
+
+    change: Change
+    interval: RatioInterval
+    detectable: float
+
+
+def model_call(base: Sequence[float], head: Sequence[float], spread: Spread, *, alpha: float = ALPHA,
+               min_effect: float = DEFAULT_THRESHOLD) -> ModelCall:
+    """Tokens/s of one cell called by the noise model, from each side's log tokens/s (one per start). Not used by
+    the verdict rule yet (``app.analysis.verdicts``).
+
+    With the :func:`ratio_interval` ``[low, high]`` of ``r = head / base``:
+
+    - ``worse`` or ``better``: the interval excludes 1 and ``|r - 1| >= min_effect``;
+    - ``undecided``: ``|r - 1| >= min_effect`` but the interval holds 1 (too few starts for this noise: more would
+      tell, ``detectable`` says how many are needed);
+    - ``unchanged``: otherwise (within ``min_effect``, or inside the noise and small).
+
+    ``detectable`` is :func:`min_detectable_effect` for these starts. Raises ValueError when a side is empty.
+    """
+    interval = ratio_interval(base, head, spread, alpha=alpha)
+    moved = abs(interval.ratio - 1) >= min_effect
+    if not moved:
+        change = Change.UNCHANGED
+    elif interval.low <= 1 <= interval.high:
+        change = Change.UNDECIDED
+    else:
+        change = Change.BETTER if interval.ratio > 1 else Change.WORSE
+    return ModelCall(change, interval, min_detectable_effect(spread, len(base), len(head), alpha=alpha))
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom, by bisection on :func:`t_cdf` to 1e-12
+    (about 80 steps). Raises ValueError unless ``0 < p < 1`` and ``df >= 1``."""
+    if not 0 < p < 1 or df < 1:
+        raise ValueError(f"need 0 < p < 1 and df >= 1, got p={p}, df={df}")
+    if p < 0.5:
+        return -t_quantile(1 - p, df)
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < p:
+        high *= 2
+    while high - low > 1e-12 * max(1.0, high):
+        mid = (low + high) / 2
+        low, high = (mid, high) if t_cdf(mid, df) < p else (low, mid)
+    return (low + high) / 2
+
+
+def t_cdf(t: float, df: int) -> float:
+    """Student's t distribution function: for ``t >= 0``, ``1 - I_{df / (df + t^2)}(df/2, 1/2) / 2``, with ``I``
+    the regularized incomplete beta function; symmetric for ``t < 0``."""
+    tail = regularized_beta(df / (df + t * t), df / 2, 0.5) / 2
+    return 1 - tail if t >= 0 else tail
+
+
+def regularized_beta(x: float, a: float, b: float) -> float:
+    """The regularized incomplete beta function ``I_x(a, b)`` by its continued fraction (Lentz's method), taken
+    on the side where it converges fast (``x < (a + 1) / (a + b + 2)``, else ``1 - I_{1-x}(b, a)``); Numerical
+    Recipes, 3rd ed., section 6.4."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1 - regularized_beta(1 - x, b, a)
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)) / a
+    return front * _beta_fraction(x, a, b)
+
+
+def _beta_fraction(x: float, a: float, b: float) -> float:
+    tiny = 1e-300
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    value = d
+    for m in range(1, 300):
+        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1 + numerator * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            value *= c * d
+        if abs(c * d - 1) < 1e-15:
+            break
+    return value

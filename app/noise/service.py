@@ -1,0 +1,108 @@
+"""The noise model of every GPU kind, from every A/A the store holds (``app.analysis.noise``).
+
+Every cell (build x measured identity, as ``app.cells.service.load`` pools them: every sweep of one build) with
+at least two succeeded starts is an A/A group: its starts' log tokens/s give the between-start spread, each
+start's rounds the within-start spread. Groups pool per ``NoiseClass``: GPU kind x method class x mode.
+"""
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.analysis.noise import NoiseClass, Spread, log_values, method_class, min_detectable_effect, pooled_spread
+from app.cells import identity
+from app.enums import JobState
+from app.models import Job, Result, Worker
+from app.schemas.physical import plausible_speed
+
+# Starts a side the model's smallest detectable change is given for (the page's columns, the API's list).
+MDE_STARTS = (3, 8)
+
+
+@dataclass(frozen=True)
+class ClassNoise:
+    """One class's noise: the between-start spread of ln tokens/s (``between``), the within-start one between
+    rounds (``within``, None where no start kept two rounds), and where it was learned."""
+
+    noise_class: NoiseClass
+    between: Spread
+    within: Spread | None
+    newest: datetime | None
+    hosts: tuple[str, ...]  # the workers' hosts that ran its starts (none for imported ones)
+    gpu_names: tuple[str, ...]
+
+    def detectable(self, starts: int) -> float:
+        """The smallest relative change ``starts`` starts a side find four times in five (``min_detectable_effect``)."""
+        return min_detectable_effect(self.between, starts, starts)
+
+
+@dataclass
+class _Cell:
+    noise_class: NoiseClass
+    starts: list[float] = field(default_factory=list)  # each start's ln tokens/s (its rounds' median)
+    rounds: list[list[float]] = field(default_factory=list)  # each start's rounds' ln tokens/s
+    newest: datetime | None = None
+    hosts: set[str] = field(default_factory=set)
+    gpu_names: set[str] = field(default_factory=set)
+
+
+def model(*, session: Session) -> list[ClassNoise]:
+    """Every class's noise, in class order, from every cell of every build with at least two succeeded starts.
+
+    One query over the succeeded jobs (a few columns and each result's rounds) and the variants of their config
+    hashes (``identity.variants``); nothing per cell. Speeds no run can make are left out, as pooling does.
+    """
+    rows = session.connection().execute(
+        select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency,
+               Job.config_hash, Job.finished_at, Result.tokens_per_s, Result.raw["rounds"].label("round_list"),
+               Result.gpu_name, Worker.host)
+        .join(Result, Result.job_id == Job.id)
+        .outerjoin(Worker, Worker.id == Job.worker_id)
+        .where(Job.state == JobState.SUCCEEDED)
+        .order_by(Job.id)
+    ).all()
+    variants = identity.variants(session=session, hashes={row.config_hash for row in rows})
+    cells: dict[tuple, _Cell] = {}
+    for row in rows:
+        if not plausible_speed(row.tokens_per_s) or row.tokens_per_s <= 0:
+            continue
+        key = (row.build, identity.measured(row, variants[row.config_hash]))
+        serving = row.mode == "serve"
+        cell = cells.setdefault(key, _Cell(NoiseClass(row.gpu_kind, method_class(row.method), row.mode,
+                                                      row.concurrency if serving else None)))
+        cell.starts.append(math.log(row.tokens_per_s))
+        cell.rounds.append(log_values(round_speeds(row.round_list)))
+        if row.finished_at is not None and (cell.newest is None or row.finished_at > cell.newest):
+            cell.newest = row.finished_at
+        cell.hosts |= {row.host} if row.host else set()
+        cell.gpu_names |= {row.gpu_name} if row.gpu_name else set()
+    return _pooled([c for c in cells.values() if len(c.starts) >= 2])
+
+
+def round_speeds(rounds: list[dict] | None) -> list[float]:
+    """Each stored round's tokens/s, ``output_tokens / seconds`` (as the service takes their median); rounds of no
+    time are left out."""
+    return [r["output_tokens"] / r["seconds"] for r in rounds or [] if r.get("seconds", 0) > 0]
+
+
+def _pooled(cells: list[_Cell]) -> list[ClassNoise]:
+    by_class: dict[NoiseClass, list[_Cell]] = defaultdict(list)
+    for cell in cells:
+        by_class[cell.noise_class].append(cell)
+    found = []
+    for noise_class in sorted(by_class, key=lambda c: (c.gpu_kind, c.method_class, c.mode, c.concurrency or 0)):
+        group = by_class[noise_class]
+        dates = [c.newest for c in group if c.newest is not None]
+        found.append(ClassNoise(
+            noise_class,
+            between=pooled_spread(c.starts for c in group),
+            within=pooled_spread(r for c in group for r in c.rounds),
+            newest=max(dates, default=None),
+            hosts=tuple(sorted(set().union(*(c.hosts for c in group)))),
+            gpu_names=tuple(sorted(set().union(*(c.gpu_names for c in group)))),
+        ))
+    return found

@@ -1,0 +1,32 @@
+"""The noise model at the API's edge (``/api/v1/noise``): one class's spread of tokens/s between engine starts."""
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class DetectableOut(BaseModel):
+    starts: int = Field(description="Engine starts on each side")
+    effect: float = Field(description="The smallest relative change of tokens/s those starts find at 80 % power, two-sided 5 %")
+
+
+class NoiseOut(BaseModel):
+    """One class of cells (GPU kind x draft or none x mode) and the spread of ln tokens/s their A/A groups show: every
+    cell of one build with two or more succeeded starts, pooled (``s^2 = sum (x - mean_cell)^2 / df``)."""
+
+    gpu_kind: str
+    method_class: Literal["draft", "none"] = Field(description="draft: cells with a speculative method; none: baselines")
+    mode: str
+    concurrency: int | None = Field(description="Serving mode's clients; null offline")
+    sd: float = Field(description="s: the pooled standard deviation of ln tokens/s between engine starts")
+    cv: float = Field(description="exp(s) - 1: s as a share of the speed")
+    df: int = Field(description="Degrees of freedom: the sum over cells of their starts - 1")
+    cells: int
+    starts: int
+    within_sd: float | None = Field(description="The pooled standard deviation of ln tokens/s between one start's rounds")
+    within_df: int | None
+    min_detectable: list[DetectableOut]
+    newest: datetime | None = Field(description="When the newest start pooled finished")
+    hosts: list[str] = Field(description="The workers' hosts that ran its starts (none for imported ones)")
+    gpu_names: list[str]

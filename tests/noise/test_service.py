@@ -1,0 +1,60 @@
+"""app.noise.service: the noise model of the A/A groups stored through the worker protocol, figures by hand."""
+
+import math
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from app.analysis.noise import NoiseClass
+from app.noise import service as noise
+from tests.factories import Registered, cell_result, claim, complete, register_worker, submit, sweep_body
+
+# Each start's three rounds run at its speed, its speed and its speed x e^0.2 (its median is its speed).
+ROUNDS = (1.0, 1.0, math.exp(0.2))
+
+
+def result_at(speed: float) -> dict:
+    rounds = [{"seconds": 1000 / (speed * f), "output_tokens": 1000, "num_requests": 2} for f in ROUNDS]
+    return {**cell_result(tokens_per_s=speed), "rounds": rounds}
+
+
+def run(client: TestClient, worker: Registered, dataset: Path, build: str, speeds: dict[str | None, list[float]]) -> None:
+    """A sweep of ``build`` with an n-gram cell and its baseline, each start reported at the next speed of its method."""
+    repeats = len(next(iter(speeds.values())))
+    body = sweep_body(dataset, build=build, repeats=repeats, baseline=True,
+                      speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
+    assert submit(client, body).status_code == 201
+    left = {method: list(values) for method, values in speeds.items()}
+    for _ in range(2 * repeats):
+        job = claim(client, worker)
+        method = (job["spec"].get("speculative") or {}).get("method")
+        assert complete(client, job["job_id"], worker, {"result": result_at(left[method].pop(0))}).status_code == 200
+
+
+def test_each_class_pools_its_cells_starts_and_a_single_start_adds_nothing(client: TestClient, dataset: Path) -> None:
+    worker = register_worker(client, builds=("b1", "b2"))
+    run(client, worker, dataset, "b1", {"ngram": [100.0, 400.0], None: [1000.0, 1000.0 * math.exp(0.1)]})
+    # One start per cell: no A/A, so no spread, and no count.
+    run(client, worker, dataset, "b2", {"ngram": [5.0], None: [7.0]})
+    with client.app.state.sessionmaker() as session:
+        found = {c.noise_class: c for c in noise.model(session=session)}
+    assert list(found) == [NoiseClass("cpu", "draft", "offline", None), NoiseClass("cpu", "none", "offline", None)]
+    draft, none = found.values()
+    # Draft: ln 100 and ln 400, ln 4 apart: squares 2 (ln 2)^2 over 1 degree of freedom.
+    assert math.isclose(draft.between.sd, math.sqrt(2) * math.log(2))
+    assert (draft.between.df, draft.between.groups, draft.between.values) == (1, 1, 2)
+    # Baseline: 0.1 apart, s = 0.1 / sqrt 2.
+    assert math.isclose(none.between.sd, 0.1 / math.sqrt(2))
+    # Within a start: logs (l, l, l + 0.2), squares 0.2^2 x 2/3 over 2 degrees of freedom, the same in each start:
+    # s = 0.2 / sqrt 3, 2 starts x 2 = 4 degrees of freedom per class.
+    for c in (draft, none):
+        assert math.isclose(c.within.sd, 0.2 / math.sqrt(3)) and c.within.df == 4 and c.within.groups == 2
+        assert c.hosts == ("h",) and c.newest is not None
+    # MDE at 3 a side, df 1: (12.7062 + 1.3764) x s sqrt(2/3).
+    assert math.isclose(none.detectable(3), math.exp((12.7062 + 1.3764) * 0.1 / math.sqrt(2) * math.sqrt(2 / 3)) - 1,
+                        rel_tol=1e-4)
+
+
+def test_no_store_no_model(client: TestClient) -> None:
+    with client.app.state.sessionmaker() as session:
+        assert noise.model(session=session) == []
