@@ -1,16 +1,22 @@
-"""What every page shares: its templates, the filter form's choices, and the CSV of a page's table."""
+"""What every page shares: its templates, the filter form's choices, the CSV of a page's table and the SVG of its
+figures."""
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pandas as pd
 from fastapi import Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from app import spreadsheets
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod, allowed
+from app.errors import NotFoundError
 from dashboards import frames
+from dashboards.figures import Drawing
 from dashboards.filters import Filters
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -35,6 +41,33 @@ def csv(frame: pd.DataFrame, name: str) -> Response:
     return spreadsheets.csv_response(list(frame.columns), frames.rows(frame), name=name)
 
 
+def figure(drawings: Sequence[Drawing | None], number: int | None) -> Response:
+    """Figure ``number`` of a page's ``drawings`` (from 1, in the page's order, as ``figure_src`` names them), drawn now
+    from the values the page read (``format=svg``): 422 without a number, 404 for one the page does not draw."""
+    drawn = [n for n, d in enumerate(drawings, 1) if d is not None]
+    if number is None:
+        raise RequestValidationError([{
+            "loc": ("query", "figure"), "type": "missing",
+            "msg": "format=svg needs figure, the number of one of the page's figures; allowed values: "
+                   + (", ".join(map(str, drawn)) or "none (the page draws no figure now)"),
+        }])
+    if number not in drawn:
+        raise NotFoundError("figure", f"{number} (this page draws {_numbers(drawn)})")
+    return Response(drawings[number - 1].svg(), media_type="image/svg+xml")
+
+
+def _numbers(drawn: list[int]) -> str:
+    if not drawn:
+        return "no figure"
+    return f"figure {drawn[0]}" if len(drawn) == 1 else f"figures {', '.join(map(str, drawn))}"
+
+
+def figure_src(request: Request, number: int) -> str:
+    """The URL of figure ``number`` of this page: the page's own path and query, with ``format=svg&figure=N``."""
+    query = [(k, v) for k, v in request.query_params.multi_items() if k not in ("format", "figure")]
+    return f"{request.url.path}?{urlencode([*query, ('format', 'svg'), ('figure', number)])}"
+
+
 def number(value: float | None, digits: int = 3) -> str:
     value = frames.known_float(value)
     return "" if value is None else f"{value:.{digits}f}"
@@ -53,3 +86,4 @@ def interval(value: float | None, low: float | None, high: float | None, digits:
 templates.env.filters["num"] = number
 templates.env.filters["known"] = frames.known
 templates.env.globals["interval"] = interval
+templates.env.globals["figure_src"] = figure_src

@@ -18,6 +18,7 @@ import yaml
 
 from app.config import Settings
 from tests.conftest import AUTH, TOKEN
+from tests.dashboards import shown
 from tests.factories import Registered, cell_result, claim, complete, register_worker, run_history, submit, sweep_body
 from tests.live import serve
 
@@ -152,8 +153,10 @@ def test_sweep_page_draws_the_chart_once_a_result_exists(client, dataset) -> Non
     assert ngram["tokens/s [95 %]"] == "100.01 start × 1 round"
     assert ngram["resolved graph mode"] == "NONE" and ngram["_class"] == ""
     assert ngram["states"] == "queued 1, succeeded 1"
-    chart = html[html.index('<figure id="chart">'):]
-    assert chart.index("<svg") < chart.index("</figure>") and "Throughput per cell" in chart
+    [chart] = shown.figures(client, html)
+    assert chart.figure["id"] == "chart" and "<svg" not in html
+    assert chart.img["src"] == f"/sweeps/{sweep['id']}?format=svg&figure=1" and "Throughput per cell" in chart.img["alt"]
+    assert "Throughput per cell" in chart.texts()
 
 
 def test_sweep_page_counts_rounds_per_engine_start(client, dataset) -> None:
@@ -195,8 +198,8 @@ def test_the_demo_sweeps_two_drafts_get_a_label_and_a_row_each(client) -> None:
     html = client.get(f"/sweeps/{response.json()['id']}").text
     labels = ["baseline", "draft_model k=3 draft=draft-noise-0.03", "draft_model k=3 draft=model", "ngram k=3"]
     assert [(r["method"], r["runs"]) for r in matrix_rows(html)] == [(label, "2") for label in labels]
-    chart = html[html.index('<figure id="chart">'):]
-    assert [t.split(" / ")[-1] for t in re.findall(r"<!-- (cpu / .*?) -->", chart)] == labels  # a row each
+    [chart] = shown.figures(client, html)
+    assert [t.split(" / ")[-1] for t in chart.texts() if t.startswith("cpu / ")] == labels  # a row each
     fallback = client.get(f"/fallback?sweep_id={response.json()['id']}").text
     assert sorted(cells[1] for _, cells in tables(fallback)["costs"][1:]) == labels[1:]
     assert fallback.count('class="chart"') == 3
