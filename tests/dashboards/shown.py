@@ -45,3 +45,20 @@ def figures(client: httpx.Client, page: str) -> list[Shown]:
 
 def _attributes(text: str) -> dict[str, str]:
     return {name: html_lib.unescape(value) for name, value in ATTRIBUTE.findall(text)}
+
+
+def loaded(img) -> dict[str, float]:
+    """A Playwright ``<img>`` once its image has loaded (scrolled to first: figures load lazily): its natural width and
+    height (0 for an image the browser could not load or decode) and its box on the page."""
+    img.scroll_into_view_if_needed()
+    natural = img.evaluate("i => i.decode().then(() => [i.naturalWidth, i.naturalHeight], () => [0, 0])")
+    return {"natural_width": natural[0], "natural_height": natural[1], **img.bounding_box()}
+
+
+def opened(page, img):
+    """A new tab of ``page``'s browser context (JavaScript as off as the page's) showing the SVG document ``img``
+    loaded, so a test can locate what the figure draws (its legend, its plots) as a reader's browser lays it out."""
+    tab = page.context.new_page()
+    response = tab.goto(img.evaluate("i => i.currentSrc"))
+    assert response.status == 200 and response.headers["content-type"].startswith("image/svg+xml")
+    return tab

@@ -117,7 +117,8 @@ def test_a_figure_past_the_pages_figures_is_a_404_saying_which_it_draws(drawn: T
     response = drawn.get(_svg(page, count + 1))
     assert response.status_code == 404 and response.headers["content-type"].startswith("text/html")
     assert f'id="message">figure {count + 1} (this page draws figure {count}) not found<' in response.text
-    assert drawn.get(_svg(page, count)).headers["content-type"].startswith("image/svg+xml")
+    svg = drawn.get(_svg(page, count))
+    assert svg.headers["content-type"].startswith("image/svg+xml") and "default-src 'none'" in svg.headers["content-security-policy"]
 
 
 def test_a_page_that_draws_nothing_answers_404_for_any_figure(client: TestClient) -> None:
