@@ -1,6 +1,7 @@
 """What every page shares: its templates, the filter form's choices, the CSV of a page's table and the SVG of its
 figures."""
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from app import spreadsheets
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod, allowed
 from app.errors import NotFoundError
 from dashboards import frames
+from dashboards.cache import SHOWN_FOR_S
 from dashboards.figures import Drawing
 from dashboards.filters import Filters
 
@@ -29,7 +31,11 @@ CHOICES = {
 }
 
 
-def page(request: Request, template: str, filters: Filters | None, *, status_code: int = 200, **context: Any) -> HTMLResponse:
+def page(request: Request, template: str, filters: Filters | None, *, status_code: int = 200,
+         drawings: Sequence[Drawing | None] = (), **context: Any) -> HTMLResponse:
+    """The page's HTML; its ``drawings`` (the figures it names, in order) kept for ``kept_figure``."""
+    if drawings:
+        request.app.state.shown_figures.put(_shown_as(request), (time.monotonic(), tuple(drawings)))
     return templates.TemplateResponse(
         request, template, {"filters": filters, "choices": CHOICES, "path": request.url.path, **context},
         status_code=status_code,
@@ -60,6 +66,23 @@ def _numbers(drawn: list[int]) -> str:
     if not drawn:
         return "no figure"
     return f"figure {drawn[0]}" if len(drawn) == 1 else f"figures {', '.join(map(str, drawn))}"
+
+
+def kept_figure(request: Request, format: str, number: int | None) -> Response | None:
+    """With ``format=svg``, figure ``number`` as this page's HTML named it in the last ``SHOWN_FOR_S`` seconds (in this
+    process), so a browser's images come from the values its page read without reading them again; None otherwise
+    (the page reads its values and answers ``figure``)."""
+    if format != "svg":
+        return None
+    kept = request.app.state.shown_figures.get(_shown_as(request))
+    if kept is None or time.monotonic() - kept[0] > SHOWN_FOR_S:
+        return None
+    return figure(kept[1], number)
+
+
+def _shown_as(request: Request) -> tuple:
+    """A page's URL without ``format`` and ``figure``: the page whose figures an image's URL names."""
+    return request.url.path, tuple(sorted((k, v) for k, v in request.query_params.multi_items() if k not in ("format", "figure")))
 
 
 def figure_src(request: Request, number: int) -> str:

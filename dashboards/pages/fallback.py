@@ -17,6 +17,8 @@ router = APIRouter()
 @router.get("/fallback")
 def fallback_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html",
                   figure: FigureNumber = None) -> Response:
+    if (kept := render.kept_figure(request, format, figure)) is not None:
+        return kept
     scope = filters.scope(default_builds=data.recent_builds(session=session))
     # The filter picks the rows; their references are read whatever backend, graph mode or sweep it names.
     costs = fallback.costs(data.cells(session=session, scope=fallback.references(scope, session=session)), shown=scope)
@@ -24,10 +26,11 @@ def fallback_page(request: Request, session: SessionDep, filters: FiltersDep, fo
     if format == "csv":
         return render.csv(frame, "fallback")
     figures = _figures(frame)
+    drawings = [drawing for _, drawing in figures]
     if format == "svg":
-        return render.figure([drawing for _, drawing in figures], figure)
+        return render.figure(drawings, figure)
     return render.page(
-        request, "fallback.html", filters, costs=costs, top=fallback.most_expensive(costs), scope=scope,
+        request, "fallback.html", filters, drawings=drawings, costs=costs, top=fallback.most_expensive(costs), scope=scope,
         figures=figures, facts=data.run_facts(list({id(c): c for cost in costs for c in cost.read}.values())),
         fmt=fallback.format_ratio, csv_link=filters.link("/fallback", format="csv"),
     )

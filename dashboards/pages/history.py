@@ -22,6 +22,8 @@ SHOWN = 8  # lines on the figure; the table lists every series
 @router.get("/history")
 def history_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html",
                  figure: FigureNumber = None) -> Response:
+    if (kept := render.kept_figure(request, format, figure)) is not None:
+        return kept
     if not any((filters.method, filters.backend, filters.graph_mode, filters.sweep_id, filters.build)):
         filters = filters.with_(**(data.latest_cell(session=session) or {}))
     scope = CellScope(sweep_id=filters.sweep_id, build=filters.build, gpu_kind=filters.gpu_kind, method=filters.method,
@@ -44,7 +46,7 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
     drawing = history(series[:SHOWN])
     if format == "svg":
         return render.figure([drawing], figure)
-    return render.page(request, "history.html", filters, series=series, figure=drawing, shown=SHOWN,
+    return render.page(request, "history.html", filters, drawings=[drawing], series=series, figure=drawing, shown=SHOWN,
                        facts=data.run_facts(cells), csv_link=filters.link("/history", format="csv"))
 
 

@@ -22,6 +22,8 @@ GROUP = ["gpu_kind", "backend", "graph_mode", "build"]
 @router.get("/serving")
 def serving_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html",
                  figure: FigureNumber = None) -> Response:
+    if (kept := render.kept_figure(request, format, figure)) is not None:
+        return kept
     # Read with every method: a method filter keeps that method's cells and their baselines, beside which they are shown.
     scope = replace(filters.scope(default_builds=data.recent_builds(session=session)), method=None, mode=Mode.SERVE.value)
     cells = with_baselines(data.cells(session=session, scope=scope), filters.method)
@@ -33,11 +35,12 @@ def serving_page(request: Request, session: SessionDep, filters: FiltersDep, for
         for place, group in frame.groupby(GROUP, sort=False):
             title = " · ".join(place)
             groups.append((title, serving_figure(group, title), group))
+    drawings = [drawing for _, drawing, _ in groups]
     if format == "svg":
-        return render.figure([drawing for _, drawing, _ in groups], figure)
+        return render.figure(drawings, figure)
     groups = [(title, drawing, frames.records(group)) for title, drawing, group in groups]
-    return render.page(request, "serving.html", filters, groups=groups, failures=failures(frame), scope=scope, cells=cells,
-                       facts=data.run_facts(cells), csv_link=filters.link("/serving", format="csv"))
+    return render.page(request, "serving.html", filters, drawings=drawings, groups=groups, failures=failures(frame), scope=scope,
+                       cells=cells, facts=data.run_facts(cells), csv_link=filters.link("/serving", format="csv"))
 
 
 def with_baselines(cells: list[PooledCell], method: str | None) -> list[PooledCell]:

@@ -22,6 +22,8 @@ router = APIRouter()
 @router.get("/sweeps/{sweep_id}", response_class=HTMLResponse)
 def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: SettingsDep, format: Format = "html",
                figure: FigureNumber = None) -> Response:
+    if (kept := render.kept_figure(request, format, figure)) is not None:
+        return kept
     summary = sweeps.summary(session=session, sweep=sweeps.get(session=session, sweep_id=sweep_id))
     finished: LRU[int, dict] = request.app.state.finished_sweeps
     matrix = finished.get(summary.id)
@@ -39,7 +41,7 @@ def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: S
     views = Filters(sweep_id=summary.id)
     # Not kept with the finished matrix: another sweep of the build, or of a later one, changes them.
     regressions, as_of = alert_service.latest_open(session=session)
-    return render.page(request, "sweep.html", None, sweep=summary, warnings=warnings, views=views,
+    return render.page(request, "sweep.html", None, drawings=[matrix["chart"]], sweep=summary, warnings=warnings, views=views,
                        judgement=alarms.read(session=session, scope=CellScope(sweep_id=summary.id)),
                        misses=calibration.misses(session=session, sweep_id=summary.id),
                        regressions=data.with_history_links(alert_service.concerning(regressions, sweep_id=summary.id)),

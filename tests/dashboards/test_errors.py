@@ -9,6 +9,8 @@ from fastapi.testclient import TestClient
 from app.api.main import create_app
 from app.config import Settings
 from app.enums import AttentionBackend, GraphMode, allowed
+from app.lru import LRU
+from dashboards.cache import SHOWN_PAGES
 from dashboards.figures.heatmap import METRICS
 from tests.conftest import TOKEN
 from tests.dashboards.h200 import copy_of
@@ -124,3 +126,13 @@ def test_a_figure_past_the_pages_figures_is_a_404_saying_which_it_draws(drawn: T
 def test_a_page_that_draws_nothing_answers_404_for_any_figure(client: TestClient) -> None:
     response = client.get("/matrix", params={"format": "svg", "figure": 1})
     assert response.status_code == 404 and "figure 1 (this page draws no figure) not found" in response.text
+
+
+@pytest.mark.parametrize(("page", "count"), DRAWN)
+def test_an_image_asked_for_after_its_page_is_the_figure_the_page_read_and_the_same_drawn_afresh(
+        drawn: TestClient, page: str, count: int) -> None:
+    drawn.app.state.shown_figures = LRU(SHOWN_PAGES)
+    fresh = drawn.get(_svg(page, count)).text  # nothing kept: the page's values read for it
+    assert drawn.get(page).status_code == 200
+    [(_, drawings)] = drawn.app.state.shown_figures._items.values()
+    assert len(drawings) == count and drawn.get(_svg(page, count)).text == fresh == drawings[count - 1].svg()
