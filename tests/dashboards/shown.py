@@ -56,9 +56,9 @@ def loaded(img) -> dict[str, float]:
 
 
 def opened(page, img):
-    """A new tab of ``page``'s browser context (JavaScript as off as the page's) showing the SVG document ``img``
-    loaded, so a test can locate what the figure draws (its legend, its plots) as a reader's browser lays it out."""
-    tab = page.context.new_page()
+    """A new tab of ``page``'s browser (JavaScript off, the page's window) showing the SVG document ``img`` loaded, so a
+    test can locate what the figure draws (its legend, its plots) as a reader's browser lays it out; close it after."""
+    tab = page.context.browser.new_page(viewport=page.viewport_size, java_script_enabled=False)
     response = tab.goto(img.evaluate("i => i.currentSrc"))
     assert response.status == 200 and response.headers["content-type"].startswith("image/svg+xml")
     return tab
