@@ -12,14 +12,21 @@ holds the one-time work (compiled SQL and templates, the first drawing of a figu
 it is printed apart (``first``): for the index it also holds reading every cell for the open alerts, which
 the first view or /metrics scrape after each finished job repeats.
 
+A page's figures are images of its own URL (``format=svg&figure=N``), drawn only when asked: after a view's page,
+each of its figures is requested ``--figure-rounds`` + 1 times, as a browser loads them, and timed apart
+(``VIEW: N figures``): p50 and p95 over every figure's later requests, ``first`` the slowest figure's first request
+(which draws it). A reader's first view of a page is its page's ``first`` and then its figures'.
+
     .venv/bin/python -m benchmarks.dashboard_load              # SQLite and PostgreSQL
     .venv/bin/python -m benchmarks.dashboard_load --sqlite-only --builds 10
 """
 
 import argparse
 import hashlib
+import html
 import os
 import random
+import re
 import statistics
 import time
 import zlib
@@ -181,23 +188,41 @@ def _positions(accepted: int, drafts: int) -> list[int]:
     return [first, second, accepted - first - second]
 
 
-def measure(url: str, names: dict, requests: int) -> dict[str, tuple[float, float]]:
+IMG = re.compile(r'<img src="([^"]+)"')
+
+
+def measure(url: str, names: dict, requests: int, figure_rounds: int) -> dict[str, tuple[float, float, float]]:
+    """(p50, p95, first) in ms per view, and per view's figures (``VIEW: N figures``) where it draws any."""
     app = create_app(Settings(database_url=url, token="bench"))
     timings = {}
     with TestClient(app) as client:
         for view, path in VIEWS.items():
             path = path.format(**names)
-            seconds = []
-            for _ in range(requests + 1):
-                t0 = time.perf_counter()
-                response = client.get(path)
-                seconds.append(time.perf_counter() - t0)
-                assert response.status_code == 200, (path, response.text[:300])
-            ordered = sorted(seconds[1:])
-            timings[view] = (statistics.median(ordered) * 1000, ordered[max(0, int(0.95 * len(ordered)) - 1)] * 1000,
-                             seconds[0] * 1000)
+            seconds, page = _timed(client, path, requests + 1)
+            timings[view] = (*_p50_p95(seconds[1:]), seconds[0] * 1000)
+            figures = [html.unescape(src) for src in IMG.findall(page)]
+            if figures:
+                each = [_timed(client, src, figure_rounds + 1)[0] for src in figures]
+                later = [s for times in each for s in times[1:]]
+                timings[f"{view}: {len(figures)} figures"] = (*_p50_p95(later), max(times[0] for times in each) * 1000)
     app.state.engine.dispose()
     return timings
+
+
+def _timed(client: TestClient, path: str, times: int) -> tuple[list[float], str]:
+    """Seconds of each of ``times`` requests of ``path``, and the last answer's text."""
+    seconds = []
+    for _ in range(times):
+        t0 = time.perf_counter()
+        response = client.get(path)
+        seconds.append(time.perf_counter() - t0)
+        assert response.status_code == 200, (path, response.text[:300])
+    return seconds, response.text
+
+
+def _p50_p95(seconds: list[float]) -> tuple[float, float]:
+    ordered = sorted(seconds)
+    return statistics.median(ordered) * 1000, ordered[max(0, int(0.95 * len(ordered)) - 1)] * 1000
 
 
 def main() -> None:
@@ -206,6 +231,7 @@ def main() -> None:
     parser.add_argument("--sweeps", type=int, default=5, help="sweeps per build")
     parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--requests", type=int, default=20, help="timed requests per view")
+    parser.add_argument("--figure-rounds", type=int, default=3, help="timed requests per figure of a view")
     parser.add_argument("--big-logs", type=int, default=6, help="crash groups whose newest crash has a big log")
     parser.add_argument("--log-mib", type=int, default=32, help="the size of each big log")
     parser.add_argument("--sqlite-only", action="store_true")
@@ -219,13 +245,14 @@ def main() -> None:
             count, names = seed(url, builds=args.builds, sweeps=args.sweeps, repeats=args.repeats,
                                 big_logs=args.big_logs, log_mib=args.log_mib)
             print(f"{name}: {count:,} results in {time.perf_counter() - t0:.0f} s", flush=True)
-            table[name] = measure(url, names, args.requests)
+            table[name] = measure(url, names, args.requests, args.figure_rounds)
     # "first": the request left out, with the one-time work; for the index it is also the read of every cell that
     # the open alerts need, which a page view or /metrics scrape repeats once after each finished job.
-    print(f"\n{'view':<24}" + "".join(f"{n + ' p50':>16}{n + ' p95':>16}{n + ' first':>18}" for n in table))
-    for view in VIEWS:
-        print(f"{view:<24}" + "".join(f"{table[n][view][0]:>13.0f} ms{table[n][view][1]:>13.0f} ms{table[n][view][2]:>15.0f} ms"
-                                      for n in table))
+    rows = list(dict.fromkeys(view for timings in table.values() for view in timings))
+    print(f"\n{'view':<36}" + "".join(f"{n + ' p50':>16}{n + ' p95':>16}{n + ' first':>18}" for n in table))
+    for view in rows:
+        print(f"{view:<36}" + "".join(f"{table[n][view][0]:>13.0f} ms{table[n][view][1]:>13.0f} ms{table[n][view][2]:>15.0f} ms"
+                                      if view in table[n] else f"{'':>50}" for n in table))
 
 
 if __name__ == "__main__":

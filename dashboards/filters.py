@@ -64,4 +64,7 @@ def read_filters(
 
 
 FiltersDep = Annotated[Filters, Depends(read_filters)]
-Format = Annotated[Literal["html", "csv"], Blank, Query(description="csv: the table behind the page's figure")]
+Format = Annotated[Literal["html", "csv", "svg"], Blank,
+                   Query(description="csv: the table behind the page's figures; svg: the figure named by figure")]
+FigureNumber = Annotated[Annotated[int, Field(ge=1, le=10_000)] | None, Blank,
+                         Query(description="With format=svg: which of the page's figures, from 1 in the page's order")]

@@ -1,16 +1,24 @@
-"""What every page shares: its templates, the filter form's choices, and the CSV of a page's table."""
+"""What every page shares: its templates, the filter form's choices, the CSV of a page's table and the SVG of its
+figures."""
 
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pandas as pd
 from fastapi import Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from app import spreadsheets
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod, allowed
+from app.errors import NotFoundError
 from dashboards import frames
+from dashboards.cache import SHOWN_FOR_S
+from dashboards.figures import Drawing
 from dashboards.filters import Filters
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -23,7 +31,11 @@ CHOICES = {
 }
 
 
-def page(request: Request, template: str, filters: Filters | None, *, status_code: int = 200, **context: Any) -> HTMLResponse:
+def page(request: Request, template: str, filters: Filters | None, *, status_code: int = 200,
+         drawings: Sequence[Drawing | None] = (), **context: Any) -> HTMLResponse:
+    """The page's HTML; its ``drawings`` (the figures it names, in order) kept for ``kept_figure``."""
+    if drawings:
+        request.app.state.shown_figures.put(_shown_as(request), (time.monotonic(), tuple(drawings)))
     return templates.TemplateResponse(
         request, template, {"filters": filters, "choices": CHOICES, "path": request.url.path, **context},
         status_code=status_code,
@@ -33,6 +45,50 @@ def page(request: Request, template: str, filters: Filters | None, *, status_cod
 def csv(frame: pd.DataFrame, name: str) -> Response:
     """The table behind a page's figure, as a spreadsheet opens it (``format=csv``), by the service's one CSV writer."""
     return spreadsheets.csv_response(list(frame.columns), frames.rows(frame), name=name)
+
+
+def figure(drawings: Sequence[Drawing | None], number: int | None) -> Response:
+    """Figure ``number`` of a page's ``drawings`` (from 1, in the page's order, as ``figure_src`` names them), drawn now
+    from the values the page read (``format=svg``): 422 without a number, 404 for one the page does not draw."""
+    drawn = [n for n, d in enumerate(drawings, 1) if d is not None]
+    if number is None:
+        raise RequestValidationError([{
+            "loc": ("query", "figure"), "type": "missing",
+            "msg": "format=svg needs figure, the number of one of the page's figures; allowed values: "
+                   + (", ".join(map(str, drawn)) or "none (the page draws no figure now)"),
+        }])
+    if number not in drawn:
+        raise NotFoundError("figure", f"{number} (this page draws {_numbers(drawn)})")
+    return Response(drawings[number - 1].svg(), media_type="image/svg+xml")
+
+
+def _numbers(drawn: list[int]) -> str:
+    if not drawn:
+        return "no figure"
+    return f"figure {drawn[0]}" if len(drawn) == 1 else f"figures {', '.join(map(str, drawn))}"
+
+
+def kept_figure(request: Request, format: str, number: int | None) -> Response | None:
+    """With ``format=svg``, figure ``number`` as this page's HTML named it in the last ``SHOWN_FOR_S`` seconds (in this
+    process), so a browser's images come from the values its page read without reading them again; None otherwise
+    (the page reads its values and answers ``figure``)."""
+    if format != "svg":
+        return None
+    kept = request.app.state.shown_figures.get(_shown_as(request))
+    if kept is None or time.monotonic() - kept[0] > SHOWN_FOR_S:
+        return None
+    return figure(kept[1], number)
+
+
+def _shown_as(request: Request) -> tuple:
+    """A page's URL without ``format`` and ``figure``: the page whose figures an image's URL names."""
+    return request.url.path, tuple(sorted((k, v) for k, v in request.query_params.multi_items() if k not in ("format", "figure")))
+
+
+def figure_src(request: Request, number: int) -> str:
+    """The URL of figure ``number`` of this page: the page's own path and query, with ``format=svg&figure=N``."""
+    query = [(k, v) for k, v in request.query_params.multi_items() if k not in ("format", "figure")]
+    return f"{request.url.path}?{urlencode([*query, ('format', 'svg'), ('figure', number)])}"
 
 
 def number(value: float | None, digits: int = 3) -> str:
@@ -53,3 +109,4 @@ def interval(value: float | None, low: float | None, high: float | None, digits:
 templates.env.filters["num"] = number
 templates.env.filters["known"] = frames.known
 templates.env.globals["interval"] = interval
+templates.env.globals["figure_src"] = figure_src

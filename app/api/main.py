@@ -30,7 +30,7 @@ from app.jobs import stalled
 from app.lru import LRU
 from app.metrics.service import Metrics
 from dashboards import errors as dashboards_errors
-from dashboards.cache import FINISHED_SWEEPS
+from dashboards.cache import FINISHED_SWEEPS, SHOWN_PAGES
 from dashboards.pages import router as dashboards_router
 
 API_ROUTERS = (sweeps_router, jobs_router, results_router, alarms_router, compare_router, alerts_router, crashes_router,
@@ -58,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.sessionmaker = db.make_sessionmaker(engine)
     app.state.finished_sweeps = LRU(FINISHED_SWEEPS)
+    app.state.shown_figures = LRU(SHOWN_PAGES)
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
     app.state.failed_auth_limiter = RateLimiter(settings.failed_auth_per_minute)
     app.state.metrics = Metrics(sessions=app.state.sessionmaker, lease_seconds=settings.lease_seconds)

@@ -1,10 +1,11 @@
 """Headers that tell browsers what a response may do: nosniff on every response, a Content-Security-Policy on pages.
 
-The pages are server-rendered HTML without scripts; their figures are inline SVG (matplotlib writes style
-attributes and embeds a heatmap as a ``data:`` PNG). So a page may load nothing but its own images and
-styles, and text that reached a page (a sweep name, a crash message) can run nothing even if it escaped
-the templates' escaping. The API's documents (``/docs``, ``/redoc``) run the ``fastapi-offline`` package's
-scripts: each sets its own policy (``script_policy``), which this middleware leaves as it is.
+The pages are server-rendered HTML without scripts; their figures are SVG images of the pages' own URLs
+(matplotlib writes style attributes and embeds a heatmap as a ``data:`` PNG). So a page, or a figure opened on
+its own, may load nothing but its own images and styles, and text that reached a page (a sweep name, a crash
+message) can run nothing even if it escaped the templates' escaping. The API's documents (``/docs``,
+``/redoc``) run the ``fastapi-offline`` package's scripts: each sets its own policy (``script_policy``), which this
+middleware leaves as it is.
 """
 
 import base64
@@ -41,7 +42,7 @@ def script_policy(html: str) -> str:
 
 
 class SecurityHeadersMiddleware:
-    """``X-Content-Type-Options: nosniff`` on every response; ``PAGE_POLICY`` on HTML that set no policy."""
+    """``X-Content-Type-Options: nosniff`` on every response; ``PAGE_POLICY`` on HTML and SVG that set no policy."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -55,7 +56,8 @@ class SecurityHeadersMiddleware:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
                 headers.update(NOSNIFF)
-                if headers.get("content-type", "").startswith("text/html") and "content-security-policy" not in headers:
+                if (headers.get("content-type", "").startswith(("text/html", "image/svg+xml"))
+                        and "content-security-policy" not in headers):
                     headers["Content-Security-Policy"] = PAGE_POLICY
             await send(message)
 

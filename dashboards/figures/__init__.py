@@ -1,8 +1,14 @@
-"""DataFrames to inline SVG figures with matplotlib (no display, no pyplot): one module per figure."""
+"""DataFrames to SVG figures with matplotlib (no display, no pyplot): one module per figure.
+
+A figure function reads a frame into the values it draws and returns a ``Drawing`` of them, drawn only when its
+SVG is asked for: a page's HTML names each figure by an ``<img>`` of the page's own URL with ``format=svg&figure=N``
+(``dashboards.render.figure``), so the HTML comes back without drawing and the SVG from the same values.
+"""
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from matplotlib.figure import Figure
 
@@ -30,9 +36,35 @@ def whiskers(values: Sequence[float | None], lows: Sequence[float | None], highs
             [length(hi, v) for v, hi in zip(values, highs, strict=True)]]
 
 
+# CSS pixels per inch: the width and height an ``<img>`` reserves for a figure of matplotlib's inches.
+PX_PER_INCH = 96
+
+
+@dataclass(frozen=True)
+class Drawing:
+    """A figure not drawn yet: ``draw(*args)`` is its SVG document (each figure module's ``_draw``, kept per distinct
+    content), ``alt`` says what it shows to a reader who cannot see it, ``size`` is (width, height) in inches before
+    the saved figure is cropped to what it holds (so the ``<img>``'s box is near, not exact)."""
+
+    draw: Callable[..., str]
+    args: tuple
+    alt: str
+    size: tuple[float, float]
+
+    def svg(self) -> str:
+        return self.draw(*self.args)
+
+    @property
+    def width(self) -> int:
+        return round(self.size[0] * PX_PER_INCH)
+
+    @property
+    def height(self) -> int:
+        return round(self.size[1] * PX_PER_INCH)
+
+
 def to_svg(fig: Figure) -> str:
-    """The figure as inline SVG, without the XML prolog (it goes inside HTML)."""
+    """The figure as a standalone SVG document (served as ``image/svg+xml``), cropped to what it holds."""
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight")
-    svg = buffer.getvalue()
-    return svg[svg.index("<svg"):]
+    return buffer.getvalue()

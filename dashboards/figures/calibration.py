@@ -7,15 +7,16 @@ from functools import lru_cache
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from dashboards.figures import drawable, to_svg, whiskers
+from dashboards.figures import Drawing, drawable, to_svg, whiskers
 
 HELD, MISSED, ASKED = "#4c72b0", "#c44e52", "#222222"
 # The least half-height of the difference panel: a calibrated cell's differences (a few thousandths) read as
 # small against it, not as a panel of noise.
 MIN_DIFFERENCE = 0.02
+SIZE = (7.6, 3.3)
 
 
-def calibration(positions: Sequence) -> str | None:
+def calibration(positions: Sequence, label: str) -> Drawing | None:
     """``positions``: ``app.cells.calibration.Position`` of one cell. Left: the rate asked for (a bar) and the
     measured ``A_i / D`` with its Wilson 95 % interval per position; right: measured minus asked with the same interval
     moved by the asked rate, so a whisker that leaves the zero line is a miss. None when nothing was asked or measured."""
@@ -25,14 +26,17 @@ def calibration(positions: Sequence) -> str | None:
     )
     if not any(expected is not None or rate is not None for _, expected, rate, _, _, _ in points):
         return None
-    return _draw(points)
+    missed = [number for number, *_, miss in points if miss]
+    return Drawing(_draw, (points,), f"{label}: acceptance rate asked against measured with 95 % intervals at "
+                   f"{len(points)} draft positions, and measured minus asked; "
+                   + (f"position {', '.join(map(str, missed))} missed" if missed else "no position missed"), SIZE)
 
 
 @lru_cache(maxsize=256)
 def _draw(points: tuple[tuple[int, float | None, float | None, float | None, float | None, bool], ...]) -> str:
     # Fixed margins, not a layout engine (it measures every label twice: most of a drawing's time); the saved
     # figure is cropped to what it holds.
-    fig = Figure(figsize=(7.6, 3.3))
+    fig = Figure(figsize=SIZE)
     rates, differences = fig.subplots(1, 2, gridspec_kw={"left": 0.09, "right": 0.99, "top": 0.97, "bottom": 0.27,
                                                         "wspace": 0.32})
     for number, expected, rate, low, high, miss in points:

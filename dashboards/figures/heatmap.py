@@ -7,7 +7,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from dashboards.figures import drawable, to_svg
+from dashboards.figures import Drawing, drawable, to_svg
 from dashboards.frames import known, known_float
 
 METRICS = {
@@ -23,7 +23,7 @@ GRAPH_MODES = ["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEW
 MIN_HEIGHT = 3.0
 
 
-def heatmap(frame: pd.DataFrame, metric: str, title: str) -> str:
+def heatmap(frame: pd.DataFrame, metric: str, title: str) -> Drawing:
     """``frame``: ``cells_frame`` rows of one GPU x method. Colour: ``metric``; text: value and marks
     (``v`` downgraded, ``E`` draft eager, ``!`` alarm, ``0/1`` degenerate, crash kind for cells that only died;
     by speedup, ``baseline`` for a baseline that ran and ``no baseline ran`` for a cell that ran without one)."""
@@ -46,7 +46,14 @@ def heatmap(frame: pd.DataFrame, metric: str, title: str) -> str:
             text = known(r.crash_kind) or "no data"
         cells.append((backends.index(r.backend), modes.index(r.graph_mode), value,
                       f"{text}\n{marks}" if marks else text, bool(r.ran == 0 and r.died)))
-    return _draw(tuple(backends), tuple(modes), tuple(cells), metric, title)
+    return Drawing(_draw, (tuple(backends), tuple(modes), tuple(cells), metric, title),
+                   f"{title}: {METRICS[metric][0]} of {len(cells)} cells, {len(backends)} backends by {len(modes)} graph modes, "
+                   "each square with its value and marks", _size(len(backends), len(modes)))
+
+
+def _size(backends: int, modes: int) -> tuple[float, float]:
+    # At least MIN_HEIGHT tall: the colour bar's label runs along it, and a one-backend panel is shorter than it.
+    return (1.9 * modes + 2.6, max(0.75 * backends + 1.6, MIN_HEIGHT))
 
 
 @lru_cache(maxsize=512)
@@ -54,8 +61,7 @@ def _draw(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, metri
     grid = np.full((len(backends), len(modes)), np.nan)
     for row, col, value, _, _ in cells:
         grid[row, col] = np.nan if value is None else value
-    # At least MIN_HEIGHT tall: the colour bar's label runs along it, and a one-backend panel is shorter than it.
-    fig = Figure(figsize=(1.9 * len(modes) + 2.6, max(0.75 * len(backends) + 1.6, MIN_HEIGHT)))
+    fig = Figure(figsize=_size(len(backends), len(modes)))
     ax = fig.subplots()
     low, high = SCALES.get(metric, (None, None))
     image = ax.imshow(np.ma.masked_invalid(grid), cmap=colormaps["viridis"].with_extremes(bad="#dddddd"), aspect="auto",

@@ -8,7 +8,7 @@ from matplotlib.axes import Axes
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
 from matplotlib.figure import Figure
 
-from dashboards.figures import drawable, to_svg, whiskers
+from dashboards.figures import Drawing, drawable, to_svg, whiskers
 from dashboards.frames import known_time
 
 # Matplotlib places dates from year 1 to 9999, and its ticks and margins reach past a point at either end: a
@@ -23,7 +23,7 @@ MIN_SPAN_SHARE = 0.2
 LEGEND_COLUMNS = 2
 
 
-def history(series: list[tuple[str, pd.DataFrame]]) -> str | None:
+def history(series: list[tuple[str, pd.DataFrame]]) -> Drawing | None:
     """``series``: (label, frame) with columns when (the date a point is placed at), placed_by,
     acceptance(_low/_high), tokens_per_s(_low/_high), acceptance_change, speed_change (booleans). None when nothing ran."""
     lines = []
@@ -38,7 +38,16 @@ def history(series: list[tuple[str, pd.DataFrame]]) -> str | None:
     placed = {str(frame["placed_by"].iloc[0]) for _, frame in series if not frame.empty}
     axis = {frozenset({"commit"}): "commit date (UTC)", frozenset({"run"}): "when the run ran (UTC)"}.get(
         frozenset(placed), "commit date, or when it ran for series without commit dates (UTC)")
-    return _draw(tuple(lines), axis) if lines else None
+    if not lines:
+        return None
+    return Drawing(_draw, (tuple(lines), axis), f"Acceptance rate and output tokens/s with 95 % intervals against {axis}, "
+                   f"{len(lines)} series: {'; '.join(label for label, _ in lines)}; change points ringed in red",
+                   _size(len(lines)))
+
+
+def _size(lines: int) -> tuple[float, float]:
+    """One legend row per two series under both plots, so the figure grows with them."""
+    return (9, 6.2 + 0.2 * -(-lines // LEGEND_COLUMNS))
 
 
 def _x(when: datetime) -> float:
@@ -47,10 +56,8 @@ def _x(when: datetime) -> float:
 
 @lru_cache(maxsize=256)
 def _draw(lines: tuple, axis: str) -> str:
-    # The legend goes under both plots, whole: one row per two series, so the figure grows with them and no
-    # entry sits on a point.
-    rows = -(-len(lines) // LEGEND_COLUMNS)
-    fig = Figure(figsize=(9, 6.2 + 0.2 * rows), layout="constrained")
+    # The legend goes under both plots, whole (``_size``), so no entry sits on a point.
+    fig = Figure(figsize=_size(len(lines)), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
     for label, points in lines:
         when = [p[0] for p in points]

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
-from dashboards.figures import drawable, to_svg, whiskers
+from dashboards.figures import Drawing, drawable, to_svg, whiskers
 
 NAN = float("nan")
 # The frame's columns drawn (``dashboards.data.serving_frame``), each with ``_low`` and ``_high``, in this order.
@@ -31,7 +31,7 @@ DODGE = 0.08
 LEGEND_COLUMNS = 3
 
 
-def serving_figure(frame: pd.DataFrame, title: str) -> str | None:
+def serving_figure(frame: pd.DataFrame, title: str) -> Drawing | None:
     """``frame``: ``serving_frame`` rows of one GPU x backend x graph mode x build. Whiskers: each latency's
     interval of the median over engine starts (none for one start), the pooled tokens/s and speedup intervals,
     Wilson's for the failed share. None when no cell has serving figures."""
@@ -43,13 +43,21 @@ def serving_figure(frame: pd.DataFrame, title: str) -> str | None:
         )
         if points:
             lines.append((str(series), not bool(group["speculative"].iloc[0]), points))
-    return _draw(tuple(lines), title) if lines else None
+    if not lines:
+        return None
+    return Drawing(_draw, (tuple(lines), title), f"{title}: TTFT, TPOT and ITL (p50 and p99), output tokens/s, failed "
+                   f"requests and speedup against clients at once, {len(lines)} series: "
+                   f"{'; '.join(series for series, _, _ in lines)}", _size(len(lines)))
+
+
+def _size(lines: int) -> tuple[float, float]:
+    """The legend's rows (the series and the two percentile styles) under the six panels."""
+    return (12, 6.6 + 0.22 * -(-(lines + 2) // LEGEND_COLUMNS))
 
 
 @lru_cache(maxsize=256)
 def _draw(lines: tuple, title: str) -> str:
-    rows = -(-(len(lines) + 2) // LEGEND_COLUMNS)
-    fig = Figure(figsize=(12, 6.6 + 0.22 * rows), layout="constrained")
+    fig = Figure(figsize=_size(len(lines)), layout="constrained")
     axes = fig.subplots(2, 3).flatten()
     clients = sorted({p[0] for _, _, points in lines for p in points})
     colours = iter(COLOURS * len(lines))

@@ -5,17 +5,17 @@ from functools import lru_cache
 import pandas as pd
 from matplotlib.figure import Figure
 
-from dashboards.figures import drawable, to_svg, whiskers
+from dashboards.figures import Drawing, drawable, to_svg, whiskers
 
 NAN = float("nan")
 Bar = tuple[str, float, float | None, float | None, float | None, bool]
 
 
-def throughput_by_cell(frame: pd.DataFrame) -> str | None:
+def throughput_by_cell(frame: pd.DataFrame) -> Drawing | None:
     """Horizontal bars of tokens/s per cell (``dashboards.data.cells_frame``: repeats pooled) with their interval
     as error bars, labelled with acceptance; None when nothing ran.
 
-    Drawing costs most of a sweep page's time, so a chart is drawn once per distinct content.
+    Drawing costs most of a sweep page's time, so a chart is drawn once per distinct content, and only for its SVG.
     """
     bars = tuple(
         (
@@ -29,14 +29,21 @@ def throughput_by_cell(frame: pd.DataFrame) -> str | None:
         for _, row in frame.iterrows()
         if (speed := drawable(row["tokens_per_s"])) is not None
     )
-    return _throughput_svg(bars) if bars else None
+    if not bars:
+        return None
+    return Drawing(_throughput_svg, (bars,), f"Throughput per cell: tokens/s of {len(bars)} cells with 95 % intervals, "
+                   f"{sum(b[5] for b in bars)} with the graph mode downgraded (red)", _size(len(bars)))
+
+
+def _size(cells: int) -> tuple[float, float]:
+    return (8, 0.4 * cells + 1.2)
 
 
 @lru_cache(maxsize=256)
 def _throughput_svg(cells: tuple[Bar, ...]) -> str:
     labels, speeds, lows, highs, rates, downgraded = zip(*cells, strict=True)
     # Figure without pyplot: no global state, so pages render safely on the server's threads.
-    fig = Figure(figsize=(8, 0.4 * len(cells) + 1.2))
+    fig = Figure(figsize=_size(len(cells)))
     ax = fig.subplots()
     # A cell without an interval (one round of one start) gets no error bar (NaN draws none).
     # Rows by position, not by name: two bars of one name would be drawn into one row.

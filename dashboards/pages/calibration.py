@@ -8,18 +8,25 @@ from app.cells.calibration import Position
 from app.sessions import SessionDep
 from dashboards import data, render
 from dashboards.figures.calibration import calibration
-from dashboards.filters import FiltersDep, Format
+from dashboards.filters import FigureNumber, FiltersDep, Format
 
 router = APIRouter()
 
 
 @router.get("/calibration")
-def calibration_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html") -> Response:
+def calibration_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html",
+                     figure: FigureNumber = None) -> Response:
+    if (kept := render.kept_figure(request, format, figure)) is not None:
+        return kept
     scope = filters.scope(default_builds=data.recent_builds(session=session))
     found = data.calibration(session=session, scope=scope)
     if format == "csv":
         return render.csv(data.calibration_frame(found), "calibration")
-    return render.page(request, "calibration.html", filters, panels=[(c, calibration(c.positions)) for c in found],
+    panels = [(c, calibration(c.positions, c.label)) for c in found]
+    drawings = [drawing for _, drawing in panels]
+    if format == "svg":
+        return render.figure(drawings, figure)
+    return render.page(request, "calibration.html", filters, drawings=drawings, panels=panels,
                        missed=[(i, c) for i, c in enumerate(found, 1) if c.miss], scope=scope,
                        facts=data.run_facts([c.cell for c in found]), csv_link=filters.link("/calibration", format="csv"),
                        digits=digits)

@@ -7,31 +7,44 @@ from fastapi.responses import Response
 from app.cells import fallback
 from app.sessions import SessionDep
 from dashboards import data, render
+from dashboards.figures import Drawing
 from dashboards.figures.bars import speed_bars
-from dashboards.filters import FiltersDep, Format
+from dashboards.filters import FigureNumber, FiltersDep, Format
 
 router = APIRouter()
 
 
 @router.get("/fallback")
-def fallback_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html") -> Response:
+def fallback_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html",
+                  figure: FigureNumber = None) -> Response:
+    if (kept := render.kept_figure(request, format, figure)) is not None:
+        return kept
     scope = filters.scope(default_builds=data.recent_builds(session=session))
     # The filter picks the rows; their references are read whatever backend, graph mode or sweep it names.
     costs = fallback.costs(data.cells(session=session, scope=fallback.references(scope, session=session)), shown=scope)
     frame = _frame(costs)
     if format == "csv":
         return render.csv(frame, "fallback")
-    figures = []
-    if not frame.empty:
-        # One figure per config (``variant``), so two configs of one label never share a row.
-        for (build, gpu, method, _), group in frame.groupby(["build", "gpu_kind", "method", "variant"], sort=True):
-            title = f"{gpu} · {method} · {build}"
-            figures.append((title, speed_bars(group, f"{title}: tokens/s by backend / graph mode")))
+    figures = _figures(frame)
+    drawings = [drawing for _, drawing in figures]
+    if format == "svg":
+        return render.figure(drawings, figure)
     return render.page(
-        request, "fallback.html", filters, costs=costs, top=fallback.most_expensive(costs), scope=scope,
+        request, "fallback.html", filters, drawings=drawings, costs=costs, top=fallback.most_expensive(costs), scope=scope,
         figures=figures, facts=data.run_facts(list({id(c): c for cost in costs for c in cost.read}.values())),
         fmt=fallback.format_ratio, csv_link=filters.link("/fallback", format="csv"),
     )
+
+
+def _figures(frame: pd.DataFrame) -> list[tuple[str, Drawing | None]]:
+    """(title, bars) per GPU x config x build: one figure per config (``variant``), so two configs of one label never
+    share a row."""
+    figures = []
+    if not frame.empty:
+        for (build, gpu, method, _), group in frame.groupby(["build", "gpu_kind", "method", "variant"], sort=True):
+            title = f"{gpu} · {method} · {build}"
+            figures.append((title, speed_bars(group, f"{title}: tokens/s by backend / graph mode")))
+    return figures
 
 
 def _frame(costs: list[fallback.Cost]) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from app.cells.scope import CellScope
 from app.sessions import SessionDep
 from dashboards import data, render
 from dashboards.figures.history import history
-from dashboards.filters import FiltersDep, Format
+from dashboards.filters import FigureNumber, FiltersDep, Format
 from dashboards.frames import known_float
 
 router = APIRouter()
@@ -20,7 +20,10 @@ SHOWN = 8  # lines on the figure; the table lists every series
 
 
 @router.get("/history")
-def history_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html") -> Response:
+def history_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html",
+                 figure: FigureNumber = None) -> Response:
+    if (kept := render.kept_figure(request, format, figure)) is not None:
+        return kept
     if not any((filters.method, filters.backend, filters.graph_mode, filters.sweep_id, filters.build)):
         filters = filters.with_(**(data.latest_cell(session=session) or {}))
     scope = CellScope(sweep_id=filters.sweep_id, build=filters.build, gpu_kind=filters.gpu_kind, method=filters.method,
@@ -40,8 +43,10 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
             series.append((f"{gpu} {method} {backend} {mode}", group))
     if format == "csv":
         return render.csv(frame if not series else _concat(series), "history")
-    figure = history(series[:SHOWN])
-    return render.page(request, "history.html", filters, series=series, figure=figure, shown=SHOWN,
+    drawing = history(series[:SHOWN])
+    if format == "svg":
+        return render.figure([drawing], figure)
+    return render.page(request, "history.html", filters, drawings=[drawing], series=series, figure=drawing, shown=SHOWN,
                        facts=data.run_facts(cells), csv_link=filters.link("/history", format="csv"))
 
 

@@ -9,7 +9,7 @@ from app.alarms import service as alarms
 from app.sessions import SessionDep
 from dashboards import data, render
 from dashboards.figures.heatmap import METRICS, heatmap
-from dashboards.filters import Blank, FiltersDep, Format
+from dashboards.filters import Blank, FigureNumber, FiltersDep, Format
 
 router = APIRouter()
 
@@ -19,7 +19,9 @@ Metric = Annotated[Literal["acceptance", "acceptance_length", "tokens_per_s", "s
 
 @router.get("/matrix")
 def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metric: Metric = "acceptance",
-                format: Format = "html") -> Response:
+                format: Format = "html", figure: FigureNumber = None) -> Response:
+    if (kept := render.kept_figure(request, format, figure)) is not None:
+        return kept
     scope = filters.scope(default_builds=data.recent_builds(session=session))
     cells = data.cells(session=session, scope=scope)
     alarmed = alarms.by_cell(alarms.judge(cells).alarms)
@@ -30,7 +32,10 @@ def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metr
     if not frame.empty:
         for (build, gpu, method, _), group in frame.groupby(["build", "gpu_kind", "method", "variant"], sort=True):
             panels.append((f"{gpu} · {method} · {build}", heatmap(group, metric, f"{gpu} · {method} · {build}")))
+    drawings = [drawing for _, drawing in panels]
+    if format == "svg":
+        return render.figure(drawings, figure)
     toggles = {m: filters.link("/matrix", metric=m) for m in METRICS}
-    return render.page(request, "matrix.html", filters, cells=cells, alarmed=alarmed, panels=panels, metric=metric, toggles=toggles,
-                       metrics=METRICS, scope=scope, facts=data.run_facts(cells),
+    return render.page(request, "matrix.html", filters, drawings=drawings, cells=cells, alarmed=alarmed, panels=panels,
+                       metric=metric, toggles=toggles, metrics=METRICS, scope=scope, facts=data.run_facts(cells),
                        csv_link=filters.link("/matrix", metric=metric, format="csv"))

@@ -12,7 +12,7 @@ from app.enums import Mode
 from app.sessions import SessionDep
 from dashboards import data, frames, render
 from dashboards.figures.serving import serving_figure
-from dashboards.filters import FiltersDep, Format
+from dashboards.filters import FigureNumber, FiltersDep, Format
 
 router = APIRouter()
 
@@ -20,7 +20,10 @@ GROUP = ["gpu_kind", "backend", "graph_mode", "build"]
 
 
 @router.get("/serving")
-def serving_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html") -> Response:
+def serving_page(request: Request, session: SessionDep, filters: FiltersDep, format: Format = "html",
+                 figure: FigureNumber = None) -> Response:
+    if (kept := render.kept_figure(request, format, figure)) is not None:
+        return kept
     # Read with every method: a method filter keeps that method's cells and their baselines, beside which they are shown.
     scope = replace(filters.scope(default_builds=data.recent_builds(session=session)), method=None, mode=Mode.SERVE.value)
     cells = with_baselines(data.cells(session=session, scope=scope), filters.method)
@@ -31,9 +34,13 @@ def serving_page(request: Request, session: SessionDep, filters: FiltersDep, for
     if not frame.empty:
         for place, group in frame.groupby(GROUP, sort=False):
             title = " · ".join(place)
-            groups.append((title, serving_figure(group, title), frames.records(group)))
-    return render.page(request, "serving.html", filters, groups=groups, failures=failures(frame), scope=scope, cells=cells,
-                       facts=data.run_facts(cells), csv_link=filters.link("/serving", format="csv"))
+            groups.append((title, serving_figure(group, title), group))
+    drawings = [drawing for _, drawing, _ in groups]
+    if format == "svg":
+        return render.figure(drawings, figure)
+    groups = [(title, drawing, frames.records(group)) for title, drawing, group in groups]
+    return render.page(request, "serving.html", filters, drawings=drawings, groups=groups, failures=failures(frame), scope=scope,
+                       cells=cells, facts=data.run_facts(cells), csv_link=filters.link("/serving", format="csv"))
 
 
 def with_baselines(cells: list[PooledCell], method: str | None) -> list[PooledCell]:

@@ -2,7 +2,7 @@
 graph-capture alarms, calibration misses and open regressions of what it ran."""
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from app.alarms import service as alarms
 from app.alerts import service as alert_service
@@ -14,16 +14,17 @@ from app.sweeps import service as sweeps
 from dashboards import data, render
 from dashboards.cache import is_over
 from dashboards.figures.throughput import throughput_by_cell
-from dashboards.filters import Filters
+from dashboards.filters import FigureNumber, Filters, Format
 
 router = APIRouter()
 
 
 @router.get("/sweeps/{sweep_id}", response_class=HTMLResponse)
-def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
+def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: SettingsDep, format: Format = "html",
+               figure: FigureNumber = None) -> Response:
+    if (kept := render.kept_figure(request, format, figure)) is not None:
+        return kept
     summary = sweeps.summary(session=session, sweep=sweeps.get(session=session, sweep_id=sweep_id))
-    # Read fresh on every view: a worker registering or dying changes them.
-    warnings = sweeps.warnings(session=session, sweep_id=summary.id, lease_seconds=settings.lease_seconds)
     finished: LRU[int, dict] = request.app.state.finished_sweeps
     matrix = finished.get(summary.id)
     if matrix is None:
@@ -31,10 +32,16 @@ def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: S
         matrix = {"cells": cells, "chart": throughput_by_cell(data.cells_frame(cells))}
         if is_over(summary.counts):
             finished.put(summary.id, matrix)
+    if format == "csv":
+        return render.csv(data.cells_frame(matrix["cells"]), f"sweep-{summary.id}")
+    if format == "svg":
+        return render.figure([matrix["chart"]], figure)
+    # Read fresh on every view: a worker registering or dying changes them.
+    warnings = sweeps.warnings(session=session, sweep_id=summary.id, lease_seconds=settings.lease_seconds)
     views = Filters(sweep_id=summary.id)
     # Not kept with the finished matrix: another sweep of the build, or of a later one, changes them.
     regressions, as_of = alert_service.latest_open(session=session)
-    return render.page(request, "sweep.html", None, sweep=summary, warnings=warnings, views=views,
+    return render.page(request, "sweep.html", None, drawings=[matrix["chart"]], sweep=summary, warnings=warnings, views=views,
                        judgement=alarms.read(session=session, scope=CellScope(sweep_id=summary.id)),
                        misses=calibration.misses(session=session, sweep_id=summary.id),
                        regressions=data.with_history_links(alert_service.concerning(regressions, sweep_id=summary.id)),

@@ -12,6 +12,7 @@ import pytest
 from app.config import Settings
 from tests.browser import WIDTH
 from tests.conftest import TOKEN
+from tests.dashboards import shown
 from tests.dashboards.h200 import MATRIX, copy_of, imported
 from tests.factories import claim, complete, register_worker, report_crash, submit, sweep_body, upload_log
 from tests.live import serve
@@ -110,24 +111,25 @@ def test_a_sweep_page_gives_each_cell_its_interval_and_draws_it(site: str, page,
     # TRITON_ATTN FULL_DECODE_ONLY draft_model: 5893 tok/s, its 5 rounds' interval read as 95 % (fallback.pool_repeats).
     texts = [rows.nth(i).inner_text() for i in range(1, 5)]
     assert any("5893.3 [" in text and "1 start × 5 rounds" in text for text in texts), texts
-    assert page.locator("#chart svg").count() == 1
+    [chart] = page.locator("#chart img").all()
+    assert shown.loaded(chart)["natural_width"] > 300 and "Throughput per cell" in chart.get_attribute("alt")
     _shot(page, shots, "sweep")
 
 
 def test_fallback_headline_figures_and_filter(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/fallback?build=vllm-0.26.0")
     assert "0.41x [0.36, 0.47]" in page.locator("#headline").inner_text()
-    assert page.locator("figure.chart svg").count() == 2
+    assert [shown.loaded(img)["natural_width"] > 300 for img in page.locator("figure.chart img").all()] == [True, True]
     _shot(page, shots, "fallback")
     page.select_option("select[name=method]", "dflash")
     page.locator("#filters button").click()
-    assert "method=dflash" in page.url and page.locator("figure.chart svg").count() == 1
+    assert "method=dflash" in page.url and page.locator("figure.chart img").count() == 1
     assert page.locator("#costs tr").count() == 1 + 12
 
 
 def test_matrix_heatmaps_toggle_and_crash_links(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/matrix?build=vllm-0.26.0")
-    assert page.locator("figure.chart svg").count() == 2
+    assert [shown.loaded(img)["natural_width"] > 300 for img in page.locator("figure.chart img").all()] == [True, True]
     _shot(page, shots, "matrix-acceptance")
     page.get_by_role("link", name="output tokens/s (median over repeats)").click()
     assert "metric=tokens_per_s" in page.url
@@ -146,7 +148,7 @@ def test_alarms_page_and_its_history_link(site: str, page, shots: Path) -> None:
     assert page.locator("#alarm-table tr.alarm").count() == 2
     _shot(page, shots, "alarms")
     page.locator("#alarm-table tr.alarm").first.get_by_role("link", name="history").click()
-    assert "/history?" in page.url and page.locator("#history-chart svg").count() == 1
+    assert "/history?" in page.url and shown.loaded(page.locator("#history-chart img"))["natural_width"] > 300
     _shot(page, shots, "history")
 
 
@@ -203,7 +205,7 @@ def test_calibration_shows_asked_against_measured_and_flags_each_miss(calibratio
     # FLASH_ATTN asked 0.8 at position 1 and accepted 15192 of 18938 drafts: 0.802 [0.796, 0.808].
     cell = cells.filter(has_text="FLASH_ATTN · FULL_AND_PIECEWISE").filter(has_text="asked 0.8/0.5/0.3")
     assert cell.locator("table tr").nth(1).inner_text().split("\t") == ["1", "0.800", "0.802 [0.796, 0.808]", "15192 / 18938", "no"]
-    assert "1 engine start (job" in cell.locator(".pooled").inner_text() and cell.locator("figure svg").count() == 1
+    assert "1 engine start (job" in cell.locator(".pooled").inner_text() and shown.loaded(cell.locator("figure img"))["natural_width"] > 300
     assert page.locator(".badge.alarm").count() == 0
     # The proof's temperature-1 cells: every position's interval excludes the rate asked for.
     page.goto(f"{calibration_site}/calibration?sweep_id=2")
@@ -240,13 +242,18 @@ def test_the_serving_page_reads_each_speedup_against_the_baseline_of_its_clients
     assert speedups[1] == pytest.approx(1.60, rel=0.02) and speedups[16] == pytest.approx(1.33, rel=0.02)
     assert "102 of 192 sent" in page.locator("#failures").inner_text()
     assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
-    svg = group.locator("figure.chart svg")
-    figure, legend = svg.bounding_box(), svg.locator("#legend_1").bounding_box()
-    assert figure["x"] + figure["width"] <= WIDTH
+    img = group.locator("figure.chart img")
+    drawn = shown.loaded(img)
+    assert drawn["natural_width"] > 300 and drawn["x"] + drawn["width"] <= WIDTH
+    # What the image draws, as the browser lays its SVG out: the legend whole inside it, under every plot.
+    svg = shown.opened(page, img)
+    figure, legend = svg.locator("svg").first.bounding_box(), svg.locator("#legend_1").bounding_box()
     assert figure["x"] <= legend["x"] and legend["x"] + legend["width"] <= figure["x"] + figure["width"]
+    assert "<!-- draft_model k=3 (h200-serving-8b-shape) -->" in svg.locator("#legend_1").inner_html()
     for axes in range(1, 7):
         plot = svg.locator(f"#axes_{axes} > [id^=patch]").first.bounding_box()
         assert legend["y"] >= plot["y"] + plot["height"] - 1  # under every plot, on no point
+    svg.close()
     _shot(page, shots, "serving")
 
 

@@ -18,6 +18,7 @@ from dashboards.pages.calibration import digits
 from dashboards.render import interval
 from tests.conftest import TOKEN
 from tests.dashboards.h200 import copy_of, imported
+from tests.dashboards.shown import figures
 from tests.dashboards.test_pages import tables
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
 
@@ -65,7 +66,10 @@ def test_each_cell_shows_the_stored_rates_asked_for_and_measured_with_counts_and
     text = " ".join(html.split())
     assert "1 engine start (job 1), 3 measured rounds in all, 18938 drafts" in text
     assert 'id="headline">No miss: every position of the 4 calibration cell(s)' in text
-    assert html.count("<svg") == 4
+    charts = figures(h200, html)
+    assert len(charts) == 4 and "<svg" not in html
+    assert all("asked against measured" in chart.img["alt"] and "no position missed" in chart.img["alt"] for chart in charts)
+    assert all("asked (synthetic_acceptance_rates)" in chart.texts() for chart in charts)
 
 
 def test_the_csv_holds_the_stored_rates(h200: TestClient) -> None:

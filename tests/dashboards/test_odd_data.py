@@ -1,7 +1,6 @@
 """Pages over ordinary and odd stored states: cells in every job state and mixes of them (values missing as pandas 3
 holds them), and extreme stored dates and values. Each page answers 200, HTML and CSV, for every metric."""
 
-import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +12,7 @@ from app import db
 from app.models import Build, Job, Result
 from dashboards.figures.heatmap import METRICS
 from tests.conftest import AUTH
+from tests.dashboards import shown
 from tests.dashboards.test_pages import tables
 from tests.factories import HISTORY_BUILDS, Registered, cell_result, claim, complete, register_worker, submit, sweep_body
 
@@ -80,7 +80,7 @@ def test_matrix_by_speedup_shows_a_cell_whose_baseline_crashed(client: TestClien
     html = client.get(f"/matrix?sweep_id={response.json()['id']}&metric=speedup")
     assert html.status_code == 200, html.text[-2000:]
     # The n-gram cell ran but has no speedup: its panel says why; the baseline's says how it died (exit 1, no log).
-    panels = [re.findall(r"<!-- (.*?) -->", svg) for svg in re.findall(r"<svg.*?</svg>", html.text, re.S)]
+    panels = [figure.texts() for figure in shown.figures(client, html.text)]
     assert [("exit" in texts, "no baseline ran" in texts) for texts in panels] == [(True, False), (False, True)]
     rows = {cells[1]: cells for _, cells in tables(html.text)["cells"][1:]}
     assert rows["ngram k=3"][9] == "" and rows["baseline"][11].startswith("crashed 1")
@@ -98,7 +98,7 @@ def test_a_submitted_sweeps_speculative_cell_has_its_speedup_over_the_baseline(c
     html = client.get(f"/matrix?sweep_id={response.json()['id']}&metric=speedup").text
     rows = {cells[1]: cells for _, cells in tables(html)["cells"][1:]}
     assert rows["ngram k=3"][9].startswith("1.50") and rows["baseline"][9] == ""
-    panels = [re.findall(r"<!-- (.*?) -->", svg) for svg in re.findall(r"<svg.*?</svg>", html, re.S)]
+    panels = [figure.texts() for figure in shown.figures(client, html)]
     assert any("1.50x" in texts for texts in panels)
 
 

@@ -12,6 +12,7 @@ import pytest
 from app.config import Settings
 from tests.browser import WIDTH
 from tests.conftest import TOKEN
+from tests.dashboards import shown
 from tests.dashboards.h200 import MATRIX, imported
 from tests.factories import register_worker, report_crash
 from tests.live import serve
@@ -70,14 +71,19 @@ def test_the_crash_excerpt_is_whole_inside_the_window(site: str, page, shots: Pa
 
 def test_the_history_legend_is_whole_and_outside_the_plots(site: str, page, shots: Path) -> None:
     page.goto(f"{site}/history?build=vllm-0.26.0&method=draft_model&gpu_kind=H200")
-    svg = page.locator("#history-chart svg")
+    img = page.locator("#history-chart img")
+    box = shown.loaded(img)
+    assert box["natural_width"] > 300 and box["x"] + box["width"] <= WIDTH
     drawn = min(len(page.locator("#points tr").all_inner_texts()) - 1, 8)
+    svg = shown.opened(page, img)
     legend = svg.locator("#legend_1")
     assert legend.locator("[id^=line2d]").count() >= drawn  # a marker per drawn series
-    legend_box = legend.bounding_box()
+    legend_box, figure = legend.bounding_box(), svg.locator("svg").first.bounding_box()
+    assert figure["x"] <= legend_box["x"] and legend_box["x"] + legend_box["width"] <= figure["x"] + figure["width"]
     for axes in ("#axes_1", "#axes_2"):
         plot = svg.locator(f"{axes} > [id^=patch]").first.bounding_box()
         assert legend_box["y"] >= plot["y"] + plot["height"] - 1  # under the plots, on no point
+    svg.close()
     _fits(page, shots, "history")
 
 

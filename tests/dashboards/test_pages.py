@@ -18,6 +18,7 @@ import yaml
 
 from app.config import Settings
 from tests.conftest import AUTH, TOKEN
+from tests.dashboards import shown
 from tests.factories import Registered, cell_result, claim, complete, register_worker, run_history, submit, sweep_body
 from tests.live import serve
 
@@ -152,8 +153,10 @@ def test_sweep_page_draws_the_chart_once_a_result_exists(client, dataset) -> Non
     assert ngram["tokens/s [95 %]"] == "100.01 start × 1 round"
     assert ngram["resolved graph mode"] == "NONE" and ngram["_class"] == ""
     assert ngram["states"] == "queued 1, succeeded 1"
-    chart = html[html.index('<figure id="chart">'):]
-    assert chart.index("<svg") < chart.index("</figure>") and "Throughput per cell" in chart
+    [chart] = shown.figures(client, html)
+    assert chart.figure["id"] == "chart" and "<svg" not in html
+    assert chart.img["src"] == f"/sweeps/{sweep['id']}?format=svg&figure=1" and "Throughput per cell" in chart.img["alt"]
+    assert "Throughput per cell" in chart.texts()
 
 
 def test_sweep_page_counts_rounds_per_engine_start(client, dataset) -> None:
@@ -195,8 +198,8 @@ def test_the_demo_sweeps_two_drafts_get_a_label_and_a_row_each(client) -> None:
     html = client.get(f"/sweeps/{response.json()['id']}").text
     labels = ["baseline", "draft_model k=3 draft=draft-noise-0.03", "draft_model k=3 draft=model", "ngram k=3"]
     assert [(r["method"], r["runs"]) for r in matrix_rows(html)] == [(label, "2") for label in labels]
-    chart = html[html.index('<figure id="chart">'):]
-    assert [t.split(" / ")[-1] for t in re.findall(r"<!-- (cpu / .*?) -->", chart)] == labels  # a row each
+    [chart] = shown.figures(client, html)
+    assert [t.split(" / ")[-1] for t in chart.texts() if t.startswith("cpu / ")] == labels  # a row each
     fallback = client.get(f"/fallback?sweep_id={response.json()['id']}").text
     assert sorted(cells[1] for _, cells in tables(fallback)["costs"][1:]) == labels[1:]
     assert fallback.count('class="chart"') == 3
@@ -244,8 +247,8 @@ def test_a_browser_follows_the_sweep_link_and_sees_matrix_and_chart(live_server,
     downgraded = sum(_resolved_as_on_cpu(job)["graph_downgraded"] for job in jobs)
     assert downgraded >= 1 and page.locator("#matrix tr.downgraded").count() == downgraded
     assert page.locator("#matrix tr.downgraded").first.locator("td").nth(3).inner_text() == "PIECEWISE"
-    chart = page.locator("#chart svg")
-    assert chart.is_visible() and chart.bounding_box()["width"] > 300
+    chart = page.locator("#chart img")
+    assert chart.is_visible() and shown.loaded(chart)["width"] > 300
 
     shot = tmp_path / "sweep.png"
     page.screenshot(path=str(shot), full_page=True)
@@ -281,11 +284,13 @@ def test_a_browser_shows_the_speedup_matrix_of_a_sweep_whose_baseline_crashed(li
     page.on("console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None)
     response = page.goto(f"{live_server}/matrix?sweep_id={sweep['id']}&metric=speedup")
     assert response.status == 200 and "default-src 'none'" in response.headers["content-security-policy"]
-    panels = page.locator("figure.chart svg")
+    panels = page.locator("figure.chart img")
     assert panels.count() == 2
     for i in range(2):
-        assert panels.nth(i).is_visible() and panels.nth(i).bounding_box()["width"] > 200
-        assert panels.nth(i).locator("image").first.bounding_box()["width"] > 50  # the grey cell: an embedded data: PNG
+        assert panels.nth(i).is_visible() and shown.loaded(panels.nth(i))["width"] > 200
+        svg = shown.opened(page, panels.nth(i))
+        assert svg.locator("image").first.bounding_box()["width"] > 50  # the grey cell: an embedded data: PNG
+        svg.close()
     rows = {r.locator("td").nth(1).inner_text(): r.inner_text() for r in page.locator("#cells tr").all()[1:]}
     assert sorted(rows) == ["baseline", "ngram k=3"] and "crashed 1" in rows["baseline"]
     assert "0.500 [0.377, 0.623]" in rows["ngram k=3"]

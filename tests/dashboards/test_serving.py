@@ -20,6 +20,7 @@ from dashboards.data import serving_frame
 from dashboards.frames import records
 from dashboards.pages.serving import failures
 from tests.conftest import TOKEN
+from tests.dashboards import shown
 from tests.dashboards.h200 import DATA, imported, imported_folder
 from tests.dashboards.test_pages import tables
 
@@ -137,7 +138,9 @@ def test_the_page_shows_what_the_stored_results_say(h200: TestClient) -> None:
     # Groups in order: FLASHINFER (the proof's target only), then FLASH_ATTN (both sweeps).
     assert re.findall(r'<section class="serving-group" data-title="([^"]+)"', html) == [
         "H200 · FLASHINFER · FULL_AND_PIECEWISE · vllm-0.26.0", "H200 · FLASH_ATTN · FULL_AND_PIECEWISE · vllm-0.26.0"]
-    assert html.count('<figure class="chart"><svg') == 2
+    charts = shown.figures(h200, html)
+    assert len(charts) == 2 and "FLASH_ATTN" in charts[1].img["alt"] and "draft_model k=3 (h200-serving)" in charts[1].img["alt"]
+    assert "p50 (latencies)" in charts[1].texts()
     rows = _rows(html, "serving-2")
     assert sorted(rows) == sorted(stored)
     for key, result in stored.items():
@@ -195,8 +198,7 @@ def test_the_matrix_of_the_serving_sweep_gives_each_concurrency_its_speedup(h200
     """Each panel a label, so a concurrency: the drafts' read their speedups, the baselines' say they are the baseline
     (they read "no data" beside a serving sweep's speedups)."""
     html = h200.get("/matrix?sweep_id=1&metric=speedup").text
-    panels = {title: re.findall(r"<!-- (.*?) -->", svg) for title, svg in
-              re.findall(r'<figure class="chart" data-title="([^"]+)">(<svg.*?</svg>)', html, re.S)}
+    panels = {figure.title: figure.texts() for figure in shown.figures(h200, html)}
     written = {title.split(" · ")[1]: [t for t in texts if t.endswith("x") or t in ("baseline", "no data", "no baseline ran")]
                for title, texts in panels.items()}
     assert written == {

@@ -1,7 +1,6 @@
 """The analysis pages over the real H200 data, rendered by the server: what each shows, its filters, its CSV."""
 
 import csv
-import html as html_lib
 import io
 import re
 from collections import Counter
@@ -14,6 +13,7 @@ from fastapi.testclient import TestClient
 from app.api.main import create_app
 from app.config import Settings
 from tests.conftest import AUTH, TOKEN
+from tests.dashboards import shown
 from tests.dashboards.h200 import MATRIX, copy_of, imported
 from tests.dashboards.test_pages import tables
 
@@ -303,14 +303,14 @@ def test_every_fallback_figure_draws_each_of_its_cells_in_a_row_of_its_own(every
     # Batch 4's two calibration configs once shared a label, and their four cells were drawn into two rows.
     html = every_sweep.get("/fallback").text
     rows = [(cells[1], int(cells[6].split()[0])) for _, cells in tables(html)["costs"][1:]]
-    figures = re.findall(r'<figure class="chart" data-title="([^"]+)">(.*?)</figure>', html, re.S)
-    titles = [html_lib.unescape(title) for title, _ in figures]
+    figures = shown.figures(every_sweep, html)
+    titles = [figure.title for figure in figures]
     assert len(set(titles)) == len(titles) and sum("synthetic_acceptance_rates" in t for t in titles) == 2
     ticks: Counter = Counter()
     drawn: Counter = Counter()
-    for title, (_, svg) in zip(titles, figures, strict=True):
+    for title, figure in zip(titles, figures, strict=True):
         _, label, _ = title.split(" · ")
-        texts = re.findall(r"<!-- (.*?) -->", svg, re.S)
+        texts = figure.texts()
         ticks.update(label for t in texts if re.fullmatch(r"[A-Z_]+ / [A-Z_]+( -&gt; [A-Z_]+)?", t))  # a row's name
         # Each bar's number, as the table writes it (the axis' own numbers are written without commas).
         drawn.update((label, int(t.replace(",", ""))) for t in texts if re.fullmatch(r"\d{1,3}(,\d{3})+", t))
@@ -327,7 +327,9 @@ def test_history_draws_each_calibration_config_as_its_own_series(every_sweep: Te
     assert [cells[0] for _, cells in points] == [f"H200 draft_model k=3 synthetic_acceptance_rates={r} FLASH_ATTN FULL_AND_PIECEWISE"
                                                  for r in ("[0.8, 0.5, 0.3]", "[0.9, 0.6, 0.2]")]
     assert [cls for cls, _ in points] == ["", ""] and "badge alarm" not in html
-    legend = re.findall(r"<!-- (.*?) -->", html[html.index('id="history-chart"'):], re.S)
+    [chart] = shown.figures(every_sweep, html)
+    assert chart.figure["id"] == "history-chart"
+    legend = chart.texts()
     assert sum("synthetic_acceptance_rates" in t for t in legend) == 2
 
 

@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
+from dashboards.figures import Drawing
 from dashboards.figures.history import history
 
 WHEN = datetime(2026, 11, 30, 15, 57, tzinfo=UTC)
@@ -17,8 +18,8 @@ def _series(label: str, acceptance: float, when: datetime = WHEN) -> tuple[str, 
         "tokens_per_s_high": [8288.0], "acceptance_change": [False], "speed_change": [False]})
 
 
-def _texts(svg: str) -> list[str]:
-    return re.findall(r"<!-- (.*?) -->", svg)
+def _texts(svg: str | Drawing) -> list[str]:
+    return re.findall(r"<!-- (.*?) -->", svg.svg() if isinstance(svg, Drawing) else svg)
 
 
 def test_one_point_of_acceptance_1_reads_without_offset_notation_in_its_own_hours() -> None:
@@ -34,6 +35,6 @@ def test_one_point_of_acceptance_1_reads_without_offset_notation_in_its_own_hour
 
 def test_the_legend_names_every_series_drawn() -> None:
     series = [_series(f"H200 draft_model k=3 FLASHINFER mode-{i}", 1.0 - i / 100) for i in range(8)]
-    svg = history(series)
+    svg = history(series).svg()
     legend = svg[svg.index('<g id="legend_1">'):]
     assert [t for t in _texts(legend) if t.startswith("H200")] == [label for label, _ in series]

@@ -14,6 +14,7 @@ from app.cells.identity import Variant
 from app.cells.pooling import PooledCell
 from app.enums import JobState
 from dashboards.data import cells_frame
+from dashboards.figures import Drawing
 from dashboards.figures.bars import speed_bars
 from dashboards.figures.heatmap import METRICS, heatmap
 from dashboards.figures.history import history
@@ -76,9 +77,9 @@ def _held_as(frame: pd.DataFrame, missing: object) -> pd.DataFrame:
     return frame if isinstance(missing, str) else frame.astype(object).where(frame.notna(), missing)
 
 
-def _texts(svg: str) -> list[str]:
-    """The texts matplotlib wrote, a line each (as a comment before its glyphs)."""
-    return re.findall(r"<!-- (.*?) -->", svg, re.S)
+def _texts(drawing: Drawing) -> list[str]:
+    """The texts matplotlib wrote in the drawing's SVG, a line each (as a comment before its glyphs)."""
+    return re.findall(r"<!-- (.*?) -->", drawing.svg(), re.S)
 
 
 HOLDERS = pytest.mark.parametrize("missing", ["pandas", None, float("nan"), pd.NA], ids=["pandas", "None", "NaN", "NA"])
