@@ -156,7 +156,7 @@ def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
         return pd.DataFrame()
     order = ["gpu_kind", "backend", "graph_mode", "build", "concurrency", "speculative", "series"]
     # Counts stay whole where a cell that never ran has none: a float column would write 192 as 192.0.
-    counts = {name: "Int64" for name in ("completed", "failed", "empty", "sent")}
+    counts = dict.fromkeys(("completed", "failed", "empty", "sent"), "Int64")
     return pd.DataFrame(rows).astype(counts).sort_values(order, kind="stable", ignore_index=True)
 
 
