@@ -37,6 +37,7 @@ from sqlalchemy import insert
 
 from app import db
 from app.alarms import service as alarms
+from app.alerts import service as alerts
 from app.analysis.acceptance import calibration_misses, per_position
 from app.api.main import create_app
 from app.config import Settings
@@ -62,6 +63,7 @@ VIEWS = {
     "crashes": "/crashes",
     "api alarms": "/api/v1/alarms",
     "sweep": "/sweeps/{sweep}",
+    "noise": "/noise",
 }
 
 
@@ -136,7 +138,7 @@ def seed(url: str, *, builds: int, sweeps: int, repeats: int, big_logs: int = 0,
                                              "output_fingerprint": "f" * 16, "resolved_backend": backend,
                                              "resolved_graph_mode": "PIECEWISE" if down else mode, "graph_downgraded": down,
                                              "draft_eager": down or mode == "NONE", "vllm_version": build[5:], "gpu_name": f"NVIDIA {gpu}",
-                                             "versions": {}, "raw": {}, "ran": {}, "created_at": when})
+                                             "versions": {}, "raw": {"rounds": _rounds(speed, rng)}, "ran": {}, "created_at": when})
             results += len(rows)
             with engine.begin() as conn:
                 conn.execute(insert(Sweep), [{"id": sweep_id, "name": f"nightly-{s}", "build": build, "spec": {}, "tags": [],
@@ -148,9 +150,11 @@ def seed(url: str, *, builds: int, sweeps: int, repeats: int, big_logs: int = 0,
                     conn.execute(insert(JobLog), logs)
     if big_logs:
         _big_logs(engine, big_logs, log_mib, rng)
-    # Bulk inserts skip the result-store path that judges the alarm: judge every build once, as migration 0016 does.
+    # Bulk inserts skip the result-store path that judges the alarm and the schedule that stores the alerts: judge
+    # every build once, as migration 0016 does, and store the alerts found, as migration 0018 does.
     with db.session_scope(db.make_sessionmaker(engine)) as session:
         alarms.refresh_all(session=session)
+        alerts.store(session=session)
     with engine.begin() as conn:
         conn.exec_driver_sql("UPDATE crash_signatures SET count = "
                              "(SELECT count(*) FROM crashes WHERE crashes.signature_id = crash_signatures.id)")
@@ -179,6 +183,12 @@ def _big_logs(engine, groups: int, mib: int, rng: random.Random) -> None:
         for _, job in newest:
             conn.execute(JobLog.__table__.update().where(JobLog.job_id == job).values(compressed=blob, size=len(text)))
             conn.execute(Crash.__table__.update().where(Crash.job_id == job).values(excerpt=shown))
+
+
+def _rounds(speed: float, rng: random.Random) -> list[dict]:
+    """Five rounds about ``speed``, as a result's raw copy keeps them (``/noise`` reads them)."""
+    return [{"seconds": 2.0, "output_tokens": round(2.0 * speed * rng.uniform(0.97, 1.03)), "num_requests": 32}
+            for _ in range(5)]
 
 
 def _positions(accepted: int, drafts: int) -> list[int]:

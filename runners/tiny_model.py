@@ -87,7 +87,8 @@ def train_tokenizer(corpus: Path, vocab_size: int):
     return wrapped
 
 
-def build_config(tokenizer, *, layers: int, hidden: int, vocab_size: int, heads: int = 4, kv_heads: int | None = None):
+def build_config(tokenizer, *, layers: int, hidden: int, vocab_size: int, heads: int = 4, kv_heads: int | None = None,
+                 init_std: float = INIT_STD):
     """A Qwen3 config scaled down: by default 4 query heads and 2 KV heads of size hidden/4 (GQA, as in Qwen3)."""
     from transformers import Qwen3Config
 
@@ -102,7 +103,7 @@ def build_config(tokenizer, *, layers: int, hidden: int, vocab_size: int, heads:
         head_dim=hidden // heads,
         max_position_embeddings=4096,
         tie_word_embeddings=True,
-        initializer_range=INIT_STD,
+        initializer_range=init_std,
         torch_dtype="bfloat16",
         bos_token_id=tokenizer.convert_tokens_to_ids(BOS),
         eos_token_id=tokenizer.convert_tokens_to_ids(IM_END),
@@ -118,6 +119,7 @@ def make_tiny_model(
     vocab_size: int = 2048,
     seed: int = 0,
     corpus: str | Path = DEFAULT_CORPUS,
+    init_std: float = INIT_STD,
 ) -> Path:
     """Write config, safetensors weights and tokenizer to ``out_dir`` and return it."""
     import torch
@@ -126,7 +128,7 @@ def make_tiny_model(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = train_tokenizer(Path(corpus), vocab_size)
-    config = build_config(tokenizer, layers=layers, hidden=hidden, vocab_size=vocab_size)
+    config = build_config(tokenizer, layers=layers, hidden=hidden, vocab_size=vocab_size, init_std=init_std)
     torch.manual_seed(seed)
     model = Qwen3ForCausalLM(config).to(torch.bfloat16)
     model.save_pretrained(out, safe_serialization=True)
@@ -230,6 +232,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="the weights' seed (with --draft-of: the noise's)")
     parser.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="Spec-Bench JSONL or plain text")
     parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--init-std", type=float, default=INIT_STD,
+                        help=f"the weights' standard deviation (default {INIT_STD}; 0.02 makes a model that repeats one token)")
     parser.add_argument("--kv-heads", type=int, default=None)
     parser.add_argument("--config-only", action="store_true", help="No weights: for load_format=dummy")
     parser.add_argument("--dflash-draft", metavar="DIR", help="Also write a config-only DFlash draft for it to DIR")
@@ -262,6 +266,7 @@ def main() -> None:
         vocab_size=args.vocab,
         seed=args.seed,
         corpus=args.corpus,
+        init_std=args.init_std,
     )
     print(out)
 

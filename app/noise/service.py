@@ -10,12 +10,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.analysis.noise import NoiseClass, Spread, log_values, method_class, min_detectable_effect, pooled_spread
 from app.cells import identity
 from app.enums import JobState
+from app.lru import LRU
 from app.models import Job, Result, Worker
 from app.schemas.physical import plausible_speed
 
@@ -50,7 +51,24 @@ class _Cell:
     gpu_names: set[str] = field(default_factory=set)
 
 
+# The model of each database as of its succeeded jobs (their count and newest finish): it changes only when a job
+# succeeds, and reading every result's rounds costs seconds at 100k results.
+_KNOWN: LRU[tuple, list[ClassNoise]] = LRU(8)
+
+
 def model(*, session: Session) -> list[ClassNoise]:
+    """:func:`read`, kept per database and process until another job succeeds (two aggregates on
+    ``ix_jobs_build_finished`` tell)."""
+    key = (str(session.get_bind().url), *session.execute(
+        select(func.count(), func.max(Job.finished_at)).where(Job.state == JobState.SUCCEEDED)).one())
+    found = _KNOWN.get(key)
+    if found is None:
+        found = read(session=session)
+        _KNOWN.put(key, found)
+    return found
+
+
+def read(*, session: Session) -> list[ClassNoise]:
     """Every class's noise, in class order, from every cell of every build with at least two succeeded starts.
 
     One query over the succeeded jobs (a few columns and each result's rounds) and the variants of their config

@@ -1,6 +1,7 @@
 """Pull-request builds on real vLLM (the CPU build): each example patch, made into a build beside the
 unpatched one, shows its effect on one n-gram cell, and the verdict calls it worse for the right reason."""
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,9 @@ from tests.samples import pooled
 from tests.vllm_fixtures import CellRun, cell_spec, run_cell
 
 pytestmark = pytest.mark.vllm
-PATCHES = Path(__file__).resolve().parents[2] / "examples" / "patches"
+REPO = Path(__file__).resolve().parents[2]
+PATCHES = REPO / "examples" / "patches"
+TINY_MODEL = REPO / "runners" / "tiny_model.py"
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1, "prompt_lookup_max": 3}
 
 
@@ -21,25 +24,36 @@ def _sample(run: CellRun) -> CellSample:
     return pooled([CellResult.model_validate(run.result)])
 
 
-def _patched_cell(name: str, vllm_python: Path, tmp_path_factory, tiny_model: Path, prompts: Path) -> CellRun:
+@pytest.fixture(scope="module")
+def repeating_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory, prompts: Path) -> Path:
+    """A tiny model at transformers' default weight spread (0.02), which writes one token over and over: n-gram
+    drafts of it are accepted by construction, so a patch that corrupts them shows whatever the random seed
+    (the varied tiny model's n-gram acceptance was 6 % on one vllm environment and 0 % on another)."""
+    out = tmp_path_factory.mktemp("repeating-qwen3")
+    subprocess.run([str(vllm_python), str(TINY_MODEL), str(out), "--corpus", str(prompts), "--init-std", "0.02"],
+                   check=True, timeout=300)
+    return out
+
+
+def _patched_cell(name: str, vllm_python: Path, tmp_path_factory, model: Path, prompts: Path) -> CellRun:
     root = tmp_path_factory.mktemp(f"builds-{name}")
     facts = patched.create(label=name, base=str(vllm_python), patch=PATCHES / f"{name}.diff", root=root)
     assert facts.kind is BuildKind.PATCH and facts.patch_files == ["vllm/v1/spec_decode/ngram_proposer.py"]
-    run = run_cell(root / name / "python", tmp_path_factory.mktemp(name), cell_spec(tiny_model, prompts, NGRAM))
+    run = run_cell(root / name / "python", tmp_path_factory.mktemp(name), cell_spec(model, prompts, NGRAM))
     assert run.returncode == 0 and run.result is not None, run.log[-3000:]
     return run
 
 
 @pytest.fixture(scope="module")
-def base_cell(vllm_python, tmp_path_factory, tiny_model, prompts) -> CellRun:
+def base_cell(vllm_python, tmp_path_factory, repeating_model, prompts) -> CellRun:
     """The unpatched build on the same cell (NGRAM as the patched cells run it)."""
-    run = run_cell(vllm_python, tmp_path_factory.mktemp("unpatched"), cell_spec(tiny_model, prompts, NGRAM))
+    run = run_cell(vllm_python, tmp_path_factory.mktemp("unpatched"), cell_spec(repeating_model, prompts, NGRAM))
     assert run.returncode == 0 and run.result is not None, run.log[-3000:]
     return run
 
 
-def test_the_slow_drafting_patch_makes_the_cell_slower(base_cell, vllm_python, tmp_path_factory, tiny_model, prompts) -> None:
-    slow = _patched_cell("ngram-slow-drafting", vllm_python, tmp_path_factory, tiny_model, prompts)
+def test_the_slow_drafting_patch_makes_the_cell_slower(base_cell, vllm_python, tmp_path_factory, repeating_model, prompts) -> None:
+    slow = _patched_cell("ngram-slow-drafting", vllm_python, tmp_path_factory, repeating_model, prompts)
     verdict = cell_verdict(_sample(base_cell), _sample(slow))
     print("slow drafting:", verdict.reasons)
     assert verdict.change is Change.WORSE
@@ -48,15 +62,14 @@ def test_the_slow_drafting_patch_makes_the_cell_slower(base_cell, vllm_python, t
     assert verdict.acceptance is not None and not verdict.acceptance.flagged
 
 
-def test_the_corrupt_drafts_patch_lowers_acceptance(base_cell, vllm_python, tmp_path_factory, tiny_model, prompts) -> None:
-    corrupt = _patched_cell("ngram-corrupt-drafts", vllm_python, tmp_path_factory, tiny_model, prompts)
+def test_the_corrupt_drafts_patch_lowers_acceptance(base_cell, vllm_python, tmp_path_factory, repeating_model, prompts) -> None:
+    corrupt = _patched_cell("ngram-corrupt-drafts", vllm_python, tmp_path_factory, repeating_model, prompts)
     verdict = cell_verdict(_sample(base_cell), _sample(corrupt))
     print("corrupt drafts:", verdict.reasons)
     assert verdict.change is Change.WORSE
     assert verdict.acceptance.flagged and verdict.acceptance.difference < -0.05
-    # On the tiny random model n-gram drafts are accepted at the first position only (36 of 144 drafts
-    # unpatched): that is where acceptance falls.
+    assert _sample(base_cell).accepted_tokens > 0.5 * _sample(base_cell).draft_tokens, "the repeating model's drafts held"
     assert verdict.per_position[0].flagged and verdict.per_position[0].difference < 0
-    # Fewer accepted tokens per step really lower tokens/s (1.35 -> 1.00 tokens a step, about 0.74x), but one
-    # engine start a side on this shared host cannot call that (starts differ up to 2.16x in tests/data/aa-cpu).
-    assert verdict.throughput.change in (Change.UNDECIDED, Change.UNCHANGED)
+    # Fewer accepted tokens per step lower tokens/s too; one engine start a side may or may not call that on this
+    # shared host (starts differ up to 2.16x in tests/data/aa-cpu), but never better.
+    assert verdict.throughput.change is not Change.BETTER

@@ -58,3 +58,15 @@ def test_each_class_pools_its_cells_starts_and_a_single_start_adds_nothing(clien
 def test_no_store_no_model(client: TestClient) -> None:
     with client.app.state.sessionmaker() as session:
         assert noise.model(session=session) == []
+
+
+def test_the_model_is_kept_until_another_job_succeeds(client: TestClient, dataset: Path) -> None:
+    worker = register_worker(client, builds=("b1",))
+    run(client, worker, dataset, "b1", {"ngram": [100.0, 400.0], None: [1000.0, 1000.0]})
+    with client.app.state.sessionmaker() as session:
+        first = noise.model(session=session)
+        assert noise.model(session=session) is first  # nothing succeeded since: the kept model
+    run(client, worker, dataset, "b1", {"ngram": [200.0, 200.0], None: [1000.0, 1000.0]})
+    with client.app.state.sessionmaker() as session:
+        again = noise.model(session=session)
+        assert again is not first and again == noise.read(session=session)
