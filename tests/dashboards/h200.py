@@ -4,7 +4,14 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from app.api.main import create_app
+from app.config import Settings
+from tests.conftest import TOKEN
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PROOF = DATA / "h200-proof-2026-11-30"
@@ -12,6 +19,8 @@ PROOF = DATA / "h200-proof-2026-11-30"
 SWEEPS = DATA / "h200-2026-11-30"
 # The 3 backends x 4 graph modes x draft_model/dflash matrix, in two sweeps: the lease ended before its last 3 cells.
 MATRIX = ("proof/h200-matrix", "batch2/h200-matrix-rest")
+# The noise sweeps of 2026-12-01: three engine starts of each of four cells of one build, in two sweeps.
+NOISE = DATA / "h200-2026-12-01" / "noise"
 
 
 def copy_of(name: str, folder: Path) -> str:
@@ -32,3 +41,17 @@ def imported_folder(url: str, folder: Path) -> None:
     env = {**os.environ, "DRAFTBENCH_DATABASE_URL": url}
     subprocess.run([sys.executable, "-m", "app.cli", "import", str(folder)], check=True, env=env,
                    capture_output=True, cwd=Path(__file__).resolve().parents[2])
+
+
+def in_process(url: str) -> Iterator[TestClient]:
+    """The service over ``url`` in this process, for as long as the caller iterates; its engine closed after."""
+    app = create_app(Settings(database_url=url, token=TOKEN))
+    with TestClient(app) as client:
+        yield client
+    app.state.engine.dispose()
+
+
+def noise_imported(url: str) -> None:
+    """The 2026-12-01 noise sweeps (``NOISE``) imported into ``url``."""
+    for sweep in ("h200-noise-8b", "h200-noise-8b-third"):
+        imported_folder(url, NOISE / sweep)

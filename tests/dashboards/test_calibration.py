@@ -10,14 +10,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from app.api.main import create_app
 from app.cells.calibration import Position
-from app.config import Settings
 from app.models import Result
 from dashboards.pages.calibration import digits
 from dashboards.render import interval
-from tests.conftest import TOKEN
-from tests.dashboards.h200 import copy_of, imported
+from tests.dashboards.h200 import copy_of, imported, in_process
 from tests.dashboards.shown import figures
 from tests.dashboards.test_pages import tables
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
@@ -25,18 +22,11 @@ from tests.factories import cell_result, claim, complete, register_worker, submi
 SWEEP = "batch4/h200-calibration-t1"
 
 
-def _client(url: str) -> Iterator[TestClient]:
-    app = create_app(Settings(database_url=url, token=TOKEN))
-    with TestClient(app) as client:
-        yield client
-    app.state.engine.dispose()
-
-
 @pytest.fixture(scope="module")
 def h200(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     url = f"sqlite:///{tmp_path_factory.mktemp('calibration') / 'h200.db'}"
     imported(url, SWEEP, "proof/h200-matrix")
-    yield from _client(url)
+    yield from in_process(url)
 
 
 def _sections(html: str) -> list[tuple[str, int, list[list[str]]]]:
@@ -92,7 +82,7 @@ def test_filters_narrow_the_cells(h200: TestClient) -> None:
 def test_cells_that_missed_are_named_on_top_and_flagged(tmp_path) -> None:
     """The proof's temperature-1 cells (superseded by batch 4's) missed every position: the sampler drew from vLLM's
     global generator (docs/h200-report.md)."""
-    for client in _client(copy_of("proof", tmp_path)):
+    for client in in_process(copy_of("proof", tmp_path)):
         html = " ".join(client.get("/calibration?sweep_id=2").text.split())
         headline = html[html.index('id="headline"'):].split("</p>")[0]
         assert "4 of 4 calibration cell(s) miss a rate asked for" in headline and headline.count("positions 1, 2, 3") == 4

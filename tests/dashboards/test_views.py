@@ -10,21 +10,12 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.api.main import create_app
-from app.config import Settings
-from tests.conftest import AUTH, TOKEN
+from tests.conftest import AUTH
 from tests.dashboards import shown
-from tests.dashboards.h200 import MATRIX, copy_of, imported
+from tests.dashboards.h200 import MATRIX, copy_of, imported, in_process
 from tests.dashboards.test_pages import tables
 
 PAGES = ["/", "/fallback", "/matrix", "/serving", "/alarms", "/compare", "/history", "/calibration", "/crashes", "/noise"]
-
-
-def _client(url: str) -> Iterator[TestClient]:
-    app = create_app(Settings(database_url=url, token=TOKEN))
-    with TestClient(app) as client:
-        yield client
-    app.state.engine.dispose()
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +24,7 @@ def h200(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     sweeps' folders: 24 cells, 3 of the first sweep's left unrun when its lease ended."""
     url = f"sqlite:///{tmp_path_factory.mktemp('h200') / 'h200.db'}"
     imported(url, *MATRIX)
-    yield from _client(url)
+    yield from in_process(url)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +32,7 @@ def every_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient
     """Every exported H200 sweep imported (``tests/data/h200-2026-11-30``), as a user imports them."""
     url = f"sqlite:///{tmp_path_factory.mktemp('every') / 'all.db'}"
     imported(url)
-    yield from _client(url)
+    yield from in_process(url)
 
 
 def _sweep_ids(client: TestClient) -> dict[str, list[int]]:
@@ -53,7 +44,7 @@ def _sweep_ids(client: TestClient) -> dict[str, list[int]]:
 
 @pytest.fixture(scope="module")
 def capture_bug(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    yield from _client(copy_of("capture-bug", tmp_path_factory.mktemp("capture")))
+    yield from in_process(copy_of("capture-bug", tmp_path_factory.mktemp("capture")))
 
 
 def test_fallback_names_the_most_expensive_fallback_first(h200: TestClient) -> None:
@@ -87,7 +78,7 @@ def test_the_imported_matrix_reads_finished_with_its_unrun_cells_queued(h200: Te
 
 
 def test_fallback_of_the_proof_has_intervals_from_the_rounds(tmp_path: Path) -> None:
-    for client in _client(copy_of("proof", tmp_path)):
+    for client in in_process(copy_of("proof", tmp_path)):
         html = client.get("/fallback?build=vllm-0.26.0&method=dflash").text
         assert "0.41x [0.36, 0.47] of FLASH_ATTN with FULL_AND_PIECEWISE" in html
 
@@ -213,7 +204,7 @@ def test_a_submitted_form_with_every_field_blank_is_no_filter(h200: TestClient) 
 def test_history_runs_in_commit_order_once_every_build_has_its_commit_date(tmp_path: Path) -> None:
     """The capture-bug build ran after the unpatched one; registered as committed earlier, it comes first."""
     cell = "/history?gpu_kind=H200&method=draft_model&backend=FLASHINFER&graph_mode=FULL_DECODE_ONLY"
-    for client in _client(copy_of("capture-bug", tmp_path)):
+    for client in in_process(copy_of("capture-bug", tmp_path)):
         def builds(client: TestClient = client) -> list[tuple[str, str]]:
             [_, *rows] = tables(client.get(cell).text)["points"]
             return [(cells[1], cells[2].split()[-1]) for _, cells in rows]
@@ -253,7 +244,7 @@ def test_fallback_pools_three_engine_starts_of_the_h200_repeats(tmp_path: Path) 
     """batch3's A/A sweep: 3 engine starts x 5 rounds of each cell; the fallback's interval spans the starts."""
     url = f"sqlite:///{tmp_path / 'repeats.db'}"
     imported(url, "batch3/h200-fallback-repeats")
-    for client in _client(url):
+    for client in in_process(url):
         html = client.get("/fallback?method=dflash").text
         _, first, *_ = tables(html)["costs"]
         # The starts' medians 3994, 3944 and 4436 tokens/s: the between-start spread sets the interval, wider

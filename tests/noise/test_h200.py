@@ -16,22 +16,14 @@ import math
 import pytest
 from fastapi.testclient import TestClient
 
-from app.api.main import create_app
-from app.config import Settings
-from tests.dashboards.h200 import DATA, imported_folder
-
-NOISE = DATA / "h200-2026-12-01" / "noise"
+from tests.dashboards.h200 import in_process, noise_imported
 
 
 @pytest.fixture(scope="module")
 def h200(tmp_path_factory: pytest.TempPathFactory):
     url = f"sqlite:///{tmp_path_factory.mktemp('noise') / 'noise.db'}"
-    for sweep in ("h200-noise-8b", "h200-noise-8b-third"):
-        imported_folder(url, NOISE / sweep)
-    app = create_app(Settings(database_url=url, token="t"))
-    with TestClient(app) as client:
-        yield client
-    app.state.engine.dispose()
+    noise_imported(url)
+    yield from in_process(url)
 
 
 def test_the_h200_baseline_spreads_about_one_percent_and_the_draft_about_ten(h200: TestClient) -> None:

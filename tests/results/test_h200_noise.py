@@ -5,22 +5,14 @@ Qwen3-8B shape, imported as a user imports them, read through the API the pages 
 import pytest
 from fastapi.testclient import TestClient
 
-from app.api.main import create_app
-from app.config import Settings
-from tests.dashboards.h200 import DATA, imported_folder
-
-NOISE = DATA / "h200-2026-12-01" / "noise"
+from tests.dashboards.h200 import in_process, noise_imported
 
 
 @pytest.fixture(scope="module")
 def noise(tmp_path_factory: pytest.TempPathFactory):
     url = f"sqlite:///{tmp_path_factory.mktemp('noise') / 'noise.db'}"
-    for sweep in ("h200-noise-8b", "h200-noise-8b-third"):
-        imported_folder(url, NOISE / sweep)
-    app = create_app(Settings(database_url=url, token="t"))
-    with TestClient(app) as client:
-        yield client
-    app.state.engine.dispose()
+    noise_imported(url)
+    yield from in_process(url)
 
 
 def test_every_start_ran_and_flashinfer_ran_the_drafting_cells_piecewise(noise: TestClient) -> None:
