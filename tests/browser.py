@@ -1,5 +1,6 @@
 """Headless Chromium through Playwright, for the tests that look at pages as a user does."""
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,13 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+
+
+def emptied(folder: Path) -> Path:
+    """``folder``, made empty: where a module's screenshots go, so the last run's are never mistaken for this one's."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 through the worker protocol (with a real crash's log): filters, links between views, and screenshots saved under
 var/screenshots/."""
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import httpx
 import pytest
 
 from app.config import Settings
-from tests.browser import WIDTH
+from tests.browser import WIDTH, emptied
 from tests.conftest import TOKEN
 from tests.dashboards import shown
 from tests.dashboards.h200 import MATRIX, copy_of, imported
@@ -66,9 +65,7 @@ def everything(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def shots() -> Path:
-    shutil.rmtree(SHOTS, ignore_errors=True)
-    SHOTS.mkdir(parents=True)
-    return SHOTS
+    return emptied(SHOTS)
 
 
 def _shot(page, shots: Path, name: str) -> None:

@@ -2,7 +2,6 @@
 crash's log: nothing wider than the window, the crash excerpt whole, /history's axes and legend readable, /compare
 saying what to pick; screenshots saved under var/screenshots/layout/."""
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import httpx
 import pytest
 
 from app.config import Settings
-from tests.browser import WIDTH
+from tests.browser import WIDTH, emptied
 from tests.conftest import TOKEN
 from tests.dashboards import shown
 from tests.dashboards.h200 import MATRIX, imported
@@ -34,9 +33,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def shots() -> Path:
-    shutil.rmtree(SHOTS, ignore_errors=True)
-    SHOTS.mkdir(parents=True)
-    return SHOTS
+    return emptied(SHOTS)
 
 
 def _fits(page, shots: Path, name: str) -> None:
