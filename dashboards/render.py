@@ -4,7 +4,7 @@ figures."""
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -18,8 +18,21 @@ from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod, allowed
 from app.errors import NotFoundError
 from dashboards import frames
 from dashboards.cache import SHOWN_FOR_S
-from dashboards.figures import Drawing
 from dashboards.filters import Filters
+
+
+class Drawing(Protocol):
+    """What a page needs of a figure (``dashboards.figures.Drawing``): its SVG and size; a protocol, as the figures
+    import ``dashboards.frames`` and a folder's imports flow one way."""
+
+    def svg(self) -> str: ...
+
+    @property
+    def width(self) -> int: ...
+
+    @property
+    def height(self) -> int: ...
+
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 
