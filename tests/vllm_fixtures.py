@@ -62,6 +62,20 @@ def tiny_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory, prom
     return out
 
 
+@pytest.fixture(scope="session")
+def repeating_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory, prompts: Path) -> Path:
+    """A tiny model at transformers' default weight spread (0.02), which writes one token over and over: n-gram
+    drafts of it are accepted by construction, so a patch that corrupts them shows whatever the random seed
+    (the varied tiny model's n-gram acceptance was 6 % in one vllm environment and 0 % in another)."""
+    out = tmp_path_factory.mktemp("repeating-qwen3")
+    subprocess.run(
+        [str(vllm_python), str(REPO / "runners" / "tiny_model.py"), str(out), "--corpus", str(prompts), "--init-std", "0.02"],
+        check=True,
+        timeout=300,
+    )
+    return out
+
+
 def perturbed_draft_of(vllm_python: Path, target: Path, out: Path, noise: float) -> Path:
     """``target`` with ``noise`` on its weights (``runners/tiny_model.py --draft-of``), written to ``out``."""
     subprocess.run(

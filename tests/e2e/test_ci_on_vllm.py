@@ -104,7 +104,8 @@ def _ci(service: tuple[str, Worker], gh: GitHubState, sweep: Path, tmp_path: Pat
     return subprocess.CompletedProcess(command, process.returncode, out, err)
 
 
-def test_a_pull_request_series_on_real_vllm(service, gh: GitHubState, tmp_path: Path, tiny_model: Path) -> None:  # noqa: F811
+def test_a_pull_request_series_on_real_vllm(service, gh: GitHubState, tmp_path: Path, tiny_model: Path,  # noqa: F811
+                                            repeating_model: Path) -> None:
     sweep = _sweep(tmp_path, tiny_model, max_tokens=32)
 
     aa = _ci(service, gh, sweep, tmp_path, head="aa00001", build="nightly-2")
@@ -133,8 +134,8 @@ def test_a_pull_request_series_on_real_vllm(service, gh: GitHubState, tmp_path: 
     assert [(a["first_bad_build"], a["last_good_build"]) for a in speed] == [("nightly-4", "nightly-3")], alerts
     assert speed[0]["after"] < 0.5 * speed[0]["before"]
 
-    # Another cell (its own base): corrupt n-gram drafts lower acceptance.
-    corrupt = _ci(service, gh, _sweep(tmp_path, tiny_model, max_tokens=24), tmp_path, head="bad0001", build="pr-corrupt")
+    # Another cell (its own base), on the model whose n-gram drafts are accepted: corrupt drafts lower acceptance.
+    corrupt = _ci(service, gh, _sweep(tmp_path, repeating_model, max_tokens=24), tmp_path, head="bad0001", build="pr-corrupt")
     print(corrupt.stdout)
     assert corrupt.returncode == 3, corrupt.stderr
     regressions = corrupt.stdout.split("#### Regressions")[1].split("####")[0]
