@@ -10,12 +10,11 @@ serving with its concurrency), as a draft's starts spread more than a baseline's
 Nothing here reads the database, the clock or global state.
 """
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
-
-from app.analysis.verdicts import DEFAULT_THRESHOLD, Change
 
 ALPHA = 0.05
 POWER = 0.8
@@ -52,15 +51,6 @@ class Spread:
         return math.exp(self.sd) - 1
 
 
-@dataclass(frozen=True)
-class RatioInterval:
-    """``ratio`` = head / base (of geometric means) with its ``1 - alpha`` interval ``[low, high]``."""
-
-    ratio: float
-    low: float
-    high: float
-
-
 def pooled_spread(groups: Iterable[Sequence[float]]) -> Spread | None:
     """The pooled standard deviation of ``groups`` (each a sequence of log values that share one mean):
 
@@ -92,25 +82,6 @@ def log_values(speeds: Iterable[float]) -> list[float]:
     return [math.log(v) for v in speeds if v > 0]
 
 
-def ratio_interval(base: Sequence[float], head: Sequence[float], spread: Spread, *, alpha: float = ALPHA) -> RatioInterval:
-    """The ratio of two cells' geometric means, from their log values ``base`` and ``head`` (one per start), with
-    its interval under the model ``spread``:
-
-    .. math::
-
-        d = \\bar x_h - \\bar x_b, \\qquad se = s \\sqrt{1 / n_b + 1 / n_h}, \\qquad
-        [\\exp(d - t_{df, 1 - \\alpha/2}\\, se), \\exp(d + t_{df, 1 - \\alpha/2}\\, se)]
-
-    The spread comes from other cells' A/A groups, so the interval holds with one start a side. Raises
-    ValueError when either side is empty.
-    """
-    if not base or not head:
-        raise ValueError("each side needs at least one start")
-    d = math.fsum(head) / len(head) - math.fsum(base) / len(base)
-    half = t_quantile(1 - alpha / 2, spread.df) * standard_error(spread, len(base), len(head))
-    return RatioInterval(math.exp(d), math.exp(d - half), math.exp(d + half))
-
-
 def standard_error(spread: Spread, n_base: int, n_head: int) -> float:
     """``se = s sqrt(1/n_b + 1/n_h)``: the standard error of a difference of two means of ``n_b`` and ``n_h`` starts."""
     return spread.sd * math.sqrt(1 / n_base + 1 / n_head)
@@ -118,56 +89,28 @@ def standard_error(spread: Spread, n_base: int, n_head: int) -> float:
 
 def min_detectable_effect(spread: Spread, n_base: int, n_head: int, *, alpha: float = ALPHA, power: float = POWER) -> float:
     """The smallest relative change that ``n_base`` and ``n_head`` starts find with probability ``power`` at a
-    two-sided ``alpha``:
+    two-sided ``alpha``: :func:`detectable` of :func:`standard_error` with ``spread.df``."""
+    return detectable(standard_error(spread, n_base, n_head), spread.df, alpha=alpha, power=power)
+
+
+def detectable(se: float, df: int, *, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest relative change an estimate of standard error ``se`` (log scale, ``df`` degrees of freedom) finds
+    with probability ``power`` at a two-sided ``alpha``:
 
     .. math::
 
         MDE = \\exp\\big((t_{df, 1 - \\alpha/2} + t_{df, power})\\, se\\big) - 1
 
-    with ``se`` of :func:`standard_error` (0.05: a 5 % change is found four times in five at 80 %).
+    (0.05: a 5 % change is found four times in five at 80 %).
     """
-    t = t_quantile(1 - alpha / 2, spread.df) + t_quantile(power, spread.df)
-    return math.exp(t * standard_error(spread, n_base, n_head)) - 1
+    return math.exp((t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * se) - 1
 
 
-@dataclass(frozen=True)
-class ModelCall:
-    """What the noise model says of one cell's tokens/s, head against base: the ``change``, the ratio with its
-    interval, and the smallest change these starts would find (``detectable``)."""
-
-    change: Change
-    interval: RatioInterval
-    detectable: float
-
-
-def model_call(base: Sequence[float], head: Sequence[float], spread: Spread, *, alpha: float = ALPHA,
-               min_effect: float = DEFAULT_THRESHOLD) -> ModelCall:
-    """Tokens/s of one cell called by the noise model, from each side's log tokens/s (one per start). Not used by
-    the verdict rule yet (``app.analysis.verdicts``).
-
-    With the :func:`ratio_interval` ``[low, high]`` of ``r = head / base``:
-
-    - ``worse`` or ``better``: the interval excludes 1 and ``|r - 1| >= min_effect``;
-    - ``undecided``: ``|r - 1| >= min_effect`` but the interval holds 1 (too few starts for this noise: more would
-      tell, ``detectable`` says how many are needed);
-    - ``unchanged``: otherwise (within ``min_effect``, or inside the noise and small).
-
-    ``detectable`` is :func:`min_detectable_effect` for these starts. Raises ValueError when a side is empty.
-    """
-    interval = ratio_interval(base, head, spread, alpha=alpha)
-    moved = abs(interval.ratio - 1) >= min_effect
-    if not moved:
-        change = Change.UNCHANGED
-    elif interval.low <= 1 <= interval.high:
-        change = Change.UNDECIDED
-    else:
-        change = Change.BETTER if interval.ratio > 1 else Change.WORSE
-    return ModelCall(change, interval, min_detectable_effect(spread, len(base), len(head), alpha=alpha))
-
-
+@functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, df: int) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom, by bisection on :func:`t_cdf` to 1e-12
-    (about 80 steps). Raises ValueError unless ``0 < p < 1`` and ``df >= 1``."""
+    (about 80 steps; kept, as a compare table asks for the same few levels and degrees of freedom for every cell).
+    Raises ValueError unless ``0 < p < 1`` and ``df >= 1``."""
     if not 0 < p < 1 or df < 1:
         raise ValueError(f"need 0 < p < 1 and df >= 1, got p={p}, df={df}")
     if p < 0.5:

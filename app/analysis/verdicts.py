@@ -2,18 +2,23 @@
 
 Pure functions, standard library only. The unit of tokens/s is the engine start (a repeat, summarised
 by the median of its rounds): rounds inside one engine start share its luck, and on a shared host one
-start can run 1.6x faster than another, which its rounds never show. Tokens/s is judged by Mann-Whitney U
-over the repeats' medians when there are enough of them for p < 0.002 (asv's rule), otherwise by the
-ratio of medians against a threshold learned from the cell's own history (Conbench's lookback z-score),
-and with neither it is not called. Acceptance is judged by two-proportion tests with a minimum effect
+start can run 1.6x faster than another, which its rounds never show. Tokens/s is judged (``speed_change``),
+the first that applies: by the differences of starts run in pairs on one worker, by the GPU kind's noise
+model (``app.analysis.noise``: how far starts of one cell spread when nothing changed), by Mann-Whitney U
+over the repeats' medians when there are enough of them for p < 0.002 (asv's rule), by the ratio of medians
+against a threshold learned from the cell's own history (Conbench's lookback z-score); with none of these
+only a gross ratio is called. Acceptance is judged by two-proportion tests with a minimum effect
 (``app.analysis.proportions``).
 """
 
+import dataclasses
 import enum
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from app.analysis.noise import Spread, detectable, log_values, pooled_spread, standard_error, t_quantile
 from app.analysis.proportions import ALPHA, MIN_EFFECT, ProportionChange, per_position_changes, two_proportions
 from app.analysis.ranks import mann_whitney, smallest_p_value
 from app.analysis.rounds import median_interval
@@ -34,6 +39,7 @@ DEFAULT_THRESHOLD = 0.05
 # slows each drafting step by 20 ms measured 0.17x and 0.20x from one start a side: called.
 AA_SPREAD = 2.2
 WITHOUT_HISTORY_FACTOR = 1.5
+THROUGHPUT_SPREAD = AA_SPREAD ** WITHOUT_HISTORY_FACTOR  # 3.26: the ratio called without a model, history or test
 # Conbench's default: a value more than 5 standard deviations from the history's mean is a change.
 Z_THRESHOLD = 5.0
 # Fewer history points than this (after trimming) say too little about the noise: the default applies.
@@ -45,13 +51,27 @@ LOOKBACK = 10
 # History values further than this many scaled MADs from its median are outliers, left out of the spread.
 TRIM_MADS = 5.0
 _MAD_TO_SD = 1.4826  # MAD x 1.4826 estimates the standard deviation of a normal sample
+# The two-sided level of the noise model's and the pairs' interval: a change is called when the 95 % interval of
+# the ratio excludes 1 (and the ratio passes DEFAULT_THRESHOLD). A CI run that looks again after more starts
+# tests each look at a share of it (``app.analysis.sequential``).
+SPEED_ALPHA = 0.05
 
 
 class Change(enum.StrEnum):
     BETTER = "better"
     WORSE = "worse"
     UNCHANGED = "unchanged"
-    UNDECIDED = "undecided"  # moved beyond DEFAULT_THRESHOLD, with too few repeats and no history to call it
+    UNDECIDED = "undecided"  # moved beyond DEFAULT_THRESHOLD, with too few starts for its noise to call it
+
+
+class Rule(enum.StrEnum):
+    """Which rule called a cell's tokens/s (``speed_change``), the first that applied."""
+
+    PAIRED = "paired"  # the differences of base and head starts run back to back on one worker
+    NOISE_MODEL = "noise_model"  # the GPU kind's noise model: the spread of starts when nothing changed
+    MANN_WHITNEY = "mann_whitney"  # no model: 7 or more starts a side
+    HISTORY = "history"  # no model: a threshold from the cell's history on earlier builds
+    NO_MODEL = "no_model"  # none of those: only a ratio beyond 3.26x either way is called
 
 
 @dataclass(frozen=True)
@@ -76,12 +96,17 @@ class Threshold:
 
 @dataclass(frozen=True)
 class ThroughputChange:
-    """The tokens/s verdict: ``p_value`` is None when there were too few values for the test at ``ASV_ALPHA``."""
+    """The tokens/s verdict and the ``rule`` that made it. ``p_value``: Mann-Whitney's, None when that test was not
+    used. ``detectable``: the smallest relative change these starts find four times in five under the noise the
+    call used (None without a noise model); ``pairs``: the pairs of starts the call read (``Rule.PAIRED``)."""
 
     change: Change
     ratio: RatioInterval
     threshold: Threshold
     p_value: float | None
+    rule: Rule = Rule.NO_MODEL
+    detectable: float | None = None
+    pairs: int = 0
 
 
 @dataclass(frozen=True)
@@ -193,17 +218,124 @@ def throughput_change(
     moved = Change.WORSE if ratio.ratio < 1.0 - t else Change.BETTER if ratio.ratio > 1.0 + t else Change.UNCHANGED
     if smallest_p_value(len(head), len(base)) < alpha:
         p_value = mann_whitney(base, head).p_value
-        return ThroughputChange(moved if p_value < alpha else Change.UNCHANGED, ratio, threshold, p_value)
+        return ThroughputChange(moved if p_value < alpha else Change.UNCHANGED, ratio, threshold, p_value, Rule.MANN_WHITNEY)
     if threshold.source == "history":
         if ratio.low is not None and ratio.low <= 1.0 <= ratio.high:
             moved = Change.UNCHANGED
-        return ThroughputChange(moved, ratio, threshold, None)
+        return ThroughputChange(moved, ratio, threshold, None, Rule.HISTORY)
     # Compared without a logarithm: stored speeds of 1e308 and 5e-324 make the ratio 0 or infinite.
-    spread = AA_SPREAD ** WITHOUT_HISTORY_FACTOR
-    beyond_noise = not 1 / spread <= ratio.ratio <= spread
+    beyond_noise = not 1 / THROUGHPUT_SPREAD <= ratio.ratio <= THROUGHPUT_SPREAD
     if moved is not Change.UNCHANGED and not beyond_noise:
         moved = Change.UNDECIDED
     return ThroughputChange(moved, ratio, threshold, None)
+
+
+def model_change(base: Sequence[float], head: Sequence[float], noise: Spread, *, alpha: float = SPEED_ALPHA,
+                 min_effect: float = DEFAULT_THRESHOLD) -> ThroughputChange:
+    """Tokens/s called by the noise model, from each side's speeds (one per engine start).
+
+    With ``x = ln tokens/s``, ``d = mean(x_head) - mean(x_base)`` and ``se = s sqrt(1/n_b + 1/n_h)``, ``s`` and its
+    ``df`` from ``noise`` (the class's pooled spread between starts, which already pools these cells' own starts
+    when they have two or more), the ratio of geometric means ``r = exp(d)`` has the interval
+    ``exp(d +- t_{df, 1 - alpha/2} se)``: the spread comes from other cells too, so it holds with one start a side.
+    Then (:func:`_called`): ``worse`` or ``better`` when the interval excludes 1 and ``|r - 1| >= min_effect``;
+    ``undecided`` when ``|r - 1| >= min_effect`` but the interval holds 1 (more starts would tell); else
+    ``unchanged``. ``detectable`` is ``exp((t_{df, 1-alpha/2} + t_{df, 0.8}) se) - 1``
+    (``app.analysis.noise.detectable``). Raises ValueError when a side has no positive speed.
+    """
+    xb, xh = log_values(base), log_values(head)
+    if not xb or not xh:
+        raise ValueError(f"each side needs a positive speed: base has {len(xb)}, head has {len(xh)}")
+    d = math.fsum(xh) / len(xh) - math.fsum(xb) / len(xb)
+    return _called(d, standard_error(noise, len(xb), len(xh)), noise.df, Rule.NOISE_MODEL,
+                   alpha=alpha, min_effect=min_effect)
+
+
+def paired_spread(differences: Sequence[float], noise: Spread | None) -> Spread | None:
+    """The spread of one pair's log difference ``ln head_i - ln base_i``, pooled from the model and the pairs:
+
+    .. math::
+
+        s_d^2 = \\frac{df_m \\cdot 2 s_m^2 + \\sum_i (d_i - \\bar d)^2}{df_m + n - 1}, \\qquad df = df_m + n - 1
+
+    A difference of two starts carries the between-start variance twice (``2 s_m^2``, the class's model); the pairs'
+    own spread (``n - 1`` degrees of freedom) joins it, so a cell whose pairs spread more than its class widens its
+    interval. Without a model the pairs alone (None with fewer than two).
+    """
+    own = pooled_spread([list(differences)])
+    if noise is None:
+        return own
+    squares = noise.df * 2 * noise.sd ** 2 + (own.sd ** 2 * own.df if own else 0.0)
+    df = noise.df + (own.df if own else 0)
+    return Spread(math.sqrt(squares / df), df, noise.groups + (1 if own else 0), noise.values + len(differences))
+
+
+def paired_change(pairs: Sequence[tuple[float, float]], noise: Spread | None, *, alpha: float = SPEED_ALPHA,
+                  min_effect: float = DEFAULT_THRESHOLD) -> ThroughputChange | None:
+    """Tokens/s called from starts run in pairs, base then head on one worker: the host's drift falls out of each
+    pair's difference.
+
+    ``pairs`` holds ``(base, head)`` tokens/s. With ``d_i = ln head_i - ln base_i``, ``d = mean(d_i)``, ``s_d`` of
+    :func:`paired_spread` and ``se = s_d / sqrt(n)``: the interval ``exp(d +- t_{df, 1-alpha/2} se)`` and the call
+    of :func:`_called`. None when nothing can be said from the pairs (one pair and no model, or none).
+    """
+    differences = [math.log(h) - math.log(b) for b, h in pairs if b > 0 and h > 0]
+    spread = paired_spread(differences, noise) if differences else None
+    if spread is None:
+        return None
+    d = math.fsum(differences) / len(differences)
+    found = _called(d, spread.sd / math.sqrt(len(differences)), spread.df, Rule.PAIRED, alpha=alpha, min_effect=min_effect)
+    return dataclasses.replace(found, pairs=len(differences))
+
+
+def _called(d: float, se: float, df: int, rule: Rule, *, alpha: float, min_effect: float) -> ThroughputChange:
+    """A log ratio ``d`` with standard error ``se`` on ``df`` degrees of freedom as a call: see :func:`model_change`."""
+    half = t_quantile(1 - alpha / 2, df) * se
+    ratio = RatioInterval(math.exp(d), math.exp(d - half), math.exp(d + half), 1 - alpha)
+    if abs(ratio.ratio - 1) < min_effect:
+        change = Change.UNCHANGED
+    elif ratio.low <= 1 <= ratio.high:
+        change = Change.UNDECIDED
+    else:
+        change = Change.BETTER if ratio.ratio > 1 else Change.WORSE
+    return ThroughputChange(change, ratio, Threshold(min_effect, "minimum effect", 0), None, rule,
+                            detectable(se, df, alpha=alpha))
+
+
+def speed_change(base: Sequence[float], head: Sequence[float], *, pairs: Sequence[tuple[float, float]] = (),
+                 noise: Spread | None = None, history: Sequence[float] = (),
+                 alpha: float = SPEED_ALPHA) -> ThroughputChange:
+    """The one rule for a cell's tokens/s, head against base, the first that applies:
+
+    1. ``pairs`` (base and head starts run back to back on one worker): :func:`paired_change`, when it can say
+       anything (two pairs, or one with a model);
+    2. a noise model for the cell's class (``noise``): :func:`model_change` over every start of each side;
+    3. neither: :func:`throughput_change` against :func:`history_threshold` of ``history`` (Mann-Whitney with
+       7 starts a side, the history's threshold, else only a ratio beyond 3.26x).
+
+    ``alpha`` is the level of the first two (a CI run's later looks pass a share of it).
+    """
+    if pairs and (found := paired_change(pairs, noise, alpha=alpha)) is not None:
+        return found
+    if noise is not None:
+        return model_change(base, head, noise, alpha=alpha)
+    return throughput_change(base, head, threshold=history_threshold(history))
+
+
+def speed_sentence(found: ThroughputChange) -> str:
+    """What a tokens/s call says and could have seen: ``tokens/s 0.97x [0.91, 1.03] (noise model, 95 %): could
+    detect 8 % or more; none seen``. Without a noise model, the ratio, its interval and the rule alone."""
+    ratio = found.ratio
+    interval = f" [{ratio.low:.2f}, {ratio.high:.2f}]" if ratio.low is not None else ""
+    source = {Rule.PAIRED: f"{found.pairs} pair{'s' if found.pairs != 1 else ''} of starts",
+              Rule.NOISE_MODEL: "noise model"}.get(found.rule, found.rule.value.replace("_", " "))
+    level = f", {100 * ratio.confidence:.0f} %" if ratio.confidence is not None and found.detectable is not None else ""
+    said = f"tokens/s {ratio.ratio:.2f}x{interval} ({source}{level})"
+    if found.detectable is None:
+        return said
+    outcome = {Change.UNCHANGED: "none seen", Change.UNDECIDED: "too few starts to call", Change.WORSE: "slower",
+               Change.BETTER: "faster"}[found.change]
+    return f"{said}: could detect {100 * found.detectable:.0f} % or more; {outcome}"
 
 
 def cell_verdict(
@@ -211,19 +343,23 @@ def cell_verdict(
     head: CellSample,
     *,
     history: Sequence[float] = (),
+    noise: Spread | None = None,
+    pairs: Sequence[tuple[float, float]] = (),
+    speed_alpha: float = SPEED_ALPHA,
     alpha: float = ALPHA,
     min_effect: float = MIN_EFFECT,
 ) -> Verdict:
     """Worse if tokens/s, acceptance or any position's acceptance got worse; else better if any got better.
 
-    Tokens/s by :func:`throughput_change` against :func:`history_threshold` of ``history``; acceptance
+    Tokens/s by :func:`speed_change` (``pairs``, ``noise``, ``history``, at ``speed_alpha``); acceptance
     (``accepted_tokens / draft_tokens``) by ``two_proportions`` and each position
     (``accepted_per_position[i] / drafts``) by ``per_position_changes``, at ``alpha`` and ``min_effect``,
     when both sides drafted. One reason per flagged measure, the worse ones first. A change in both directions
     (faster but accepting less) is worse: a regression is never hidden by a gain elsewhere; tokens/s too
     uncertain to call (``UNDECIDED``) keeps a gain in acceptance from making the cell better.
     """
-    throughput = throughput_change(base.tokens_per_s, head.tokens_per_s, threshold=history_threshold(history))
+    throughput = speed_change(base.tokens_per_s, head.tokens_per_s, pairs=pairs, noise=noise, history=history,
+                              alpha=speed_alpha)
     reasons: list[tuple[Change, str]] = []
     if throughput.change is not Change.UNCHANGED:
         reasons.append((throughput.change, _throughput_reason(throughput)))
@@ -253,9 +389,11 @@ def _direction(difference: float) -> Change:
 def _throughput_reason(found: ThroughputChange) -> str:
     ratio = found.ratio
     interval = f" [{ratio.low:.2f}, {ratio.high:.2f}]" if ratio.low is not None else ""
+    if found.detectable is not None:
+        return speed_sentence(found)
     if found.change is Change.UNDECIDED:
-        return (f"tokens/s {ratio.ratio:.2f}x{interval}: not enough repeats to call (fewer than {REPEATS_FOR_TEST} "
-                f"engine starts a side for Mann-Whitney, no history)")
+        return (f"tokens/s {ratio.ratio:.2f}x{interval}: not enough repeats to call (no noise model for its GPU kind "
+                f"and draft, fewer than {REPEATS_FOR_TEST} engine starts a side for Mann-Whitney, no history)")
     test = f"Mann-Whitney p = {found.p_value:.2g}" if found.p_value is not None else "too few repeats for a test"
     where = f"{found.threshold.source} threshold {found.threshold.relative:.1%}"
     return f"tokens/s {ratio.ratio:.2f}x{interval} ({test}; {where})"

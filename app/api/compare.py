@@ -6,6 +6,7 @@ from fastapi import APIRouter, Query
 
 from app.alarms import service as alarms
 from app.alerts import service as alert_service
+from app.analysis import verdicts
 from app.api import alerts as alerts_api
 from app.api.alarms import check_counts
 from app.api.responses import answers
@@ -13,39 +14,54 @@ from app.cells import identity
 from app.cells.pooling import PooledCell
 from app.cells.scope import CellScope
 from app.comparisons import service as comparisons
-from app.schemas.compare import Apart, CaptureAlarm, CellChange, CellSide, Comparison, FieldDifference, Interval
+from app.schemas.compare import (
+    Apart,
+    CaptureAlarm,
+    CellChange,
+    CellSide,
+    Comparison,
+    FieldDifference,
+    Interval,
+    SpeedCall,
+)
 from app.sessions import SessionDep
 from app.sweeps import service as sweeps
 
 router = APIRouter(prefix="/api/v1", tags=["results"])
 
 SweepParam = Annotated[int, Query(ge=0, le=2**62, description="A sweep id")]
+AlphaParam = Annotated[float, Query(gt=0, lt=1, description=(
+    "The two-sided level of the tokens/s calls by the noise model or by pairs of starts (a CI run's later looks "
+    "pass a share of it: app.analysis.sequential)"))]
 
 
 @router.get("/compare", response_model=Comparison, responses=answers(404, 422))
-def compare(session: SessionDep, base_sweep: SweepParam, head_sweep: SweepParam) -> Comparison:
+def compare(session: SessionDep, base_sweep: SweepParam, head_sweep: SweepParam,
+            alpha: AlphaParam = verdicts.SPEED_ALPHA) -> Comparison:
     """Every cell both sweeps ran (matched on what they measured, ``app.cells.identity``: not on rounds, window,
     warm-up or timeout), with its
     verdict (``newly_crashing``, ``worse``, ``now_downgraded``, ``now_eager_draft``, ``undecided``, ``unchanged``,
     ``better``, ``fixed``), worst first; the graph-capture alarms whose cell or eager sibling ran in the head sweep
     (``base_alarms``: in the base), each judged within its whole build and GPU kind, with what the alarm made of
     the head's graphed cells (``alarm_checks``); and the open regressions whose newest cell ran in the head sweep. The rule is the
-    ``/compare`` page's: tokens/s per engine start (Mann-Whitney with 7 repeats a side, else against the cell's
-    history on its GPU kind), acceptance by the two-proportion test with a 2-point minimum effect. When the two
-    share no cell, ``apart`` names the fields of the measured identity that differ.
+    ``/compare`` page's: tokens/s per engine start, by the differences of paired starts, else by the GPU kind's noise
+    model at level ``alpha`` (``tokens_per_s_call`` says which, and the change these starts could have found), else
+    Mann-Whitney with 7 repeats a side or the cell's history on its GPU kind; acceptance by the two-proportion test
+    with a 2-point minimum effect. When the two share no cell, ``apart`` names the fields of the measured identity
+    that differ.
     """
     base, head = (sweeps.get(session=session, sweep_id=i) for i in (base_sweep, head_sweep))
     base_cells, head_cells, changes = comparisons.between(
-        session=session, base=CellScope(sweep_id=base.id), head=CellScope(sweep_id=head.id))
-    verdicts: dict = {}
+        session=session, base=CellScope(sweep_id=base.id), head=CellScope(sweep_id=head.id), alpha=alpha)
+    counts: dict = {}
     for change in changes:
-        verdicts[change.verdict] = verdicts.get(change.verdict, 0) + 1
+        counts[change.verdict] = counts.get(change.verdict, 0) + 1
     matched = len(changes)
     head_scope = CellScope(sweep_id=head.id)
     judged = alarms.read(session=session, scope=head_scope)
     regressions = alert_service.concerning(alert_service.open_alerts(session=session), sweep_id=head.id)
     return Comparison(
-        base_sweep=base.id, head_sweep=head.id, base_build=base.build, head_build=head.build, counts=verdicts,
+        base_sweep=base.id, head_sweep=head.id, base_build=base.build, head_build=head.build, counts=counts,
         changes=[_change(c) for c in changes], alarms=[_alarm(a) for a in judged.alarms],
         base_only=len(base_cells) - matched, head_only=len(head_cells) - matched,
         apart=None if changes else _apart(identity.apart(base_cells, head_cells)),
@@ -84,8 +100,17 @@ def _change(change: comparisons.Change) -> CellChange:
         speed_ratio=Interval(value=speed.value, low=speed.low, high=speed.high) if speed else None,
         acceptance_difference=Interval(value=moved.difference, low=moved.low, high=moved.high) if moved else None,
         tokens_per_s_change=change.numbers.throughput.change if change.numbers else None,
+        tokens_per_s_call=_call(change) if change.numbers else None,
         acceptance_change=change.numbers.acceptance_change if change.numbers else None,
     )
+
+
+def _call(change: comparisons.Change) -> SpeedCall:
+    found = change.numbers.throughput
+    return SpeedCall(
+        change=found.change, rule=found.rule, ratio=found.ratio.ratio, low=found.ratio.low, high=found.ratio.high,
+        confidence=found.ratio.confidence, detectable=found.detectable, base_starts=len(change.base.repeats),
+        head_starts=len(change.head.repeats), pairs=found.pairs, sentence=verdicts.speed_sentence(found))
 
 
 def _alarm(alarm: alarms.Alarm) -> CaptureAlarm:

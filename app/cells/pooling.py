@@ -35,6 +35,7 @@ class PooledCell:
     variant: Variant
     label: str
     concurrency: int | None = None  # serving mode's clients at once; None offline
+    mode: str = "offline"  # "offline", or "serve" (vLLM's OpenAI server with ``concurrency`` clients)
     sweep_ids: list[int] = field(default_factory=list)
     sweep_names: list[str] = field(default_factory=list)
     job_ids: list[int] = field(default_factory=list)

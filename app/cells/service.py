@@ -15,7 +15,7 @@ from app.models import Crash, CrashSignature, Job, Result, Sweep
 
 _COLUMNS = (
     Job.id, Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.config_hash,
-    Job.state, Job.finished_at, Job.repeat, Job.concurrency,
+    Job.state, Job.finished_at, Job.repeat, Job.concurrency, Job.mode,
     Result.id.label("result_id"), Result.tokens_per_s, Result.tokens_per_s_low, Result.tokens_per_s_high,
     Result.rounds, Result.num_drafts, Result.num_draft_tokens, Result.num_accepted_tokens, Result.accepted_per_position,
     Result.mean_acceptance_length, Result.mean_acceptance_length_low, Result.mean_acceptance_length_high,
@@ -53,7 +53,7 @@ def load(*, session: Session, scope: CellScope, speedups: bool = True) -> list[P
         cell = cells.get(key)
         if cell is None:
             cell = cells[key] = PooledCell(row.build, row.gpu_kind, row.backend, row.graph_mode, row.method, variant, "",
-                                           concurrency=row.concurrency)
+                                           concurrency=row.concurrency, mode=row.mode)
         _add(cell, row)
         if row.method is None:
             with_baselines.add(row.sweep_id)

@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from app.analysis.verdicts import DEFAULT_THRESHOLD, MIN_HISTORY, REPEATS_FOR_TEST, Change
+from app.analysis.verdicts import DEFAULT_THRESHOLD, MIN_HISTORY, REPEATS_FOR_TEST, THROUGHPUT_SPREAD, Change
 from app.enums import Verdict
 from app.schemas.compare import CellChange, CellSide, Comparison, Interval
 
@@ -98,14 +98,48 @@ def _changed(comparison: Comparison, context: Context) -> list[str]:
                                                        if c.verdict in (Verdict.NOW_DOWNGRADED, Verdict.NOW_EAGER_DRAFT)])
     lines += _section("Graph-capture alarms (head)", [f"- {escape(a.sentence)}" for a in comparison.alarms])
     lines += _section("Improvements", _moves(better, changes, Change.BETTER))
-    undecided = [c for c in changes if c.verdict is Verdict.UNDECIDED]
-    if undecided:
-        lines += [f"{len(undecided)} cell{'s' if len(undecided) > 1 else ''} moved by more than {DEFAULT_THRESHOLD:.0%} with "
-                  f"too few engine starts to call ({REPEATS_FOR_TEST} repeats a side, or {MIN_HISTORY} builds of history): "
-                  "see the table.", ""]
+    lines += _undecided([c for c in changes if c.verdict is Verdict.UNDECIDED])
+    lines += _without_model(changes)
     if comparison.apart:
         lines += [f"The sweeps share no cell. {escape(comparison.apart.sentence)}", ""]
     return lines
+
+
+def _undecided(cells: list[CellChange]) -> list[str]:
+    """The cells moved past the minimum effect that their starts could not call: with a noise model, how much these
+    starts could find; without one, what the rules without a model need."""
+    modelled = [c for c in cells if c.tokens_per_s_call and c.tokens_per_s_call.detectable is not None]
+    bare = [c for c in cells if c not in modelled]
+    lines = []
+    if modelled:
+        finds = sorted(c.tokens_per_s_call.detectable for c in modelled)
+        lines.append(f"{_cells(len(modelled))} moved by more than {DEFAULT_THRESHOLD:.0%} but inside the noise of their "
+                     f"starts (these starts could detect {_share(finds[0])}" + (f" to {_share(finds[-1])}" if len(finds) > 1 else "")
+                     + "): more starts would tell; see the table.")
+    if bare:
+        lines.append(f"{_cells(len(bare))} moved by more than {DEFAULT_THRESHOLD:.0%} with too few engine starts to call "
+                     f"({REPEATS_FOR_TEST} repeats a side, or {MIN_HISTORY} builds of history): see the table.")
+    return [*lines, ""] if lines else []
+
+
+def _without_model(changes: list[CellChange]) -> list[str]:
+    """Where no noise model was stored for a cell's GPU kind and draft: its tokens/s was judged without one."""
+    bare = [c for c in changes if c.tokens_per_s_call and c.tokens_per_s_call.detectable is None]
+    if not bare:
+        return []
+    kinds = ", ".join(sorted({escape(c.gpu_kind) for c in bare}))
+    return [f"No noise model for the tokens/s of {_cells(len(bare)).lower()} ({kinds}): judged without one "
+            f"(a call needs {REPEATS_FOR_TEST} engine starts a side, {MIN_HISTORY} builds of history or a ratio beyond "
+            f"{1 / THROUGHPUT_SPREAD:.2f}x to {THROUGHPUT_SPREAD:.2f}x), and what they could have found is not known. "
+            "Repeated starts of a cell on one build teach the model.", ""]
+
+
+def _cells(n: int) -> str:
+    return f"{n} cell{'s' if n != 1 else ''}"
+
+
+def _share(value: float) -> str:
+    return f"{100 * value:.0f} %"
 
 
 def _section(title: str, lines: list[str]) -> list[str]:
@@ -132,6 +166,11 @@ def _moves(moved: list[CellChange], compared: list[CellChange], direction: Chang
 
 
 def _value(measure: str, cell: CellChange) -> Interval:
+    """The moved measure with the interval its call read: for tokens/s, the noise model's or the pairs' where they
+    called it."""
+    call = cell.tokens_per_s_call
+    if measure == "speed" and call is not None and call.detectable is not None:
+        return Interval(value=call.ratio, low=call.low, high=call.high)
     value = cell.speed_ratio if measure == "speed" else cell.acceptance_difference
     assert value is not None, "a cell whose measure moved has it on both sides"
     return value
@@ -204,7 +243,8 @@ def _crash(side: CellSide) -> str:
     return f"{kinds}: {escape(side.crash_title)}" if side.crash_title else kinds
 
 
-_COLUMNS = "| verdict | GPU | method | backend | graph mode | base tok/s | head tok/s | head / base | Δ acceptance (points) | why |"
+_COLUMNS = ("| verdict | GPU | method | backend | graph mode | base tok/s | head tok/s | head / base | could detect "
+            "| Δ acceptance (points) | why |")
 
 
 def _details(rows: list[str], shown: int, total: int) -> str:
@@ -212,15 +252,17 @@ def _details(rows: list[str], shown: int, total: int) -> str:
         return ""
     cut = "" if shown == len(rows) else (
         f"\n\n_{shown} of {total} cells shown, to fit GitHub's 65,536-character limit: the compare page has all._")
-    table = "\n".join([_COLUMNS, "|" + "---|" * 10, *rows[:shown]])
+    table = "\n".join([_COLUMNS, "|" + "---|" * 11, *rows[:shown]])
     return f"\n<details><summary>All {total} compared cells</summary>\n\n{table}{cut}\n\n</details>\n"
 
 
 def _row(c: CellChange) -> str:
-    speed = f"{c.speed_ratio.value:.2f}x" if c.speed_ratio else ""
+    call = c.tokens_per_s_call
+    speed = f"{_value('speed', c).value:.2f}x" if c.speed_ratio or (call and call.detectable is not None) else ""
     moved = f"{100 * c.acceptance_difference.value:+.1f}" if c.acceptance_difference else ""
+    finds = "no model" if call and call.detectable is None else _share(call.detectable) if call else ""
     cells = [c.verdict.value.replace("_", " "), escape(c.gpu_kind), escape(c.label), escape(c.backend), escape(c.graph_mode),
-             _speed(c.base), _speed(c.head), speed, moved, escape("; ".join(c.reasons))]
+             _speed(c.base), _speed(c.head), speed, finds, moved, escape("; ".join(c.reasons))]
     return "| " + " | ".join(cells) + " |"
 
 

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from app.analysis import verdicts
 from app.analysis.compare_cells import SEVERITY, Side, verdict
 from app.analysis.fallback import Ratio, ratio
+from app.analysis.noise import NoiseClass, Spread
 from app.analysis.proportions import ProportionChange
 from app.cells import identity, pooling
 from app.cells import service as cells
@@ -21,6 +22,7 @@ from app.cells.pooling import PooledCell
 from app.cells.scope import CellScope
 from app.enums import JobState, Verdict
 from app.models import Job, Result, Sweep
+from app.noise import service as noise_service
 from app.schemas.physical import MAX_TOKENS_PER_S
 
 
@@ -43,11 +45,14 @@ class Change:
         return (*self.base.notes, *self.head.notes, *(self.numbers.reasons if self.numbers else ()))
 
 
-def compare(base: list[PooledCell], head: list[PooledCell], history: dict[Identity, list[float]] | None = None) -> list[Change]:
+def compare(base: list[PooledCell], head: list[PooledCell], history: dict[Identity, list[float]] | None = None,
+            noise: dict[NoiseClass, Spread] | None = None, *, alpha: float = verdicts.SPEED_ALPHA) -> list[Change]:
     """Cells of the same measured identity (``app.cells.identity``) on both sides, worst verdict first, then by speed ratio (slowest first).
 
-    ``history``: per cell, its tokens/s on earlier builds of the same GPU kind, oldest first (``histories``),
-    from which ``verdicts.history_threshold`` learns what counts as a change.
+    ``noise``: each class's spread between starts (``app.noise.service.spreads``), by which a cell's tokens/s is
+    called at the two-sided level ``alpha`` where its class has one; ``history``: per cell, its tokens/s on earlier
+    builds of the same GPU kind, oldest first (``histories``), from which ``verdicts.history_threshold`` learns what
+    counts as a change where no model is.
     """
     before = {c.identity: c for c in base}
     changes = []
@@ -58,7 +63,9 @@ def compare(base: list[PooledCell], head: list[PooledCell], history: dict[Identi
         speed = ratio(cell.speed, old.speed) if cell.speed and old.speed else None
         numbers = None
         if old.repeats and cell.repeats:
-            numbers = verdicts.cell_verdict(pooling.sample(old), pooling.sample(cell), history=(history or {}).get(cell.identity, ()))
+            numbers = verdicts.cell_verdict(
+                pooling.sample(old), pooling.sample(cell), history=(history or {}).get(cell.identity, ()),
+                noise=(noise or {}).get(noise_service.noise_class(cell)), speed_alpha=alpha)
         judged = verdict(_side(old), _side(cell), numbers)
         changes.append(Change(old, cell, speed, numbers, judged))
     return sorted(changes, key=lambda c: (SEVERITY[c.verdict], c.speed.value if c.speed else 1.0))
@@ -69,12 +76,14 @@ def _side(cell: PooledCell) -> Side:
     return Side(bool(cell.ran), cell.downgraded, cell.draft_eager and cell.graph_mode != "NONE")
 
 
-def between(*, session: Session, base: CellScope | None, head: CellScope | None) -> tuple[list[PooledCell], list[PooledCell], list[Change]]:
-    """Load both sides (None: a side not named, no cells) and compare them, each head cell against its own
-    history on the other builds. Returns (base cells, head cells, changes)."""
+def between(*, session: Session, base: CellScope | None, head: CellScope | None,
+            alpha: float = verdicts.SPEED_ALPHA) -> tuple[list[PooledCell], list[PooledCell], list[Change]]:
+    """Load both sides (None: a side not named, no cells) and compare them, each head cell by its class's noise
+    model, or without one against its own history on the other builds. Returns (base cells, head cells, changes)."""
     sides = [cells.load(session=session, scope=scope) if scope else [] for scope in (base, head)]
     history = histories(session=session, head=sides[1], exclude={c.build for c in sides[0] + sides[1]})
-    return sides[0], sides[1], compare(*sides, history=history)
+    noise = noise_service.spreads(session=session) if sides[1] else {}
+    return sides[0], sides[1], compare(*sides, history=history, noise=noise, alpha=alpha)
 
 
 def histories(*, session: Session, head: list[PooledCell], exclude: set[str]) -> dict[Identity, list[float]]:

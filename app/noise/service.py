@@ -10,11 +10,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func, literal, select
 from sqlalchemy.orm import Session
 
 from app.analysis.noise import NoiseClass, Spread, log_values, method_class, min_detectable_effect, pooled_spread
 from app.cells import identity
+from app.cells.pooling import PooledCell
 from app.enums import JobState
 from app.lru import LRU
 from app.models import Job, Result, Worker
@@ -52,31 +53,51 @@ class _Cell:
 
 
 # The model of each database as of its succeeded jobs (their count and newest finish): it changes only when a job
-# succeeds, and reading every result's rounds costs seconds at 100k results.
+# succeeds, and reading every result's rounds costs seconds at 100k results. Keyed by what was read as well: the
+# verdicts need the spreads between starts alone, which read no rounds.
 _KNOWN: LRU[tuple, list[ClassNoise]] = LRU(8)
 
 
 def model(*, session: Session) -> list[ClassNoise]:
     """:func:`read`, kept per database and process until another job succeeds (two aggregates on
     ``ix_jobs_build_finished`` tell)."""
-    key = (str(session.get_bind().url), *session.execute(
+    return _kept(session, rounds=True)
+
+
+def spreads(*, session: Session) -> dict[NoiseClass, Spread]:
+    """Each class's spread between starts, as the verdicts read it: :func:`model` without the rounds (so without
+    the spread within a start, which a verdict does not use), kept the same way."""
+    return {c.noise_class: c.between for c in _kept(session, rounds=False)}
+
+
+def noise_class(cell: PooledCell) -> NoiseClass:
+    """The class whose noise holds for ``cell``: its GPU kind, draft or none, and mode (serving with its clients)."""
+    serving = cell.mode == "serve"
+    return NoiseClass(cell.gpu_kind, method_class(cell.method), cell.mode, cell.concurrency if serving else None)
+
+
+def _kept(session: Session, *, rounds: bool) -> list[ClassNoise]:
+    key = (str(session.get_bind().url), rounds, *session.execute(
         select(func.count(), func.max(Job.finished_at)).where(Job.state == JobState.SUCCEEDED)).one())
     found = _KNOWN.get(key)
     if found is None:
-        found = read(session=session)
+        found = read(session=session, rounds=rounds)
         _KNOWN.put(key, found)
     return found
 
 
-def read(*, session: Session) -> list[ClassNoise]:
-    """Every class's noise, in class order, from every cell of every build with at least two succeeded starts.
+def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
+    """Every class's noise, in class order, from every cell of every build with at least two succeeded starts
+    (``rounds=False``: without the spread within a start, so without reading any result's rounds).
 
-    One query over the succeeded jobs (a few columns and each result's rounds) and the variants of their config
-    hashes (``identity.variants``); nothing per cell. Speeds no run can make are left out, as pooling does.
+    One query over the succeeded jobs (a few columns and, with ``rounds``, each result's rounds) and the variants of
+    their config hashes (``identity.variants``); nothing per cell. Speeds no run can make are left out, as pooling
+    does.
     """
+    round_list = Result.raw["rounds"] if rounds else literal(None)
     rows = session.connection().execute(
         select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency,
-               Job.config_hash, Job.finished_at, Result.tokens_per_s, Result.raw["rounds"].label("round_list"),
+               Job.config_hash, Job.finished_at, Result.tokens_per_s, round_list.label("round_list"),
                Result.gpu_name, Worker.host)
         .join(Result, Result.job_id == Job.id)
         .outerjoin(Worker, Worker.id == Job.worker_id)
@@ -93,7 +114,8 @@ def read(*, session: Session) -> list[ClassNoise]:
         cell = cells.setdefault(key, _Cell(NoiseClass(row.gpu_kind, method_class(row.method), row.mode,
                                                       row.concurrency if serving else None)))
         cell.starts.append(math.log(row.tokens_per_s))
-        cell.rounds.append(log_values(round_speeds(row.round_list)))
+        if rounds:
+            cell.rounds.append(log_values(round_speeds(row.round_list)))
         if row.finished_at is not None and (cell.newest is None or row.finished_at > cell.newest):
             cell.newest = row.finished_at
         cell.hosts |= {row.host} if row.host else set()

@@ -2,7 +2,7 @@
 
 from pydantic import BaseModel
 
-from app.analysis.verdicts import Change
+from app.analysis.verdicts import Change, Rule
 from app.enums import AlarmKind, Verdict
 from app.schemas.alarm import CheckCounts
 from app.schemas.alert import AlertOut
@@ -38,6 +38,25 @@ class CellSide(BaseModel):
     notes: list[str] = []
 
 
+class SpeedCall(BaseModel):
+    """How a cell's tokens/s was called (``app.analysis.verdicts.speed_change``): by which rule, the ratio head / base
+    with the interval the call read (``confidence``: its level; None bounds with one start a side and no model), and
+    the smallest relative change these starts would have found four times in five (``detectable``, None without a
+    noise model)."""
+
+    change: Change
+    rule: Rule
+    ratio: float
+    low: float | None
+    high: float | None
+    confidence: float | None
+    detectable: float | None
+    base_starts: int
+    head_starts: int
+    pairs: int
+    sentence: str
+
+
 class CellChange(BaseModel):
     """A cell both sweeps ran, worst verdict first: head / base tokens/s, head - base acceptance, and why."""
 
@@ -50,6 +69,7 @@ class CellChange(BaseModel):
     speed_ratio: Interval | None
     acceptance_difference: Interval | None
     tokens_per_s_change: Change | None  # the statistics' call on tokens/s alone (None: a side did not run)
+    tokens_per_s_call: SpeedCall | None = None  # how that call was made and what it could have seen
     acceptance_change: Change | None  # on acceptance and its positions (None: a side did not draft)
     reasons: list[str]
     base: CellSide

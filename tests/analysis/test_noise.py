@@ -6,18 +6,16 @@ import pytest
 
 from app.analysis.noise import (
     Spread,
+    detectable,
     log_values,
     method_class,
     min_detectable_effect,
-    model_call,
     pooled_spread,
-    ratio_interval,
     regularized_beta,
     standard_error,
     t_cdf,
     t_quantile,
 )
-from app.analysis.verdicts import Change, history_threshold, throughput_change
 
 
 @pytest.mark.parametrize(("p", "df", "table"), [
@@ -77,26 +75,6 @@ def test_cv_is_the_spread_as_a_share_of_the_speed() -> None:
     assert Spread(math.log(1.05), 4, 2, 6).cv == pytest.approx(0.05)
 
 
-def test_ratio_interval_by_hand() -> None:
-    # d = ln 1.1, se = 0.1 sqrt(1/2 + 1/2) = 0.1, t_{10, 0.975} = 2.22814: 1.1 exp(+-0.222814).
-    spread = Spread(0.1, 10, 5, 15)
-    found = ratio_interval([0.0, 0.0], [math.log(1.1)] * 2, spread)
-    assert found.ratio == pytest.approx(1.1)
-    assert found.low == pytest.approx(1.1 / 1.249598, rel=1e-5) and found.high == pytest.approx(1.1 * 1.249598, rel=1e-5)
-
-
-def test_one_start_a_side_is_enough_with_a_model() -> None:
-    # se = 0.01 sqrt(2) = 0.0141421; t_{30, 0.975} = 2.04227: half-width 0.028882 on the log scale.
-    found = ratio_interval([math.log(1000.0)], [math.log(900.0)], Spread(0.01, 30, 10, 40))
-    assert found.ratio == pytest.approx(0.9)
-    assert found.high == pytest.approx(0.9 * math.exp(0.028882), rel=1e-5) and found.high < 1
-
-
-def test_ratio_interval_needs_both_sides() -> None:
-    with pytest.raises(ValueError):
-        ratio_interval([], [1.0], Spread(0.1, 3, 1, 4))
-
-
 def test_min_detectable_effect_by_hand() -> None:
     # se = 0.1, t_{10, 0.975} + t_{10, 0.8} = 2.22814 + 0.87906 = 3.10720: exp(0.310720) - 1 = 0.36441.
     spread = Spread(0.1, 10, 5, 15)
@@ -104,36 +82,9 @@ def test_min_detectable_effect_by_hand() -> None:
     assert min_detectable_effect(spread, 2, 2) == pytest.approx(0.36441, abs=1e-5)
     # More starts, a smaller effect: 8 a side halves se.
     assert min_detectable_effect(spread, 8, 8) == pytest.approx(math.exp(3.10720 * 0.05) - 1, abs=1e-5)
+    # The same from a standard error and its degrees of freedom.
+    assert detectable(0.1, 10) == pytest.approx(0.36441, abs=1e-5)
 
 
 def test_method_class_is_draft_or_none() -> None:
     assert method_class(None) == "none" and method_class("dflash") == "draft"
-
-
-H200_BASELINE = Spread(0.012329, 4, 2, 6)  # the stored H200 A/A's baselines (tests/noise/test_h200.py)
-
-
-def test_the_model_calls_a_ten_percent_drop_from_three_starts_a_side_that_the_cpu_rule_leaves_undecided() -> None:
-    # d = ln 0.9 = -0.10536, se = 0.012329 sqrt(2/3) = 0.010067, t_{4, 0.975} = 2.77645: high 0.9 exp(0.027951) = 0.9255.
-    base, head = [math.log(1000.0)] * 3, [math.log(900.0)] * 3
-    found = model_call(base, head, H200_BASELINE)
-    assert found.change is Change.WORSE and found.interval.ratio == pytest.approx(0.9)
-    assert found.interval.high == pytest.approx(0.9 * math.exp(2.77645 * 0.010067), rel=1e-4) and found.interval.high < 1
-    # (2.77645 + 0.94096) x 0.010067 = 0.037423: exp - 1 = 3.81 %.
-    assert found.detectable == pytest.approx(0.03813, abs=1e-4)
-    # The shipped rule, without history, needs 7 starts a side or 3.26x: the same starts are undecided there.
-    cpu_rule = throughput_change([1000.0] * 3, [900.0] * 3, threshold=history_threshold([]))
-    assert cpu_rule.change is Change.UNDECIDED
-
-
-def test_a_change_within_min_effect_is_unchanged_even_when_the_interval_excludes_1() -> None:
-    # 3 % down: the interval [0.9433, 0.9975] excludes 1, but 3 % is under the 5 % minimum.
-    found = model_call([math.log(1000.0)] * 3, [math.log(970.0)] * 3, H200_BASELINE)
-    assert found.interval.high < 1 and found.change is Change.UNCHANGED
-
-
-def test_a_large_move_inside_the_noise_is_undecided() -> None:
-    # The draft class's noise (s = 0.0942, df 4), one start a side: se = 0.13326, half-width 0.37, so 10 % up holds 1.
-    found = model_call([math.log(1000.0)], [math.log(1100.0)], Spread(0.094232, 4, 2, 6))
-    assert found.interval.low < 1 < found.interval.high and found.change is Change.UNDECIDED
-    assert model_call([math.log(1000.0)], [math.log(2000.0)], Spread(0.094232, 4, 2, 6)).change is Change.BETTER

@@ -12,10 +12,10 @@ import pytest
 from markdown_it import MarkdownIt
 from pydantic import BaseModel
 
-from app.analysis.verdicts import Change
+from app.analysis.verdicts import Change, Rule
 from app.ci.comment import LIMIT, MARKER, Context, escape, render
 from app.enums import AlarmKind, Verdict
-from app.schemas.compare import Apart, CaptureAlarm, CellChange, CellSide, Comparison, FieldDifference, Interval
+from app.schemas.compare import Apart, CaptureAlarm, CellChange, CellSide, Comparison, FieldDifference, Interval, SpeedCall
 
 CONTEXT = Context(head_commit="abc1234def", base_commit="def4567abc", server="http://bench.local:8000/")
 BACKENDS, MODES = ("FLASH_ATTN", "FLASHINFER"), ("PIECEWISE", "FULL", "FULL_DECODE_ONLY")
@@ -128,6 +128,39 @@ def test_cells_too_noisy_to_call_are_counted_not_called() -> None:
     assert body.startswith("**draftbench: no regression, 1 cell too noisy to call** (")
     assert ("1 cell moved by more than 5% with too few engine starts to call (7 repeats a side, or 5 builds of "
             "history): see the table.") in body and "#### Regressions" not in body
+
+
+def _called(cell: CellChange, change: Change, ratio: tuple, detectable: float | None, rule: Rule = Rule.NOISE_MODEL) -> CellChange:
+    call = SpeedCall(change=change, rule=rule, ratio=ratio[0], low=ratio[1], high=ratio[2], confidence=0.95,
+                     detectable=detectable, base_starts=3, head_starts=3, pairs=0, sentence="said")
+    return cell.model_copy(update={"tokens_per_s_call": call, "tokens_per_s_change": change})
+
+
+def test_a_call_by_the_noise_model_shows_its_own_interval_and_what_it_could_detect() -> None:
+    # The fallback ratio (0.45x [0.30, 0.60]) is the pages' interval; the comment gives the one the call read.
+    slow = _called(_cell("FLASHINFER", "FULL", Verdict.WORSE, speed=(0.45, 0.30, 0.60)), Change.WORSE, (0.41, 0.36, 0.47), 0.08)
+    quiet = _called(_cell("FLASH_ATTN", "FULL"), Change.UNCHANGED, (0.97, 0.91, 1.03), 0.08)
+    body = render(_comparison(_plane(FLASHINFER_FULL=slow, FLASH_ATTN_FULL=quiet)), CONTEXT)
+    assert "- slower only on FLASHINFER with FULL (dflash k=3, H200): 0.41x [0.36, 0.47]" in body
+    assert "| worse | H200 | dflash k=3 | FLASHINFER | FULL | 1000 | 1000 | 0.41x | 8 % |" in body
+    assert "| unchanged | H200 | dflash k=3 | FLASH_ATTN | FULL | 1000 | 1000 | 0.97x | 8 % |" in body
+    assert "No noise model" not in body
+
+
+def test_cells_undecided_under_the_model_say_how_much_their_starts_could_find() -> None:
+    noisy = [_called(_cell(b, "FULL", Verdict.UNDECIDED, speed=(0.85, 0.6, 1.2)), Change.UNDECIDED, (0.85, 0.6, 1.2), d)
+             for b, d in zip(BACKENDS, (0.21, 0.33), strict=True)]
+    body = render(_comparison(_plane(FLASH_ATTN_FULL=noisy[0], FLASHINFER_FULL=noisy[1])), CONTEXT)
+    assert ("2 cells moved by more than 5% but inside the noise of their starts (these starts could detect 21 % to 33 %): "
+            "more starts would tell; see the table.") in body
+
+
+def test_cells_without_a_noise_model_say_so() -> None:
+    bare = _called(_cell("FLASHINFER", "FULL"), Change.UNCHANGED, (1.0, 0.97, 1.03), None, Rule.NO_MODEL)
+    body = render(_comparison(_plane(FLASHINFER_FULL=bare)), CONTEXT)
+    assert ("No noise model for the tokens/s of 1 cell (H200): judged without one (a call needs 7 engine starts a side, "
+            "5 builds of history or a ratio beyond 0.31x to 3.26x), and what they could have found is not known.") in body
+    assert "| unchanged | H200 | dflash k=3 | FLASHINFER | FULL | 1000 | 1000 | 1.00x | no model |" in body
 
 
 def test_the_collapsed_table_is_cut_first_to_fit_githubs_limit() -> None:
@@ -281,7 +314,7 @@ def test_every_text_the_service_holds_is_inert_wherever_the_comment_writes_it(va
             widths.append(0)
         elif t.type in ("td_open", "th_open"):
             widths[-1] += 1
-    assert widths == [10] * (1 + 8)  # the header and a row a cell
+    assert widths == [11] * (1 + 8)  # the header and a row a cell
     text = "".join(t.content for t in inline if t.type == "text")
     assert not LIVE_TEXT.search(text) and not re.search(r"(?<!\\)\$", body)
     if _shown(value):

@@ -17,10 +17,10 @@ BUILDS = [f"b{i}" for i in range(7)]
 
 def test_a_cell_with_a_quiet_history_is_called_on_one_repeat_a_side(client: TestClient, dataset: Path) -> None:
     worker = register_worker(client, builds=BUILDS)
-    # Five earlier builds at 100, 101, 99, 100, 101 (two repeats each): mean 100.2, sd sqrt(2.8 / 4) = 0.837,
-    # a learned threshold of 5 x 0.837 / 100.2 = 4.2 %.
+    # Five earlier builds at 100, 101, 99, 100, 101 (one start each: no noise model): mean 100.2,
+    # sd sqrt(2.8 / 4) = 0.837, a learned threshold of 5 x 0.837 / 100.2 = 4.2 %.
     for build, level in zip(BUILDS[:5], (100.0, 101.0, 99.0, 100.0, 101.0), strict=True):
-        run_cell(client, worker, dataset, build, [level - 0.5, level + 0.5])
+        run_cell(client, worker, dataset, build, [level])
     base = run_cell(client, worker, dataset, "b5", [100.0])
     head = run_cell(client, worker, dataset, "b6", [80.0])
     with client.app.state.sessionmaker() as session:
@@ -29,6 +29,25 @@ def test_a_cell_with_a_quiet_history_is_called_on_one_repeat_a_side(client: Test
     assert list(history.values()) == [[100.0, 101.0, 99.0, 100.0, 101.0]]  # oldest build first, mean of repeats
     assert change.verdict.value == "worse" and change.numbers.throughput.threshold.source == "history"
     assert change.reasons[0].startswith("tokens/s 0.80x (too few repeats for a test; history threshold 4.2%)")
+
+
+def test_a_noise_model_calls_one_start_a_side(client: TestClient, dataset: Path) -> None:
+    worker = register_worker(client, builds=BUILDS)
+    # Five earlier builds of two starts each, 99.5 and 100.5 tok/s: five A/A groups, each d = ln(100.5 / 99.5)
+    # = 0.0100000 apart, so s^2 = 5 x d^2 / 2 / 5 = d^2 / 2: s = 0.0070711 on 5 df.
+    for build in BUILDS[:5]:
+        run_cell(client, worker, dataset, build, [99.5, 100.5])
+    base = run_cell(client, worker, dataset, "b5", [100.0])
+    head = run_cell(client, worker, dataset, "b6", [80.0])
+    with client.app.state.sessionmaker() as session:
+        *_, [change] = comparisons.between(session=session, base=CellScope(sweep_id=base), head=CellScope(sweep_id=head))
+    found = change.numbers.throughput
+    # se = 0.0070711 sqrt(2) = 0.01, t_{5, 0.975} = 2.57058: 0.8 exp(+-0.0257058).
+    assert change.verdict.value == "worse" and found.rule.value == "noise_model"
+    assert (found.ratio.low, found.ratio.high) == pytest.approx((0.8 * math.exp(-0.0257058), 0.8 * math.exp(0.0257058)), rel=1e-4)
+    # (2.57058 + 0.91954) x 0.01 = 0.0349012: exp - 1 = 3.55 %.
+    assert found.detectable == pytest.approx(0.035517, abs=1e-5)
+    assert change.reasons[0] == "tokens/s 0.80x [0.78, 0.82] (noise model, 95 %): could detect 4 % or more; slower"
 
 
 def test_without_history_one_repeat_a_side_is_not_enough_to_call(client: TestClient, dataset: Path) -> None:
