@@ -15,9 +15,11 @@ import dataclasses
 import enum
 import math
 import statistics
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from app.analysis.fallback import scaled_ends
 from app.analysis.noise import Spread, detectable, log_values, pooled_spread, standard_error, t_quantile
 from app.analysis.proportions import ALPHA, MIN_EFFECT, ProportionChange, per_position_changes, two_proportions
 from app.analysis.ranks import mann_whitney, smallest_p_value
@@ -55,6 +57,7 @@ _MAD_TO_SD = 1.4826  # MAD x 1.4826 estimates the standard deviation of a normal
 # the ratio excludes 1 (and the ratio passes DEFAULT_THRESHOLD). A CI run that looks again after more starts
 # tests each look at a share of it (``app.analysis.sequential``).
 SPEED_ALPHA = 0.05
+_LARGEST_LOG = math.log(sys.float_info.max)
 
 
 class Change(enum.StrEnum):
@@ -291,10 +294,13 @@ def paired_change(pairs: Sequence[tuple[float, float]], noise: Spread | None, *,
 def _called(d: float, se: float, df: int, rule: Rule, *, alpha: float, min_effect: float) -> ThroughputChange:
     """A log ratio ``d`` with standard error ``se`` on ``df`` degrees of freedom as a call: see :func:`model_change`."""
     half = t_quantile(1 - alpha / 2, df) * se
-    ratio = RatioInterval(math.exp(d), math.exp(d - half), math.exp(d + half), 1 - alpha)
+    # Stored speeds of 1e7 and 5e-324 put d past what exp holds: no interval, and a ratio no noise could make.
+    value = math.exp(d) if d < _LARGEST_LOG else math.inf
+    low, high = (scaled_ends(value, -half, half) if math.isfinite(value) else None) or (None, None)
+    ratio = RatioInterval(value, low, high, 1 - alpha if low is not None else None)
     if abs(ratio.ratio - 1) < min_effect:
         change = Change.UNCHANGED
-    elif ratio.low <= 1 <= ratio.high:
+    elif low is not None and low <= 1 <= high:
         change = Change.UNDECIDED
     else:
         change = Change.BETTER if ratio.ratio > 1 else Change.WORSE

@@ -166,11 +166,6 @@ def _moves(moved: list[CellChange], compared: list[CellChange], direction: Chang
 
 
 def _value(measure: str, cell: CellChange) -> Interval:
-    """The moved measure with the interval its call read: for tokens/s, the noise model's or the pairs' where they
-    called it."""
-    call = cell.tokens_per_s_call
-    if measure == "speed" and call is not None and call.detectable is not None:
-        return Interval(value=call.ratio, low=call.low, high=call.high)
     value = cell.speed_ratio if measure == "speed" else cell.acceptance_difference
     assert value is not None, "a cell whose measure moved has it on both sides"
     return value
@@ -258,7 +253,7 @@ def _details(rows: list[str], shown: int, total: int) -> str:
 
 def _row(c: CellChange) -> str:
     call = c.tokens_per_s_call
-    speed = f"{_value('speed', c).value:.2f}x" if c.speed_ratio or (call and call.detectable is not None) else ""
+    speed = f"{c.speed_ratio.value:.2f}x" if c.speed_ratio else ""
     moved = f"{100 * c.acceptance_difference.value:+.1f}" if c.acceptance_difference else ""
     finds = "no model" if call and call.detectable is None else _share(call.detectable) if call else ""
     cells = [c.verdict.value.replace("_", " "), escape(c.gpu_kind), escape(c.label), escape(c.backend), escape(c.graph_mode),

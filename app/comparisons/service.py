@@ -30,7 +30,7 @@ from app.schemas.physical import MAX_TOKENS_PER_S
 class Change:
     base: PooledCell
     head: PooledCell
-    speed: Ratio | None  # head / base tokens/s, the interval from both cells' spreads (fallback.ratio)
+    speed: Ratio | None  # head / base tokens/s with the interval its call read (``speed_ratio``)
     numbers: verdicts.Verdict | None  # the statistics' verdict when both sides ran
     verdict: Verdict
 
@@ -60,15 +60,25 @@ def compare(base: list[PooledCell], head: list[PooledCell], history: dict[Identi
         old = before.get(cell.identity)
         if old is None:
             continue
-        speed = ratio(cell.speed, old.speed) if cell.speed and old.speed else None
         numbers = None
         if old.repeats and cell.repeats:
             numbers = verdicts.cell_verdict(
                 pooling.sample(old), pooling.sample(cell), history=(history or {}).get(cell.identity, ()),
                 noise=(noise or {}).get(noise_service.noise_class(cell)), speed_alpha=alpha)
+        speed = speed_ratio(old, cell, numbers)
         judged = verdict(_side(old), _side(cell), numbers)
         changes.append(Change(old, cell, speed, numbers, judged))
     return sorted(changes, key=lambda c: (SEVERITY[c.verdict], c.speed.value if c.speed else 1.0))
+
+
+def speed_ratio(base: PooledCell, head: PooledCell, numbers: verdicts.Verdict | None) -> Ratio | None:
+    """Head / base tokens/s as a comparison shows it: with the interval the verdict read where a noise model or pairs
+    called it (a ratio of geometric means over the starts), else the pooled cells' ratio (``fallback.ratio``: the
+    pages' interval of each cell carried to the ratio)."""
+    if numbers is not None and numbers.throughput.detectable is not None:
+        found = numbers.throughput.ratio
+        return Ratio(found.ratio, found.low, found.high)
+    return ratio(head.speed, base.speed) if head.speed and base.speed else None
 
 
 def _side(cell: PooledCell) -> Side:

@@ -42,6 +42,10 @@ def compare_page(request: Request, session: SessionDep, filters: FiltersDep, bas
             frame["speed_ratio"] = [c.speed.value if c.speed else None for c in changes]
             frame["speed_ratio_low"] = [c.speed.low if c.speed else None for c in changes]
             frame["speed_ratio_high"] = [c.speed.high if c.speed else None for c in changes]
+            calls = [c.numbers.throughput if c.numbers else None for c in changes]
+            frame["speed_rule"] = [call.rule.value if call else None for call in calls]
+            frame["speed_pairs"] = [call.pairs if call else None for call in calls]
+            frame["speed_detectable"] = [call.detectable if call else None for call in calls]
             frame["acceptance_delta"] = [c.acceptance.difference if c.acceptance else None for c in changes]
             frame["reasons"] = ["; ".join(c.reasons) for c in changes]
         return render.csv(frame, "compare")

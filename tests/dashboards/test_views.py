@@ -165,7 +165,8 @@ def test_compare_the_matrix_with_the_sweep_that_finished_it(h200: TestClient) ->
     both = rows[("draft_model k=3", "FULL_DECODE_ONLY")]
     # Each one start's rounds, 1542-5276 and 1996-6112 (a slow first round each), carried to 95 % side by side.
     assert both[0] == "undecided" and both[5:7] == ["4810 [1453, 5301]", "5893 [1886, 6124]"]
-    assert "not enough repeats" in both[12]
+    # The H200 noise model (this import's A/A: few starts that spread widely) leaves one start a side far from a call.
+    assert "(noise model, 95 %)" in both[13] and "too few starts to call" in both[13] and both[8].endswith(" %")
     assert all(cells[5] == "—" for key, cells in rows.items() if key != ("draft_model k=3", "FULL_DECODE_ONLY"))
 
 
