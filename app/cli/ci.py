@@ -61,7 +61,7 @@ def ci(
     rule = compare.fail_on_rule(fail_on)
     if not _REPO.fullmatch(repo):
         raise CliError(f"--repo must be OWNER/NAME (letters, digits, '.', '_', '-'), got {repo!r}")
-    spec = _read(sweep)
+    spec = read_sweep(sweep)
     digest = hashlib.sha256(sweep.read_bytes()).hexdigest()[:16]
     github_token = os.environ.get(github_token_env, "").strip()
     with Api(server, token) as api:
@@ -103,7 +103,7 @@ def ci(
         raise CliError("; ".join(problems), code)
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_sweep(path: Path) -> dict[str, Any]:
     """The sweep file as a mapping (the service validates it): CliError when it is not YAML or JSON of one."""
     from app.sweeps import parsing
 
