@@ -1,5 +1,7 @@
 """parse_log on hand-written excerpts in vLLM's own formats (0.32.0 sources; 0.26.0 lines seen on the H200)."""
 
+from pathlib import Path
+
 from app.vllmlog.lines import split_line
 from app.vllmlog.ran import parse_log
 
@@ -251,6 +253,25 @@ def test_dflash_draft_beside_a_downgraded_flashinfer_target_runs_eagerly_without
     assert (resolved.resolved_graph_mode, resolved.graph_downgraded) == ("PIECEWISE", True)
     assert (resolved.resolved_draft_graph_mode, resolved.draft_eager) == ("NONE", True)
     assert resolved.downgrades == [FLASHINFER_SPEC_DOWNGRADE]
+
+
+def test_the_eager_fallback_example_patch_reads_as_a_draft_made_eager():
+    # examples/h200/dflash-draft-eager.diff quotes the line vLLM 0.26.0 then logs; beside a FLASH_ATTN target
+    # that keeps its full graphs, the DFlash draft (FLASH_ATTN, picked by itself) captures none.
+    patch = Path(__file__).resolve().parents[2] / "examples" / "h200" / "dflash-draft-eager.diff"
+    line = next(text.strip() for text in patch.read_text().splitlines() if text.endswith("running the draft eagerly."))
+    text = log(
+        engine("Using AttentionBackendEnum.FLASH_ATTN backend.", file="cuda.py:422"),
+        engine("Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER'].", file="cuda.py:482"),
+        engine(line, level="WARNING", file="speculator.py:106"),
+        capture("Capturing CUDA graphs (FULL)"),
+        capture("Capturing CUDA graphs (PIECEWISE)"),
+    )
+    resolved = parse_log(text, backend="FLASH_ATTN", graph_mode="FULL_AND_PIECEWISE", method="dflash")
+    assert (resolved.resolved_graph_mode, resolved.graph_downgraded) == ("FULL_AND_PIECEWISE", False)
+    assert (resolved.resolved_draft_backend, resolved.resolved_draft_graph_mode) == ("FLASH_ATTN", "NONE")
+    assert resolved.draft_eager
+    assert resolved.downgrades == [line]
 
 
 def test_eager_request_runs_the_draft_eagerly_without_calling_it_a_fallback():
