@@ -1,5 +1,6 @@
 """Alpha spent over a budget (app.analysis.sequential): by hand, then by simulation of A/A cells looked at again."""
 
+import itertools
 import math
 import random
 
@@ -19,7 +20,7 @@ def test_spent_by_hand() -> None:
 
 def test_looks_share_the_level() -> None:
     looks = [0.0, 0.2, 0.6, 1.0, 1.4]
-    levels = [look_alpha(a, b, alpha=0.05) for a, b in zip(looks, looks[1:-1], strict=False)]
+    levels = [look_alpha(a, b, alpha=0.05) for a, b in itertools.pairwise(looks[:-1])]
     assert levels == pytest.approx([0.03, 0.01, 0.01])
     assert sum(levels) == pytest.approx(0.05)
     # The first look gets half the level, however little of the budget it used.
