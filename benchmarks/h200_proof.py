@@ -5,9 +5,9 @@
 
 It makes the config-only models (``runners/tiny_model.py``; examples/h200/README.md says which), starts
 ``draftbench serve`` on SQLite and ``draftbench worker --gpus all`` (one worker per GPU) with the build
-``vllm-0.26.0`` (this Python) and, with ``--patch``, a second build ``vllm-0.26.0-fi-full``: a copy of
-the installed vLLM (hard links, one file changed by the patch) that the worker runs through a small
-wrapper interpreter (``draftbench build create``'s patched build). It submits every sweep at once (their
+``vllm-0.26.0`` (this Python) and, for each ``--patch LABEL=FILE``, a build LABEL: a copy of the installed
+vLLM (hard links, the files the patch changes copied) that the worker runs through a small wrapper
+interpreter (``draftbench build create``'s patched build). It submits every sweep at once (their
 priorities order them), then, until all are finished or ``--budget-s`` is spent, copies the database and the cells' logs to ``--out`` after
 each poll, and prints a table of what finished. Run again with the same ``--work`` (the service and
 worker keep running in the background while the machine is held) to wait for the rest.
@@ -34,7 +34,6 @@ ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "h200-proof"
 PORT = 8877
 BUILD = "vllm-0.26.0"
-PATCHED = "vllm-0.26.0-fi-full"
 MODELS = {
     "TARGET": ["--layers", "8", "--hidden", "1024", "--heads", "16", "--kv-heads", "8"],
     # Qwen3-8B's published sizes: 36 layers, hidden 4096 (intermediate 3 x 4096), 32 heads of 128, 8 KV heads.
@@ -51,7 +50,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="Where the database and logs are copied")
     parser.add_argument("--python", default=sys.executable, help="The vLLM build's interpreter")
     parser.add_argument("--service-python", default=sys.executable, help="The interpreter of draftbench's service")
-    parser.add_argument("--patch", type=Path, help="A diff to vLLM for the second build")
+    parser.add_argument("--patch", action="append", default=[], metavar="LABEL=FILE",
+                        help="A build LABEL: vLLM with the diff FILE applied (again for more builds)")
     parser.add_argument("--budget-s", type=float, default=540.0)
     parser.add_argument("--gpus", default="all", help="The worker's --gpus; empty: one worker for the whole host")
     args = parser.parse_args()
@@ -66,11 +66,12 @@ def main() -> None:
         start(args.work, "service", [args.service_python, "-m", "app.cli", "serve", "--port", str(PORT)], env)
         wait(lambda: httpx.get(f"{server}/api/v1/sweeps", timeout=2).status_code == 200, 120)
         builds = [f"--build={BUILD}={args.python}"]
-        if args.patch:
+        for given in args.patch:
+            label, _, patch = given.partition("=")
             try:
-                builds.append(f"--build={PATCHED}={patched_build(args.work, args.patch, args.python)}")
+                builds.append(f"--build={label}={patched_build(args.work, label, Path(patch), args.python)}")
             except (BuildError, DiffError) as exc:
-                print(f"no patched build: {exc}", flush=True)
+                print(f"no build {label}: {exc}", flush=True)
         gpus = ["--gpus", args.gpus] if args.gpus else []
         worker = start(args.work, "worker", [args.service_python, "-m", "app.cli", "worker", "--server", server, *builds,
                                              "--gpu-kind", "auto", *gpus, "--quiet", "--heartbeat", "10"], env)
@@ -108,12 +109,12 @@ def make_models(work: Path, python: str) -> dict[str, str]:
     return models
 
 
-def patched_build(work: Path, patch: Path, python: str) -> str:
-    """The build ``PATCHED``: the installed vLLM with ``patch`` applied (``app.builds.patched``), made once per --work."""
+def patched_build(work: Path, label: str, patch: Path, python: str) -> str:
+    """The build ``label``: the installed vLLM with ``patch`` applied (``app.builds.patched``), made once per --work."""
     root = work / "builds"
-    if not (root / PATCHED / WRAPPER).exists():
-        patched.create(label=PATCHED, base=python, patch=patch, root=root)
-    return str(root / PATCHED / WRAPPER)
+    if not (root / label / WRAPPER).exists():
+        patched.create(label=label, base=python, patch=patch, root=root)
+    return str(root / label / WRAPPER)
 
 
 def running(pid_file: Path) -> bool:

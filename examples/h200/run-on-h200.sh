@@ -2,7 +2,8 @@
 # On a lent H200 machine, from the repository's root, once vLLM's wheels are in /tmp/ship (the
 # developers' GPU recipe packs them) and the service's and vLLM server's other wheels in
 # .gpu/extras.tar (examples/h200/pack-extras.sh): installs both (once per machine), then
-#   PHASE=sweeps (default): runs or resumes benchmarks/h200_proof.py for at most BUDGET seconds;
+#   PHASE=sweeps (default): runs or resumes benchmarks/h200_proof.py for at most BUDGET seconds, with the
+#     patched builds PATCHES names ("LABEL=examples/h200/FILE.diff ...");
 #   PHASE=peer: waits at most BUDGET seconds for the sweeps, stops the worker, and runs
 #     benchmarks/peer_check.py (vllm bench throughput on both GPUs at once, then vllm bench serve).
 # Everything it keeps goes to $OUT: the database, the service's and worker's logs, peer.tar.
@@ -20,7 +21,8 @@ if [ -n "${FRESH:-}" ] && [ -f /tmp/h200/service.pid ]; then kill $(cat /tmp/h20
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 SWEEPS=${SWEEPS:-"peer shape-8b serving matrix-rest repeats"}
 python3 -m benchmarks.h200_proof --work /tmp/h200 --out "$OUT" --python "$(command -v python3)" --service-python python3 \
-  --budget-s "${BUDGET:-480}" $(for s in $SWEEPS; do echo examples/h200/$s.yaml; done)
+  --budget-s "${BUDGET:-480}" $(for p in ${PATCHES:-}; do echo --patch "$p"; done) \
+  $(for s in $SWEEPS; do echo examples/h200/$s.yaml; done)
 if [ "${PHASE:-sweeps}" = peer ]; then
   kill $(cat /tmp/h200/worker.pid) 2>/dev/null || true
   sleep 5
