@@ -9,10 +9,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
     computed_field,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -104,6 +106,15 @@ class SweepSpec(Input):
         description="A queued or running sweep of the same matrix (its build aside) whose starts this sweep's run "
         "beside, each cell and repeat back to back on one worker (a CI comparison's base)",
     )
+
+    @model_serializer(mode="wrap")
+    def _unpaired_as_before(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A sweep paired with none dumps as sweeps did before pairing existed: its stored spec and the hash an
+        # Idempotency-Key is checked against stay what they were.
+        data = handler(self)
+        if data.get("paired_with") is None:
+            data.pop("paired_with", None)
+        return data
 
     @model_validator(mode="after")
     def _concurrency_is_for_serving(self) -> "SweepSpec":

@@ -90,7 +90,8 @@ def add(*, session: Session, base: Sweep, head: Sweep, cells: Mapping[int, int],
     ).all())
     for cell_index, pairs in sorted(cells.items()):
         for repeat in range(nexts[cell_index], nexts[cell_index] + pairs):
-            made = [_copy(templates[sweep.id][cell_index], repeat=repeat, max_attempts=max_attempts) for sweep in (base, head)]
+            made = [repeat_of(templates[sweep.id][cell_index], repeat=repeat, max_attempts=max_attempts)
+                    for sweep in (base, head)]
             _join(*made)
             session.add_all(made)
             added += 2
@@ -113,7 +114,8 @@ def _first_jobs(*, session: Session, sweep_id: int, cells: Mapping[int, int]) ->
     return first
 
 
-def _copy(job: Job, *, repeat: int, max_attempts: int) -> Job:
+def repeat_of(job: Job, *, repeat: int, max_attempts: int) -> Job:
+    """Another start of ``job``'s cell, in its sweep, at ``repeat``: queued, not paired."""
     return Job(
         sweep_id=job.sweep_id, cell_index=job.cell_index, repeat=repeat, build=job.build, gpu_kind=job.gpu_kind, backend=job.backend,
         graph_mode=job.graph_mode, method=job.method, mode=job.mode, concurrency=job.concurrency, env=job.env,
