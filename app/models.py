@@ -177,6 +177,8 @@ class Job(Base):
         Index("ix_jobs_cell", "method", "backend", "graph_mode"),
         # A comparison's lookback: each build's newest succeeded job of some GPU kinds (migration 0017).
         Index("ix_jobs_build_finished", "state", "build", "finished_at", "gpu_kind"),
+        # A paired job's partner, which the claim reads for every paired candidate (migration 0019).
+        Index("ix_jobs_pair", "pair_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -209,6 +211,11 @@ class Job(Base):
     started_at: Mapped[datetime | None] = mapped_column()
     finished_at: Mapped[datetime | None] = mapped_column()
     error: Mapped[str | None] = mapped_column(Text)
+    # Paired runs (app.sweeps.pairing): a base job and a head job of one cell and repeat share a pair id (32 hex
+    # digits, unique across databases, so an export keeps it) and run back to back on one worker, ``pair_order``
+    # 0 first; both None for a job that runs alone.
+    pair_id: Mapped[str | None] = mapped_column(String(32))
+    pair_order: Mapped[int | None] = mapped_column()
 
     sweep: Mapped[Sweep] = relationship(back_populates="jobs")
     result: Mapped["Result | None"] = relationship(back_populates="job", uselist=False)

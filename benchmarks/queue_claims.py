@@ -125,7 +125,8 @@ def _claim_and_finish(factory, worker_id: int, report: WorkerReport) -> bool:
     started = time.perf_counter()
     with db.session_scope(factory) as session:
         worker_service.touch(session=session, worker=worker_service.get(session=session, worker_id=worker_id))
-        job = queue.claim(session=session, worker_id=worker_id, gpu_kinds=[GPU_KIND], builds=[BUILD])
+        job = queue.claim(session=session, worker_id=worker_id, gpu_kinds=[GPU_KIND], builds=[BUILD],
+                          lease_seconds=LEASE_SECONDS)
         job_id = job.id if job is not None else None
     claimed = time.perf_counter()
     if job_id is None:

@@ -3,16 +3,31 @@
 ``draftbench expand`` writes ``sweep.json`` and ``cells/NAME/spec.json``; ``runners/offline.py``
 adds ``cell.log``, ``exit.json`` and ``result.json`` beside each spec; ``draftbench import`` reads
 them back here and hands the outcomes to app.sweeps.imports, which stores them. ``draftbench export``
-writes a sweep of the database the same way (``write_runs``, from app.sweeps.exports).
+writes a sweep of the database the same way (``write_runs``, from app.sweeps.exports), with what its jobs hold
+beyond the spec (``JobLayout``): a cell's folders past the spec's repeats (paired starts added later), and
+``pairs.json``, each paired job's folder name -> its pair id and order.
 """
 
 import hashlib
+import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+)
 
 from app import files
 from app.errors import InputError
@@ -21,13 +36,26 @@ from app.schemas.cell import CellResult, CellSpec
 from app.schemas.sweep import SweepSpec
 from app.sweeps import imports, matrix
 from app.sweeps import service as sweeps
-from app.sweeps.imports import RanJob
+from app.sweeps.imports import SPEC_ONLY, JobLayout, RanJob
 from runners.offline import FINISHED_AT_FORMAT, exit_record
 from runners.outcome import outcome_of
+
+PAIRS = "pairs.json"
 
 
 def cell_dir_name(cell_index: int, repeat: int) -> str:
     return f"c{cell_index:04d}-r{repeat}"
+
+
+@dataclass(frozen=True)
+class Folder:
+    """What ``read_folder`` found: the sweep, every cell that ran, a digest of the folder's content, and what its
+    jobs hold beyond the spec."""
+
+    spec: SweepSpec
+    ran: list[RanJob]
+    digest: str
+    layout: JobLayout
 
 
 def write_cells(spec: SweepSpec, folder: Path) -> int:
@@ -43,16 +71,28 @@ def write_cells(spec: SweepSpec, folder: Path) -> int:
     return len(cells)
 
 
-def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanJob], cut_logs: Mapping[tuple[int, int], str]) -> None:
+def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanJob], cut_logs: Mapping[tuple[int, int], str],
+               layout: JobLayout = SPEC_ONLY) -> None:
     """The folder ``read_folder`` reads back as these runs: ``write_cells``'s files, and beside each run's
     spec its ``cell.log``, ``exit.json`` and (when it has one) ``result.json``.
 
     ``cut_logs`` are logs of cells that did not run to an end, written without ``exit.json`` as
-    runners/offline.py leaves a cell its budget cut. Raises FileExistsError for a folder that is not empty.
+    runners/offline.py leaves a cell its budget cut. ``layout``'s repeats past the spec's get their folders and
+    spec, its pairs ``pairs.json``. Raises FileExistsError for a folder that is not empty.
     """
     if folder.exists() and any(folder.iterdir()):
         raise FileExistsError(f"{folder} is not empty")
     write_cells(spec, folder)
+    cells = {cell.index: cell for cell in matrix.expand(spec)}
+    for cell_index, repeats in layout.repeats.items():
+        for repeat in range(spec.repeats, repeats):
+            cell_dir = folder / "cells" / cell_dir_name(cell_index, repeat)
+            cell_dir.mkdir()
+            (cell_dir / "spec.json").write_text(json.dumps(matrix.canonical(cells[cell_index].spec), indent=2))
+    if layout.pairs:
+        pairs = {cell_dir_name(*key): {"pair_id": pair_id, "pair_order": order}
+                 for key, (pair_id, order) in sorted(layout.pairs.items())}
+        (folder / PAIRS).write_text(json.dumps(pairs, indent=2))
     for (cell_index, repeat), log in cut_logs.items():
         (folder / "cells" / cell_dir_name(cell_index, repeat) / "cell.log").write_bytes(log.encode())
     for run in ran:
@@ -94,8 +134,20 @@ class ExitRecord(BaseModel):
         return times.plausible(when)
 
 
-def read_folder(folder: Path) -> tuple[SweepSpec, list[RanJob], str]:
-    """The sweep, every cell that ran (``exit.json`` present), and a digest of the folder's content.
+class _Pair(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pair_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]
+    pair_order: Annotated[int, Field(ge=0, le=1)]
+
+
+class _Pairs(RootModel[dict[str, _Pair]]):
+    """``pairs.json``: a job's folder name (``c0001-r2``) -> its pair."""
+
+
+def read_folder(folder: Path) -> Folder:
+    """The sweep, every cell that ran (``exit.json`` present), a digest of the folder's content, and the cells'
+    repeats past the spec's (each a folder holding a ``spec.json``) and pairs (``pairs.json``).
 
     Equal digests mean the same runs: importing a folder twice is recognised by it. The folder may come
     from a host that is not trusted: its files are read by app.files' rules (regular files inside it,
@@ -111,10 +163,14 @@ def read_folder(folder: Path) -> tuple[SweepSpec, list[RanJob], str]:
     except InputError as exc:
         raise files.FileRefused(f"{folder / 'sweep.json'}: {'.'.join(map(str, exc.loc[1:]))}: {exc.msg}") from None
     digest = hashlib.sha256(found.data)
-    ran = []
+    ran, names, repeats = [], {}, {}
     for cell in matrix.expand(spec):
-        for repeat in range(spec.repeats):
+        for repeat in _repeats(folder, cell.index, spec.repeats):
             name = cell_dir_name(cell.index, repeat)
+            names[name] = (cell.index, repeat)
+            if repeat >= spec.repeats:
+                repeats[cell.index] = repeat + 1
+                digest.update(f"\n{name}/spec.json\n".encode())
             exit_file = files.read_inside(folder, f"cells/{name}/exit.json", limit=files.body_limit())
             if exit_file is None:
                 continue
@@ -124,7 +180,31 @@ def read_folder(folder: Path) -> tuple[SweepSpec, list[RanJob], str]:
                 digest.update(f"\n{name}/{file}\n".encode())
                 digest.update(content.data if content else b"")
             ran.append(_ran(folder / "cells" / name, cell.index, repeat, cell.spec, exit_file, result, log))
-    return spec, ran, digest.hexdigest()
+    pairs = _read_pairs(folder, names)
+    if pairs:
+        digest.update(f"\n{PAIRS}\n{json.dumps(sorted(pairs.items()))}".encode())
+    return Folder(spec=spec, ran=ran, digest=digest.hexdigest(), layout=JobLayout(repeats=repeats, pairs=pairs))
+
+
+def _repeats(folder: Path, cell_index: int, spec_repeats: int) -> Iterator[int]:
+    """The spec's repeats of a cell, then those past them whose folder holds a ``spec.json``, up to the first without."""
+    yield from range(spec_repeats)
+    for repeat in itertools.count(spec_repeats):
+        if files.read_inside(folder, f"cells/{cell_dir_name(cell_index, repeat)}/spec.json", limit=files.body_limit()) is None:
+            return
+        yield repeat
+
+
+def _read_pairs(folder: Path, names: Mapping[str, tuple[int, int]]) -> dict[tuple[int, int], tuple[str, int]]:
+    """``pairs.json`` as (cell index, repeat) -> (pair id, order); FileRefused for a name no cell folder has."""
+    found = files.read_inside(folder, PAIRS, limit=files.body_limit())
+    if found is None:
+        return {}
+    pairs = files.validated(_Pairs, found.data, name=folder / PAIRS).root
+    unknown = sorted(set(pairs) - set(names))
+    if unknown:
+        raise files.FileRefused(f"{folder / PAIRS}: {unknown[0]}: no job of the sweep has this folder")
+    return {names[name]: (pair.pair_id, pair.pair_order) for name, pair in pairs.items()}
 
 
 def _ran(

@@ -1,4 +1,4 @@
-"""``/api/v1/sweeps``: submit a matrix (JSON or YAML), list, inspect, cancel."""
+"""``/api/v1/sweeps``: submit a matrix (JSON or YAML), list, inspect, cancel, add paired starts."""
 
 from typing import Annotated
 
@@ -9,9 +9,9 @@ from pydantic import ValidationError
 from app.api.deps import Submitter
 from app.api.responses import answers
 from app.enums import TokenScope
-from app.schemas.sweep import SweepDetail, SweepSpec, SweepSummary
+from app.schemas.sweep import MoreRequest, SweepDetail, SweepSpec, SweepSummary
 from app.sessions import SessionDep, SettingsDep
-from app.sweeps import parsing, service
+from app.sweeps import pairing, parsing, service
 
 router = APIRouter(prefix="/api/v1/sweeps", tags=["sweeps"])
 
@@ -103,3 +103,25 @@ def cancel_sweep(by: Submitter, sweep_id: int, session: SessionDep) -> SweepSumm
             status.HTTP_403_FORBIDDEN, f"only the token that submitted sweep {sweep_id}, or an admin token, may cancel it"
         )
     return service.summary(session=session, sweep=service.cancel(session=session, sweep_id=sweep_id))
+
+
+@router.post("/{sweep_id}/more", response_model=SweepDetail, responses=answers(401, 403, 404, 409, 413, 422, 429))
+def more_starts(
+    by: Submitter, sweep_id: int, body: MoreRequest, session: SessionDep, settings: SettingsDep
+) -> SweepDetail:
+    """More paired starts of some cells (by cell index) of a paired sweep: each pair adds a job to this sweep and
+    one to its partner (the sweep it is paired with, either side), at the cell's next repeat, run back to back on
+    one worker like the first; both sweeps go back to running. Answers this sweep.
+
+    409 when the sweep is paired with no other or either is cancelled; 422 naming the field for a cell index the
+    sweep lacks, one listed twice, or more jobs than ``DRAFTBENCH_MAX_JOBS``. The token that submitted both
+    sweeps, or an admin token, may add starts (403 otherwise).
+    """
+    sweep = service.get(session=session, sweep_id=sweep_id)
+    partner = pairing.partner(session=session, sweep_id=sweep.id)
+    owned = [sweep] + ([service.get(session=session, sweep_id=partner)] if partner is not None else [])
+    if not all(by.may_cancel(each) for each in owned):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, f"only the token that submitted sweep {sweep_id} and its "
+                                                       "partner, or an admin token, may add starts to them")
+    service.more(session=session, sweep=sweep, request=body, settings=settings)
+    return service.detail(session=session, sweep=sweep, lease_seconds=settings.lease_seconds)

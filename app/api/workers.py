@@ -53,17 +53,18 @@ def list_workers(session: SessionDep, settings: SettingsDep) -> list[WorkerOut]:
     response_model=ClaimedJob,
     responses={204: {"description": "no job is waiting for this worker"}, **answers(401, 403, 404, 422, 429)},
 )
-def claim(worker_id: PathWorker, session: SessionDep, metrics: MetricsDep) -> ClaimedJob | Response:
+def claim(worker_id: PathWorker, session: SessionDep, settings: SettingsDep, metrics: MetricsDep) -> ClaimedJob | Response:
     """Lease the next queued job matching the worker's GPU kinds, builds and GPU count.
 
-    Among those: highest priority, then fairness between sweeps, then the oldest (see app.jobs.queue).
-    A claim counts as a heartbeat.
+    Among those: the second half of a pair whose first half this worker ran, then highest priority, then
+    fairness between sweeps, then the oldest (see app.jobs.queue). A claim counts as a heartbeat.
     """
     started = time.perf_counter()
     worker = service.get(session=session, worker_id=worker_id)
     service.touch(session=session, worker=worker)
     job = queue.claim(
-        session=session, worker_id=worker.id, gpu_kinds=worker.gpu_kinds, builds=worker.builds, gpu_count=worker.gpu_count
+        session=session, worker_id=worker.id, gpu_kinds=worker.gpu_kinds, builds=worker.builds,
+        lease_seconds=settings.lease_seconds, gpu_count=worker.gpu_count,
     )
     metrics.claim_seconds.labels(outcome="empty" if job is None else "job").observe(time.perf_counter() - started)
     if job is None:

@@ -82,13 +82,14 @@ def import_results(
     from runners.folders import read_folder
 
     try:
-        spec, ran, digest = read_folder(folder)
+        found = read_folder(folder)
     except FileRefused as exc:
         raise CliError(f"nothing imported: {exc}") from None
     with _importing(database_url) as session:
-        sweep, created = import_sweep(session=session, spec=spec, ran=ran, digest=digest)
+        sweep, created = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest,
+                                      layout=found.layout)
         if created:
-            console.print(f"imported sweep {sweep.id} '{sweep.name}': {len(ran)} of {len(sweep.jobs)} jobs ran")
+            console.print(f"imported sweep {sweep.id} '{sweep.name}': {len(found.ran)} of {len(sweep.jobs)} jobs ran")
         else:
             console.print(f"already imported as sweep {sweep.id} '{sweep.name}': nothing added")
 
@@ -136,7 +137,7 @@ def export_sweep(
     finally:
         engine.dispose()
     try:
-        write_runs(done.spec, folder, done.ran, done.cut_logs)
+        write_runs(done.spec, folder, done.ran, done.cut_logs, done.layout)
     except FileExistsError as exc:
         raise CliError(f"{exc}: export writes only into a new or empty folder", code=2) from None
     except OSError as exc:

@@ -7,6 +7,7 @@ The outer ``state = 'queued'`` guard keeps a claim correct even where the lock i
 
 Which job a claim takes, among those the worker can run (GPU kind, build, at most its GPU count):
 
+0. the second half of a pair whose first half this worker ran (paired runs, below);
 1. the highest ``priority`` (CI before nightly sweeps);
 2. the job needing the most GPUs (a worker started on two GPUs runs the tensor-parallel cells
    that only it can take before the single-GPU ones that every worker can take);
@@ -19,6 +20,15 @@ The fairness terms are scalar subqueries in ``ORDER BY``: PostgreSQL refuses ``F
 ``GROUP BY`` or aggregates of the locked query itself, not in a subquery, and the lock is taken
 ``OF jobs`` only. ``ix_jobs_sweep_state`` and ``ix_jobs_sweep_started`` keep each term an index probe.
 
+Paired runs (app.sweeps.pairing): the two jobs of a pair run back to back on one worker, routed rather than
+claimed together, so a claim still moves one row. The half with ``pair_order`` 0 goes first, and only to a
+worker that can run the other half too (its build) while that half waits to run. The other half is claimable
+once its partner left the queue, and then only by the partner's worker while that worker is alive (term 0 puts
+it before anything else that worker could take, priority included: the pair must run back to back). It is
+freed for any worker when the partner's worker is dead or there was none (cancelled before it ran), so no half
+waits on a worker that will never claim again; a partner returned to the queue (its worker died mid-run) takes
+it along again. Each test of a partner is a probe of ``ix_jobs_pair``.
+
 A running job is held by its worker for as long as that worker is alive (app.workers.liveness): there
 is no per-job lease. ``requeue_stalled`` returns the jobs of dead workers to the queue, or fails them
 (app.jobs.retry); the service runs it on its own schedule (app.jobs.stalled), whether or not anyone claims.
@@ -27,7 +37,7 @@ is no per-job lease. ``requeue_stalled`` returns the jobs of dead workers to the
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import and_, case, exists, func, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from app.enums import JobState
@@ -51,16 +61,30 @@ def claim(
     worker_id: int,
     gpu_kinds: Sequence[str],
     builds: Sequence[str],
+    lease_seconds: float,
     gpu_count: int | None = None,
     now: datetime | None = None,
 ) -> Job | None:
     """Hand the next matching queued job to ``worker_id`` and count the attempt; None when none is left.
 
     ``gpu_count`` is how many GPUs the worker has free: jobs needing more are left to other
-    workers. None puts no limit (callers that route by GPU kind only).
+    workers. None puts no limit (callers that route by GPU kind only). ``lease_seconds`` tells a dead
+    worker, whose pairs' second halves go to any worker.
     """
     now = now or utcnow()
     other = aliased(Job)
+    partner = aliased(Job)
+    pair_of = and_(partner.pair_id == Job.pair_id, partner.id != Job.id)
+    started = and_(pair_of, partner.state != JobState.QUEUED)
+    dead = select(Worker.id).where(~liveness.alive(now=now, lease_seconds=lease_seconds))
+    # Whether the candidate is the second half of a pair whose first half this worker ran.
+    mine = and_(Job.pair_order == 1, exists().where(started, partner.worker_id == worker_id))
+    may_pair = or_(
+        Job.pair_id.is_(None),
+        and_(Job.pair_order == 0, ~exists().where(pair_of, partner.state == JobState.QUEUED, partner.build.not_in(list(builds)))),
+        mine,
+        and_(Job.pair_order == 1, exists().where(started, or_(partner.worker_id.is_(None), partner.worker_id.in_(dead)))),
+    )
     running_in_sweep = (
         select(func.count())
         .select_from(other)
@@ -75,6 +99,7 @@ def claim(
         Job.gpu_kind.in_(list(gpu_kinds)),
         Job.build.in_(list(builds)),
         Job.attempts < Job.max_attempts,
+        may_pair,
     ]
     if gpu_count is not None:
         conditions.append(Job.gpus_needed <= gpu_count)
@@ -82,6 +107,8 @@ def claim(
         select(Job.id)
         .where(*conditions)
         .order_by(
+            # 0 first; a CASE rather than the condition itself, which PostgreSQL would sort NULL first when descending.
+            case((mine, 0), else_=1),
             Job.priority.desc(),
             Job.gpus_needed.desc(),
             running_in_sweep.asc(),

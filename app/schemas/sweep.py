@@ -1,5 +1,6 @@
 """The sweep a developer submits, and what the API returns about it."""
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -8,10 +9,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
     computed_field,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -98,12 +101,51 @@ class SweepSpec(Input):
     tags: list[stored(Sweep.tags, 100, min_length=1)] = Field(default_factory=list, max_length=50)
     submitted_by: stored(Sweep.submitted_by) | None = None
     reason: stored(Sweep.reason, 10_000) | None = None
+    paired_with: int | None = Field(
+        default=None, ge=1, le=2**62,
+        description="A queued or running sweep of the same matrix (its build aside) whose starts this sweep's run "
+        "beside, each cell and repeat back to back on one worker (a CI comparison's base)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _unpaired_as_before(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A sweep paired with none dumps as sweeps did before pairing existed: its stored spec and the hash an
+        # Idempotency-Key is checked against stay what they were.
+        data = handler(self)
+        if data.get("paired_with") is None:
+            data.pop("paired_with", None)
+        return data
 
     @model_validator(mode="after")
     def _concurrency_is_for_serving(self) -> "SweepSpec":
         if self.concurrency and self.mode is not Mode.SERVE:
             raise ValueError("concurrency is an axis of mode 'serve'; offline cells run the workload as one batch")
         return self
+
+
+# Spec fields that say who and why, which build, and what the sweep is paired with, not what runs: sweeps whose specs
+# differ only in these run the same cells (a CI base is reused, or paired, on that ground).
+NOT_MATRIX = frozenset(
+    {"name", "build", "pull_request", "branch", "commit", "tags", "submitted_by", "reason", "priority", "paired_with"}
+)
+
+
+def matrix_of(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored spec (``SweepSpec.model_dump(mode="json")``) without its ``NOT_MATRIX`` fields: what runs."""
+    return {key: value for key, value in spec.items() if key not in NOT_MATRIX}
+
+
+class MoreCell(Input):
+    """A cell of a paired sweep, by its index, and how many more pairs of starts it gets."""
+
+    cell_index: int = Field(ge=0, le=2**31 - 1)
+    pairs: int = Field(ge=1, le=100)
+
+
+class MoreRequest(Input):
+    """More paired starts for some cells of a paired sweep (and of its partner)."""
+
+    cells: list[MoreCell] = Field(min_length=1, max_length=10_000)
 
 
 class JobStatus(BaseModel):
@@ -129,6 +171,10 @@ class JobStatus(BaseModel):
     graph_downgraded: bool = False
     draft_eager: bool = False
     crash_signature: str | None = None
+    # Paired runs: the pair the job belongs to (its partner in the paired sweep has the same) and whether it runs
+    # first (0) or second (1) of the two; None for a job that runs alone.
+    pair_id: str | None = None
+    pair_order: int | None = None
 
 
 class SweepSummary(BaseModel):
@@ -150,6 +196,11 @@ class SweepDetail(SweepSummary):
     jobs: list[JobStatus]
     # Why some jobs may wait: no live worker serves their GPU kind, build and GPU count (read fresh).
     warnings: list[str] = []
+    # The sweep whose jobs this one's are paired with (either side of the pair), or None.
+    paired_with: int | None = None
+    # Device time its jobs took: the sum of (finished - started) x GPUs needed over the jobs that ended, a cell of
+    # the CPU engine counting as one device.
+    gpu_seconds: float = 0.0
 
     # Marked deprecated in the schema only: pydantic's own deprecation would warn at every answer it writes.
     @computed_field(description="Deprecated: the jobs under their old name", json_schema_extra={"deprecated": True})

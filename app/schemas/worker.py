@@ -132,6 +132,9 @@ class JobOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     error: str | None
+    # Paired runs (app.sweeps.pairing): the pair and which of its two jobs runs first (0); None when run alone.
+    pair_id: str | None = None
+    pair_order: int | None = None
     # The cell spec the job runs (app.schemas.cell.CellSpec).
     spec: dict[str, Any]
 

@@ -9,7 +9,8 @@ signatures are not exported: an import reads them again from the log, as ``draft
 
 Jobs without such an outcome (queued, running, cancelled, failed: the worker could not run the cell,
 or died) are cells that did not run to an end; only their log, if any, is kept, and they import as
-queued. Nothing here writes to the database.
+queued. Jobs beyond the spec's repeats (paired starts added later) and the pairs go with them (``JobLayout``).
+Nothing here writes to the database.
 """
 
 from collections import Counter
@@ -27,7 +28,7 @@ from app.models import Job, Sweep
 from app.schemas.cell import CellResult, JobOutcome, Resolved
 from app.schemas.sweep import SweepSpec
 from app.sweeps import matrix
-from app.sweeps.imports import RanJob
+from app.sweeps.imports import JobLayout, RanJob
 
 RAN = (JobState.SUCCEEDED, JobState.CRASHED, JobState.TIMED_OUT)
 
@@ -38,12 +39,14 @@ class ExportError(Exception):
 
 @dataclass(frozen=True)
 class Export:
-    """A sweep's spec, its jobs that ran to an outcome, and the logs of the others, by (cell index, repeat)."""
+    """A sweep's spec, its jobs that ran to an outcome, the logs of the others, by (cell index, repeat), and its
+    jobs beyond the spec."""
 
     spec: SweepSpec
     ran: list[RanJob]
     cut_logs: dict[tuple[int, int], str]
     states: Counter[str]
+    layout: JobLayout
 
 
 def find(*, session: Session, ref: str) -> Sweep:
@@ -72,15 +75,29 @@ def export(*, session: Session, sweep: Sweep) -> Export:
             ran.append(_ran(job, log or ""))
         elif log is not None:
             cut_logs[(job.cell_index, job.repeat)] = log
-    return Export(spec=spec, ran=ran, cut_logs=cut_logs, states=Counter(job.state.value for job in sweep.jobs))
+    repeats = {cell: count for cell, count in _repeats(sweep).items() if count > spec.repeats}
+    pairs = {(job.cell_index, job.repeat): (job.pair_id, job.pair_order) for job in sweep.jobs
+             if job.pair_id is not None and job.pair_order is not None}
+    return Export(spec=spec, ran=ran, cut_logs=cut_logs, states=Counter(job.state.value for job in sweep.jobs),
+                  layout=JobLayout(repeats=repeats, pairs=pairs))
+
+
+def _repeats(sweep: Sweep) -> dict[int, int]:
+    """Per cell index, one past its highest stored repeat."""
+    counts: dict[int, int] = {}
+    for job in sweep.jobs:
+        counts[job.cell_index] = max(counts.get(job.cell_index, 0), job.repeat + 1)
+    return counts
 
 
 def _check_cells(sweep: Sweep, spec: SweepSpec) -> None:
-    """The spec must expand to the stored jobs, cell for cell: an import makes its jobs from the spec alone."""
+    """The spec must expand to the stored jobs, cell for cell: an import makes its jobs from the spec alone, and a
+    cell's repeats past the spec's (paired starts added later) from the same cell."""
+    stored_repeats = _repeats(sweep)
     expected = {
         (cell.index, repeat): matrix.config_hash(cell.spec)
         for cell in matrix.expand(spec)
-        for repeat in range(spec.repeats)
+        for repeat in range(max(spec.repeats, stored_repeats.get(cell.index, 0)))
     }
     stored = {(job.cell_index, job.repeat): job.config_hash for job in sweep.jobs}
     if stored != expected:

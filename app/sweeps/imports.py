@@ -5,8 +5,8 @@ that ran is started and finished as a worker's would be, with the times it ran; 
 ran stays queued, visible rather than lost. The same runs imported twice are one sweep.
 """
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
@@ -19,6 +19,7 @@ from app.results import service as results
 from app.schemas.cell import JobOutcome
 from app.schemas.sweep import SweepSpec
 from app.schemas.times import EARLIEST, plausible
+from app.sweeps import pairing
 from app.sweeps import service as sweeps
 from app.workers import service as workers
 
@@ -38,6 +39,21 @@ class RanJob:
     finished_at: datetime
 
 
+@dataclass(frozen=True)
+class JobLayout:
+    """What a sweep's jobs hold beyond its spec: more repeats of some cells (paired starts added after it was
+    submitted, ``POST /api/v1/sweeps/{id}/more``) and the pairs its jobs belong to (app.sweeps.pairing)."""
+
+    # cell index -> how many repeats it has, for the cells with more than the spec's ``repeats``
+    repeats: Mapping[int, int] = field(default_factory=dict)
+    # (cell index, repeat) -> (pair id, pair order), for the paired jobs
+    pairs: Mapping[tuple[int, int], tuple[str, int]] = field(default_factory=dict)
+
+
+# The jobs its spec expands to, none paired.
+SPEC_ONLY = JobLayout()
+
+
 def modified(mtime: float) -> datetime:
     """A file's modification time (``st_mtime``) as when what it records ended, if plausible; ValueError if not."""
     try:
@@ -55,18 +71,23 @@ def started(finished_at: datetime, duration_s: float) -> datetime:
 
 
 def import_sweep(
-    *, session: Session, spec: SweepSpec, ran: Sequence[RanJob], digest: str, source: str = "cell"
+    *, session: Session, spec: SweepSpec, ran: Sequence[RanJob], digest: str, source: str = "cell",
+    layout: JobLayout = SPEC_ONLY,
 ) -> tuple[Sweep, bool]:
     """The sweep made from these runs, and whether it is new (False: this digest was imported before).
 
     ``source`` says what measured the results: ``cell`` (runners/offline.py) or ``vllm-bench`` (a file
-    of vLLM's own benchmark tools, app.sweeps.bench_files); it is also a tag of the sweep.
+    of vLLM's own benchmark tools, app.sweeps.bench_files); it is also a tag of the sweep. ``layout`` adds
+    the jobs and pairs the sweep had beyond its spec; a pair keeps its id, so the two sweeps of a pair, each
+    imported, pair again. The spec's ``paired_with`` named a sweep of the database it came from and is dropped.
     """
     idempotency = sweeps.Idempotency(scope=sweeps.IMPORT_SCOPE, key=digest)
     existing = sweeps.by_key(session=session, idempotency=idempotency)
     if existing is not None:
         return existing, False
+    spec = spec.model_copy(update={"paired_with": None})
     sweep = sweeps.build(spec, max_jobs=IMPORT_LIMIT, max_attempts=1)
+    _lay_out(sweep, spec, layout)
     sweep.tags = [*sweep.tags, "imported", *([source] if source != "cell" else [])]
     sweep.idempotency_scope, sweep.idempotency_key = idempotency.scope, idempotency.key
     sweep.request_hash = sweeps.request_hash(spec)
@@ -89,6 +110,16 @@ def import_sweep(
         alarms.refresh(session=session, build=sweep.build, gpu_kind=gpu_kind)
     session.flush()
     return sweep, True
+
+
+def _lay_out(sweep: Sweep, spec: SweepSpec, layout: JobLayout) -> None:
+    first = {job.cell_index: job for job in reversed(sweep.jobs)}
+    for cell_index, repeats in sorted(layout.repeats.items()):
+        sweep.jobs.extend(pairing.repeat_of(first[cell_index], repeat=repeat, max_attempts=1)
+                          for repeat in range(spec.repeats, repeats))
+    jobs = {(job.cell_index, job.repeat): job for job in sweep.jobs}
+    for key, (pair_id, order) in layout.pairs.items():
+        jobs[key].pair_id, jobs[key].pair_order = pair_id, order
 
 
 def _register_build(*, session: Session, spec: SweepSpec, ran: Sequence[RanJob]) -> None:

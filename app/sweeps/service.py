@@ -15,8 +15,8 @@ from app.enums import BuiltinDataset, JobState, SpecMethod, SweepState
 from app.errors import ConflictError, InputError, NotFoundError
 from app.jobs import queue
 from app.models import Crash, CrashSignature, Job, Result, Sweep, utcnow
-from app.schemas.sweep import JobStatus, SweepDetail, SweepSpec, SweepSummary
-from app.sweeps import engine_args, matrix, paths
+from app.schemas.sweep import NOT_MATRIX, JobStatus, MoreRequest, SweepDetail, SweepSpec, SweepSummary, matrix_of
+from app.sweeps import engine_args, matrix, pairing, paths
 from app.workers import service as workers
 
 # The idempotency scope of sweeps made by ``app.sweeps.imports`` (API senders' scopes: ``Principal.key``).
@@ -43,7 +43,8 @@ def create(
 
     Returns the sweep and whether it is new: the sender's known key with the same body returns the
     first sweep; with another body it raises ConflictError (409). Everything happens in the
-    caller's transaction: a rejected sweep leaves no rows behind.
+    caller's transaction: a rejected sweep leaves no rows behind. A sweep ``paired_with`` another has its
+    jobs paired with that one's (app.sweeps.pairing).
     """
     digest = request_hash(spec)
     if idempotency is not None:
@@ -52,6 +53,7 @@ def create(
             return _same_request(existing, digest, idempotency), False
     check_inputs(spec, settings=settings)
     _check_references(session=session, spec=spec)
+    base = _pairable(session=session, spec=spec)
     sweep = build(spec, max_jobs=settings.max_jobs, max_attempts=settings.max_attempts)
     sweep.created_by_token_id = created_by_token_id
     sweep.request_hash = digest
@@ -67,6 +69,8 @@ def create(
         if existing is None:
             raise
         return _same_request(existing, digest, idempotency), False
+    if base is not None:
+        pairing.pair(session=session, base=base, head=sweep)
     return sweep, True
 
 
@@ -222,6 +226,71 @@ def _check_references(*, session: Session, spec: SweepSpec) -> None:
         raise InputError(["workload", "dataset"], f"dataset {dataset!r} does not exist")
 
 
+def _pairable(*, session: Session, spec: SweepSpec) -> Sweep | None:
+    """The sweep ``spec.paired_with`` names, locked against a second pairing: InputError on ``paired_with`` unless
+    it exists, has jobs still queued, is paired with no other sweep and runs the same matrix (its build and
+    ``NOT_MATRIX`` fields aside). None when the spec names none."""
+    if spec.paired_with is None:
+        return None
+    where = ["paired_with"]
+    base = session.execute(
+        select(Sweep).where(Sweep.id == spec.paired_with).with_for_update().execution_options(populate_existing=True)
+    ).scalar_one_or_none()
+    if base is None:
+        raise InputError(where, f"sweep {spec.paired_with} does not exist")
+    counts = queue.counts_by_state(session=session, sweep_id=base.id)
+    state = state_of(base, counts)
+    if state in (SweepState.FINISHED, SweepState.CANCELLED) or not counts.get(JobState.QUEUED):
+        raise InputError(where, f"sweep {base.id} is {state} with no job queued: a sweep pairs only with one whose "
+                                "jobs are still queued (a finished base is compared unpaired)")
+    other = pairing.partner(session=session, sweep_id=base.id)
+    if other is not None:
+        raise InputError(where, f"sweep {base.id} is already paired with sweep {other}: a sweep pairs with one other")
+    theirs, ours = matrix_of(base.spec), matrix_of(spec.model_dump(mode="json"))
+    differ = sorted(key for key in theirs.keys() | ours.keys() if theirs.get(key) != ours.get(key))
+    if differ:
+        raise InputError(where, f"sweep {base.id} runs another matrix: {', '.join(differ)} differ (paired sweeps may "
+                                f"differ only in {', '.join(sorted(NOT_MATRIX - {'paired_with'}))})")
+    return base
+
+
+def more(*, session: Session, sweep: Sweep, request: MoreRequest, settings: Settings) -> Sweep:
+    """``request``'s more pairs of starts of some cells of ``sweep``, one job of each pair in ``sweep`` and one in
+    its partner; both go back to running. Returns the partner.
+
+    ConflictError (409) when ``sweep`` is paired with no other or either is cancelled; InputError naming the
+    field for a cell the sweep lacks, a cell listed twice, or more jobs than ``DRAFTBENCH_MAX_JOBS``. Both sweeps'
+    rows are locked first, so two requests at once number their repeats one after the other.
+    """
+    other_id = pairing.partner(session=session, sweep_id=sweep.id)
+    if other_id is None:
+        raise ConflictError(f"sweep {sweep.id} is not paired with another sweep: starts are added in pairs, to a "
+                            "sweep submitted with paired_with and to its base")
+    session.execute(select(Sweep.id).where(Sweep.id.in_([sweep.id, other_id])).order_by(Sweep.id).with_for_update()).all()
+    other = get(session=session, sweep_id=other_id)
+    for each in (sweep, other):
+        if each.cancelled_at is not None:
+            raise ConflictError(f"sweep {each.id} is cancelled: no more starts are added to it")
+    count = pairing.cell_count(session=session, sweep_id=sweep.id)
+    cells: dict[int, int] = {}
+    for index, cell in enumerate(request.cells):
+        where = ["cells", index, "cell_index"]
+        if cell.cell_index >= count:
+            raise InputError(where, f"sweep {sweep.id} has cells 0 to {count - 1}, not cell {cell.cell_index}")
+        if cell.cell_index in cells:
+            raise InputError(where, f"cell {cell.cell_index} is listed twice")
+        cells[cell.cell_index] = cell.pairs
+    adding = sum(cells.values())
+    for each in (sweep, other):
+        total = sum(queue.counts_by_state(session=session, sweep_id=each.id).values()) + adding
+        if total > settings.max_jobs:
+            raise InputError(["cells"], f"sweep {each.id} would have {total} jobs, over the limit of {settings.max_jobs} "
+                                        "(DRAFTBENCH_MAX_JOBS)")
+    base, head = (other, sweep) if sweep.spec.get("paired_with") == other.id else (sweep, other)
+    pairing.add(session=session, base=base, head=head, cells=cells, max_attempts=settings.max_attempts)
+    return other
+
+
 def get(*, session: Session, sweep_id: int) -> Sweep:
     sweep = session.get(Sweep, sweep_id)
     if sweep is None:
@@ -287,7 +356,7 @@ def _summary(sweep: Sweep, counts: dict[str, int]) -> SweepSummary:
 _JOB_STATUS_COLUMNS = (
     Job.id.label("job_id"), Job.cell_index, Job.repeat, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method,
     Job.mode, Job.concurrency, Job.env,
-    Job.state, Job.attempts, Result.acceptance_rate, Result.tokens_per_s, Result.resolved_backend,
+    Job.state, Job.attempts, Job.pair_id, Job.pair_order, Result.acceptance_rate, Result.tokens_per_s, Result.resolved_backend,
     Result.resolved_graph_mode, Result.graph_downgraded, Result.draft_eager,
     CrashSignature.signature.label("crash_signature"),
 )
@@ -312,21 +381,44 @@ def job_statuses(*, session: Session, sweep_id: int) -> list[JobStatus]:
 
 def detail(*, session: Session, sweep: Sweep, lease_seconds: float) -> SweepDetail:
     base = summary(session=session, sweep=sweep)
+    partner = pairing.partner(session=session, sweep_id=sweep.id)
     return SweepDetail(
         **base.model_dump(),
         spec=sweep.spec,
         jobs=job_statuses(session=session, sweep_id=sweep.id),
-        warnings=warnings(session=session, sweep_id=sweep.id, lease_seconds=lease_seconds),
+        warnings=warnings(session=session, sweep=sweep, partner=partner, lease_seconds=lease_seconds),
+        paired_with=partner,
+        gpu_seconds=gpu_seconds(session=session, sweep_id=sweep.id),
     )
 
 
-def warnings(*, session: Session, sweep_id: int, lease_seconds: float) -> list[str]:
-    """Why the sweep's queued jobs may wait: no live worker serves their GPU kind, build and GPU count."""
+def gpu_seconds(*, session: Session, sweep_id: int) -> float:
+    """Device time the sweep's jobs took: ``sum over jobs that ended of (finished_at - started_at) x max(1,
+    gpus_needed)``, a cell of the CPU engine (0 GPUs) counting as one device, so a budget of starts means the same on
+    the CPU engine. A job returned to the queue counts the attempt that ended it only (its start is the last claim's)."""
     rows = session.execute(
-        select(Job.gpu_kind, Job.build, Job.gpus_needed, func.count())
-        .where(Job.sweep_id == sweep_id, Job.state == JobState.QUEUED)
-        .group_by(Job.gpu_kind, Job.build, Job.gpus_needed)
+        select(Job.started_at, Job.finished_at, Job.gpus_needed)
+        .where(Job.sweep_id == sweep_id, Job.started_at.is_not(None), Job.finished_at.is_not(None))
+    ).all()
+    return sum(max((finished - started).total_seconds(), 0.0) * max(gpus, 1) for started, finished, gpus in rows)
+
+
+def warnings(*, session: Session, sweep: Sweep, partner: int | None, lease_seconds: float) -> list[str]:
+    """Why the sweep's queued jobs may wait: no live worker serves their GPU kind, build and GPU count (and, for a
+    pair that has not started, the partner's build too); and which of a paired sweep's jobs run alone."""
+    partner_build = session.scalar(select(Sweep.build).where(Sweep.id == partner)) if partner is not None else None
+    rows = session.execute(
+        select(Job.gpu_kind, Job.build, Job.gpus_needed, Job.pair_id.is_not(None), func.count())
+        .where(Job.sweep_id == sweep.id, Job.state == JobState.QUEUED)
+        .group_by(Job.gpu_kind, Job.build, Job.gpus_needed, Job.pair_id.is_not(None))
         .order_by(Job.gpu_kind, Job.build, Job.gpus_needed)
     ).all()
-    needs = [workers.Need(gpu_kind=kind, build=build, gpus=gpus, jobs=count) for kind, build, gpus, count in rows]
-    return workers.unserved(session=session, needs=needs, lease_seconds=lease_seconds)
+    needs = [workers.Need(gpu_kind=kind, build=build, gpus=gpus, jobs=count,
+                          partner_build=partner_build if paired and partner_build != build else None)
+             for kind, build, gpus, paired, count in rows]
+    said = workers.unserved(session=session, needs=needs, lease_seconds=lease_seconds)
+    alone = pairing.unpaired(session=session, sweep_id=sweep.id) if partner is not None else 0
+    if alone:
+        said.append(f"{alone} job(s) run alone, unpaired: their partner in sweep {partner} had started when the two "
+                    "sweeps were paired")
+    return said

@@ -112,12 +112,14 @@ def to_out(worker: Worker, *, lease_seconds: float, now: datetime | None = None)
 
 @dataclass(frozen=True)
 class Need:
-    """Jobs that wait for one kind of worker: a GPU kind, a build and at least ``gpus`` GPUs."""
+    """Jobs that wait for one kind of worker: a GPU kind, a build and at least ``gpus`` GPUs, and for paired jobs the
+    build of their partners (app.sweeps.pairing: one worker runs both)."""
 
     gpu_kind: str
     build: str
     gpus: int
     jobs: int
+    partner_build: str | None = None
 
 
 def unserved(*, session: Session, needs: Iterable[Need], lease_seconds: float) -> list[str]:
@@ -128,12 +130,14 @@ def unserved(*, session: Session, needs: Iterable[Need], lease_seconds: float) -
     for need in needs:
         if any(
             need.gpu_kind in worker.gpu_kinds and need.build in worker.builds and need.gpus <= worker.gpu_count
+            and (need.partner_build is None or need.partner_build in worker.builds)
             for worker in live
         ):
             continue
         gpus = f" with {need.gpus} GPUs" if need.gpus > 1 else ""
+        both = f" and {need.partner_build} (paired runs need both on one worker)" if need.partner_build else ""
         warnings.append(
-            f"no live worker serves GPU kind {need.gpu_kind} with build {need.build}{gpus}: "
+            f"no live worker serves GPU kind {need.gpu_kind} with build {need.build}{both}{gpus}: "
             f"{need.jobs} job(s) wait until one registers"
         )
     return warnings

@@ -1,9 +1,14 @@
-"""Claiming from several threads at once: the harness the queue's exclusivity tests share."""
+"""Claiming from several threads at once: the harness the queue's exclusivity tests share, and its lease."""
 
 import threading
 from collections.abc import Callable, Sequence
 
 from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+
+# The service's default lease: how long a worker lives without a heartbeat, for claims made outside the API.
+LEASE = Settings.model_fields["lease_seconds"].default
 
 
 def claim_concurrently(

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from app.enums import JobState
 from app.jobs import queue
 from app.models import Job, Sweep, Worker, utcnow
-from tests.jobs.concurrency import claim_concurrently
+from tests.jobs.concurrency import LEASE, claim_concurrently
 
 
 def _sweep(session, n: int, *, gpu_kind: str = "cpu", build: str = "b", priority: int = 0, max_attempts: int = 3) -> Sweep:
@@ -35,7 +35,7 @@ def _beat(session, worker_id: int, at: datetime) -> None:
 
 
 def _claim(session, worker_id: int, **kw):
-    args = {"gpu_kinds": ["cpu"], "builds": ["b"]} | kw
+    args = {"gpu_kinds": ["cpu"], "builds": ["b"], "lease_seconds": LEASE} | kw
     return queue.claim(session=session, worker_id=worker_id, **args)
 
 

@@ -6,7 +6,7 @@ from sqlalchemy import select
 from app.enums import JobState
 from app.jobs import queue
 from app.models import Job, Sweep, Worker
-from tests.jobs.concurrency import claim_concurrently
+from tests.jobs.concurrency import LEASE, claim_concurrently
 
 
 def _sweep(session, n: int, *, priority: int = 0, gpu_kind: str = "H200", gpus_needed: int = 1) -> list[int]:
@@ -30,7 +30,7 @@ def _worker(session, name: str = "w", gpu_count: int = 1) -> int:
 
 def _claim(session, worker_id: int, gpu_count: int | None = 1):
     job = queue.claim(session=session, worker_id=worker_id, gpu_kinds=["H200"], builds=["b"],
-                      gpu_count=gpu_count)
+                      lease_seconds=LEASE, gpu_count=gpu_count)
     return None if job is None else job.id
 
 
@@ -95,7 +95,7 @@ def test_cpu_cells_need_no_gpu(migrated_sessions) -> None:
         w = Worker(name="cpu", host="h", gpu_kinds=["cpu"], gpu_count=0, builds=["b"])
         s.add(w)
         s.flush()
-        job = queue.claim(session=s, worker_id=w.id, gpu_kinds=["cpu"], builds=["b"], gpu_count=0)
+        job = queue.claim(session=s, worker_id=w.id, gpu_kinds=["cpu"], builds=["b"], lease_seconds=LEASE, gpu_count=0)
         assert job.id == cpu_job
 
 

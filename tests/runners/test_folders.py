@@ -38,33 +38,34 @@ def test_every_h200_sweep_expands(path: Path, tmp_path: Path) -> None:
 
 
 def test_reading_a_folder_gives_each_run_its_own_time_and_the_same_digest_twice(tmp_path: Path) -> None:
-    spec, ran, digest = read_folder(H200)
+    found = read_folder(H200)
+    spec, ran, digest = found.spec, found.ran, found.digest
     assert spec.build == "vllm-0.26.0-cu130" and len(ran) == 18
     first = next(r for r in ran if (r.cell_index, r.repeat) == (0, 0))
     exit_info = json.loads((H200 / "cells" / "c0000-r0" / "exit.json").read_text())
     assert first.finished_at.strftime("%Y-%m-%dT%H:%M:%SZ") == exit_info["finished_at"]
     assert (first.finished_at - first.started_at).total_seconds() == exit_info["duration_s"]
-    assert read_folder(H200)[2] == digest
+    assert read_folder(H200).digest == digest
     changed = tmp_path / "changed"
     shutil.copytree(H200, changed)
     (changed / "cells" / "c0003-r0" / "cell.log").write_text("another run\n")
-    assert read_folder(changed)[2] != digest
+    assert read_folder(changed).digest != digest
 
 
 def test_written_runs_read_back_as_the_same_runs(tmp_path: Path) -> None:
-    spec, ran, _ = read_folder(H200)
-    write_runs(spec, tmp_path / "again", ran, {})
-    spec_again, ran_again, _ = read_folder(tmp_path / "again")
-    assert spec_again == spec and ran_again == ran
+    found = read_folder(H200)
+    write_runs(found.spec, tmp_path / "again", found.ran, {})
+    again = read_folder(tmp_path / "again")
+    assert again.spec == found.spec and again.ran == found.ran
     log = "cells/c0002-r0/cell.log"  # vLLM's progress bars' \r kept
     assert (tmp_path / "again" / log).read_bytes() == (H200 / log).read_bytes() and b"\r" in (H200 / log).read_bytes()
 
 
 def test_runs_are_written_only_into_a_new_or_empty_folder(tmp_path: Path) -> None:
-    spec, ran, _ = read_folder(H200)
+    found = read_folder(H200)
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(FileExistsError, match="is not empty"):
-        write_runs(spec, tmp_path, ran, {})
+        write_runs(found.spec, tmp_path, found.ran, {})
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
 
 
@@ -73,7 +74,8 @@ def test_a_schema_1_results_spec_is_read_as_its_counters_not_as_the_cell_spec() 
     # job's spec comes from the sweep: neither may take the result's "spec" for the other.
     result = json.loads((H200 / "cells" / "c0000-r0" / "result.json").read_text())
     assert result["schema_version"] == 1 and "spec_decode" not in result
-    spec, ran, _ = read_folder(H200)
+    found = read_folder(H200)
+    spec, ran = found.spec, found.ran
     first = next(r for r in ran if (r.cell_index, r.repeat) == (0, 0))
     assert first.outcome.result.spec_decode.model_dump() == result["spec"]
     cell_spec = CellSpec.model_validate_json((H200 / "cells" / "c0000-r0" / "spec.json").read_text())

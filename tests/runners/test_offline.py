@@ -41,9 +41,9 @@ def test_a_folder_runs_without_the_service_and_imports_as_it_ran(vllm_python, ti
     # Run again with --only-missing: nothing left to run.
     assert offline.run_folder(folder, python=str(vllm_python), only_missing=True, pycache=cache) == []
 
-    read_spec, ran, digest = read_folder(folder)
+    found = read_folder(folder)
     with migrated_sessions.begin() as session:
-        sweep, created = import_sweep(session=session, spec=read_spec, ran=ran, digest=digest)
+        sweep, created = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest)
         [job] = sweep.jobs
         assert created and job.state.value == "succeeded"
         assert job.result.tokens_per_s == pytest.approx(sorted(r["output_tokens"] / r["seconds"] for r in result["rounds"])[1])

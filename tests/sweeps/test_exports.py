@@ -23,10 +23,10 @@ from app.crashes import service as crashes
 from app.enums import JobState
 from app.models import Crash, Job, Result, Sweep
 from app.schemas.cell import CellResult, Serving
-from app.sweeps import exports
+from app.sweeps import exports, pairing
 from app.sweeps.imports import import_sweep
 from runners.folders import read_folder, write_runs
-from tests.conftest import DATASET
+from tests.conftest import AUTH, DATASET
 from tests.dashboards.h200 import copy_of
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body, upload_log
 
@@ -43,29 +43,35 @@ def _export(url: str, ref: str, folder: Path) -> exports.Export:
             done = exports.export(session=session, sweep=exports.find(session=session, ref=ref))
     finally:
         engine.dispose()
-    write_runs(done.spec, folder, done.ran, done.cut_logs)
+    write_runs(done.spec, folder, done.ran, done.cut_logs, done.layout)
     return done
 
 
-def _round_trip(source_url: str, ref: str, tmp_path: Path) -> None:
-    """Export ``ref`` from ``source_url``, import the folder into an empty SQLite database, and compare every job."""
-    folder = tmp_path / "exported"
+def _round_trip(source_url: str, ref: str, tmp_path: Path, *, into: str = "imported.db") -> int:
+    """Export ``ref`` from ``source_url``, import the folder into a SQLite database (``into``, under ``tmp_path``),
+    compare every job, and return the imported sweep's id."""
+    folder = tmp_path / f"exported-{ref}"
     _export(source_url, ref, folder)
-    target_url = f"sqlite:///{tmp_path / 'imported.db'}"
+    target_url = f"sqlite:///{tmp_path / into}"
     db.upgrade(target_url)
-    spec, ran, digest = read_folder(folder)
+    found = read_folder(folder)
     source, target = db.make_engine(source_url), db.make_engine(target_url)
     try:
-        with Session(target) as into, Session(source) as original:
-            imported, created = import_sweep(session=into, spec=spec, ran=ran, digest=digest)
-            into.flush()
+        with Session(target) as into_session, Session(source) as original:
+            imported, created = import_sweep(session=into_session, spec=found.spec, ran=found.ran, digest=found.digest,
+                                             layout=found.layout)
+            into_session.flush()
             sweep = exports.find(session=original, ref=ref)
-            assert created and (imported.name, imported.build, imported.spec) == (sweep.name, sweep.build, sweep.spec)
+            # A spec's paired_with named a sweep of the database it came from: the jobs' pairs stand for it.
+            unpaired = {key: value for key, value in sweep.spec.items() if key != "paired_with"}
+            assert created and (imported.name, imported.build, imported.spec) == (sweep.name, sweep.build, unpaired)
             assert imported.tags == [*sweep.tags, "imported"]
             pairs = _pairs(sweep.jobs, imported.jobs)
             for job, again in pairs:
-                _same_job(original, job, into, again, folder)
+                _same_job(original, job, into_session, again, folder)
             assert len(pairs) == len(sweep.jobs) == len(imported.jobs)
+            into_session.commit()
+            return imported.id
     finally:
         source.dispose()
         target.dispose()
@@ -79,6 +85,7 @@ def _pairs(jobs: list[Job], again: list[Job]) -> list[tuple[Job, Job]]:
 def _same_job(original: Session, job: Job, into: Session, again: Job, folder: Path) -> None:
     where = (job.id, job.cell_index, job.repeat, job.state)
     assert (again.spec, again.config_hash) == (job.spec, job.config_hash), where
+    assert (again.pair_id, again.pair_order) == (job.pair_id, job.pair_order), where
     log = crashes.read_log(session=original, job_id=job.id)
     if job.state not in exports.RAN:
         # Never ran to an end (queued, running, failed): queued again, its log kept beside its spec.
@@ -160,10 +167,38 @@ def crashed(client: TestClient, settings: Settings) -> str:
 
 def test_crashed_and_timed_out_cells_import_back_under_the_same_signatures(crashed: str, tmp_path: Path) -> None:
     _round_trip(crashed, "crashes", tmp_path)
-    cells = tmp_path / "exported" / "cells"
+    cells = tmp_path / "exported-crashes" / "cells"
     exits = {p.name: json.loads((p / "exit.json").read_text()) for p in cells.iterdir() if (p / "exit.json").exists()}
     assert [(e["exit_code"], e["signal"], e["timed_out"], e["duration_s"]) for _, e in sorted(exits.items())] == [
         (1, None, False, 12.25), (None, 9, True, 900.0), (0, None, False, exits["c0001-r0"]["duration_s"])]
+
+
+def test_a_paired_pair_with_added_starts_imports_back_paired_with_every_job_each(
+        client: TestClient, settings: Settings, tmp_path: Path) -> None:
+    worker = register_worker(client, builds=("vllm-test", "vllm-pr"))
+    base = submit(client, sweep_body(DATASET, name="base", repeats=1)).json()
+    head = submit(client, sweep_body(DATASET, name="head", build="vllm-pr", repeats=1, paired_with=base["id"])).json()
+    for _ in range(4):
+        job = claim(client, worker)
+        assert upload_log(client, job["job_id"], worker, f"job {job['job_id']}\n").status_code == 204
+        assert complete(client, job["job_id"], worker, {"result": cell_result(), "exit_code": 0}).status_code == 200
+    more = client.post(f"/api/v1/sweeps/{head['id']}/more", json={"cells": [{"cell_index": 1, "pairs": 2}]}, headers=AUTH)
+    assert more.status_code == 200, more.text
+    for _ in range(2):  # one added pair runs, the other stays queued
+        job = claim(client, worker)
+        assert upload_log(client, job["job_id"], worker, f"job {job['job_id']}\n").status_code == 204
+        assert complete(client, job["job_id"], worker, {"result": cell_result(), "exit_code": 0}).status_code == 200
+    ids = {name: _round_trip(settings.database_url, name, tmp_path, into="both.db") for name in ("base", "head")}
+    folder = tmp_path / "exported-head"
+    assert sorted(p.name for p in (folder / "cells").iterdir()) == ["c0000-r0", "c0001-r0", "c0001-r1", "c0001-r2"]
+    assert json.loads((folder / "sweep.json").read_text())["paired_with"] == base["id"]  # as stored; the import drops it
+    assert sorted(json.loads((folder / "pairs.json").read_text())) == ["c0000-r0", "c0001-r0", "c0001-r1", "c0001-r2"]
+    engine = db.make_engine(f"sqlite:///{tmp_path / 'both.db'}")
+    try:
+        with Session(engine) as session:
+            assert pairing.partner(session=session, sweep_id=ids["head"]) == ids["base"]
+    finally:
+        engine.dispose()
 
 
 def test_a_spec_that_no_longer_expands_to_its_jobs_is_refused(crashed: str, tmp_path: Path) -> None:

@@ -167,6 +167,12 @@ MALFORMED = {
     "result.json nested 100,000 deep": (_write(f"{CELL}/result.json", DEEP), "result.json", "recursion limit"),
     "result.json a number": (_write(f"{CELL}/result.json", b"42"), "result.json", "object"),
     "result.json truncated": (_write(f"{CELL}/result.json", b'{"tokens_per_s": 1'), "result.json", "Invalid JSON"),
+    "pairs.json naming no cell folder": (
+        _write("pairs.json", b'{"c0099-r7": {"pair_id": "' + b"a" * 32 + b'", "pair_order": 0}}'), "pairs.json", "c0099-r7"),
+    "pairs.json a pair id of 5 digits": (
+        _write("pairs.json", b'{"c0000-r0": {"pair_id": "12345", "pair_order": 0}}'), "pairs.json", "pair_id"),
+    "pairs.json a third place in a pair": (
+        _write("pairs.json", b'{"c0000-r0": {"pair_id": "' + b"a" * 32 + b'", "pair_order": 2}}'), "pairs.json", "pair_order"),
 }
 
 

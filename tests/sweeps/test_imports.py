@@ -20,8 +20,8 @@ H200 = Path(__file__).resolve().parents[1] / "data" / "h200-matrix"
 
 
 def _import(session, folder: Path):
-    spec, ran, digest = read_folder(folder)
-    return import_sweep(session=session, spec=spec, ran=ran, digest=digest)
+    found = read_folder(folder)
+    return import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest, layout=found.layout)
 
 
 def test_h200_results_import_with_what_ran(migrated_sessions) -> None:
