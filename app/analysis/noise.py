@@ -77,6 +77,23 @@ def pooled_spread(groups: Iterable[Sequence[float]]) -> Spread | None:
     return Spread(math.sqrt(squares / df), df, counted, values)
 
 
+def paired_aa_spread(differences: Sequence[float]) -> Spread | None:
+    """The spread of one pair's log difference when nothing changed, from A/A pairs (both halves of each pair ran
+    the same build, back to back): each difference has mean 0, so
+
+    .. math::
+
+        s_p^2 = \\frac{1}{n} \\sum_i d_i^2, \\qquad df = n
+
+    Slow drift of the host moves both halves of a pair and falls out of ``d_i``, where it stays in the spread of
+    unpaired starts; None without a pair. O(n).
+    """
+    if not differences:
+        return None
+    return Spread(math.sqrt(math.fsum(d * d for d in differences) / len(differences)), len(differences),
+                  len(differences), 2 * len(differences))
+
+
 def log_values(speeds: Iterable[float]) -> list[float]:
     """``ln v`` of each positive speed; zeros and negatives (no speed measured) are left out."""
     return [math.log(v) for v in speeds if v > 0]

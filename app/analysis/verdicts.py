@@ -58,6 +58,8 @@ _MAD_TO_SD = 1.4826  # MAD x 1.4826 estimates the standard deviation of a normal
 # tests each look at a share of it (``app.analysis.sequential``).
 SPEED_ALPHA = 0.05
 _LARGEST_LOG = math.log(sys.float_info.max)
+# Pairs of starts enough to stand alone where the class has no A/A pairs (``paired_spread``): 2 degrees of freedom.
+PAIRS_ALONE = 3
 
 
 class Change(enum.StrEnum):
@@ -254,27 +256,35 @@ def model_change(base: Sequence[float], head: Sequence[float], noise: Spread, *,
                    alpha=alpha, min_effect=min_effect)
 
 
-def paired_spread(differences: Sequence[float], noise: Spread | None) -> Spread | None:
-    """The spread of one pair's log difference ``ln head_i - ln base_i``, pooled from the model and the pairs:
+def paired_spread(differences: Sequence[float], noise: Spread | None, paired: Spread | None = None) -> Spread | None:
+    """The spread of one pair's log difference ``ln head_i - ln base_i``, from the pairs and what the class knows.
+
+    With the class's spread of A/A pairs (``paired``, ``s_0`` on ``df_0``: pairs of starts of one build run back to
+    back, whose differences the host's drift leaves alone), pooled with the pairs' own:
 
     .. math::
 
-        s_d^2 = \\frac{df_m \\cdot 2 s_m^2 + \\sum_i (d_i - \\bar d)^2}{df_m + n - 1}, \\qquad df = df_m + n - 1
+        s_d^2 = \\frac{df_0 s_0^2 + \\sum_i (d_i - \\bar d)^2}{df_0 + n - 1}, \\qquad df = df_0 + n - 1
 
-    A difference of two starts carries the between-start variance twice (``2 s_m^2``, the class's model); the pairs'
-    own spread (``n - 1`` degrees of freedom) joins it, so a cell whose pairs spread more than its class widens its
-    interval. Without a model the pairs alone (None with fewer than two).
+    so a cell whose pairs spread more than its class widens its interval. Without A/A pairs, three pairs or more
+    stand alone (a paired t test on ``n - 1`` degrees of freedom): the class's spread of unpaired starts holds the
+    drift that pairing removes, so it would take back what pairing gains. With fewer, that spread stands in,
+    twice over (``2 s^2`` on its ``df``: a difference carries two starts' luck), pooled as above. None when
+    nothing is known (one pair, no model).
     """
     own = pooled_spread([list(differences)])
-    if noise is None:
+    prior = paired
+    if prior is None and len(differences) < PAIRS_ALONE and noise is not None:
+        prior = Spread(noise.sd * math.sqrt(2), noise.df, noise.groups, noise.values)
+    if prior is None:
         return own
-    squares = noise.df * 2 * noise.sd ** 2 + (own.sd ** 2 * own.df if own else 0.0)
-    df = noise.df + (own.df if own else 0)
-    return Spread(math.sqrt(squares / df), df, noise.groups + (1 if own else 0), noise.values + len(differences))
+    squares = prior.df * prior.sd ** 2 + (own.sd ** 2 * own.df if own else 0.0)
+    df = prior.df + (own.df if own else 0)
+    return Spread(math.sqrt(squares / df), df, prior.groups + (1 if own else 0), prior.values + len(differences))
 
 
-def paired_change(pairs: Sequence[tuple[float, float]], noise: Spread | None, *, alpha: float = SPEED_ALPHA,
-                  min_effect: float = DEFAULT_THRESHOLD) -> ThroughputChange | None:
+def paired_change(pairs: Sequence[tuple[float, float]], noise: Spread | None, *, paired: Spread | None = None,
+                  alpha: float = SPEED_ALPHA, min_effect: float = DEFAULT_THRESHOLD) -> ThroughputChange | None:
     """Tokens/s called from starts run in pairs, base then head on one worker: the host's drift falls out of each
     pair's difference.
 
@@ -283,7 +293,7 @@ def paired_change(pairs: Sequence[tuple[float, float]], noise: Spread | None, *,
     of :func:`_called`. None when nothing can be said from the pairs (one pair and no model, or none).
     """
     differences = [math.log(h) - math.log(b) for b, h in pairs if b > 0 and h > 0]
-    spread = paired_spread(differences, noise) if differences else None
+    spread = paired_spread(differences, noise, paired) if differences else None
     if spread is None:
         return None
     d = math.fsum(differences) / len(differences)
@@ -309,19 +319,20 @@ def _called(d: float, se: float, df: int, rule: Rule, *, alpha: float, min_effec
 
 
 def speed_change(base: Sequence[float], head: Sequence[float], *, pairs: Sequence[tuple[float, float]] = (),
-                 noise: Spread | None = None, history: Sequence[float] = (),
+                 noise: Spread | None = None, paired_noise: Spread | None = None, history: Sequence[float] = (),
                  alpha: float = SPEED_ALPHA) -> ThroughputChange:
     """The one rule for a cell's tokens/s, head against base, the first that applies:
 
-    1. ``pairs`` (base and head starts run back to back on one worker): :func:`paired_change`, when it can say
-       anything (two pairs, or one with a model);
+    1. ``pairs`` (base and head starts run back to back on one worker): :func:`paired_change` with the class's
+       A/A pairs' spread (``paired_noise``) or its starts' (``noise``), when it can say anything (two pairs, or
+       one with a model);
     2. a noise model for the cell's class (``noise``): :func:`model_change` over every start of each side;
     3. neither: :func:`throughput_change` against :func:`history_threshold` of ``history`` (Mann-Whitney with
        7 starts a side, the history's threshold, else only a ratio beyond 3.26x).
 
     ``alpha`` is the level of the first two (a CI run's later looks pass a share of it).
     """
-    if pairs and (found := paired_change(pairs, noise, alpha=alpha)) is not None:
+    if pairs and (found := paired_change(pairs, noise, paired=paired_noise, alpha=alpha)) is not None:
         return found
     if noise is not None:
         return model_change(base, head, noise, alpha=alpha)
@@ -350,6 +361,7 @@ def cell_verdict(
     *,
     history: Sequence[float] = (),
     noise: Spread | None = None,
+    paired_noise: Spread | None = None,
     pairs: Sequence[tuple[float, float]] = (),
     speed_alpha: float = SPEED_ALPHA,
     alpha: float = ALPHA,
@@ -357,15 +369,15 @@ def cell_verdict(
 ) -> Verdict:
     """Worse if tokens/s, acceptance or any position's acceptance got worse; else better if any got better.
 
-    Tokens/s by :func:`speed_change` (``pairs``, ``noise``, ``history``, at ``speed_alpha``); acceptance
+    Tokens/s by :func:`speed_change` (``pairs``, ``noise``, ``paired_noise``, ``history``, at ``speed_alpha``); acceptance
     (``accepted_tokens / draft_tokens``) by ``two_proportions`` and each position
     (``accepted_per_position[i] / drafts``) by ``per_position_changes``, at ``alpha`` and ``min_effect``,
     when both sides drafted. One reason per flagged measure, the worse ones first. A change in both directions
     (faster but accepting less) is worse: a regression is never hidden by a gain elsewhere; tokens/s too
     uncertain to call (``UNDECIDED``) keeps a gain in acceptance from making the cell better.
     """
-    throughput = speed_change(base.tokens_per_s, head.tokens_per_s, pairs=pairs, noise=noise, history=history,
-                              alpha=speed_alpha)
+    throughput = speed_change(base.tokens_per_s, head.tokens_per_s, pairs=pairs, noise=noise, paired_noise=paired_noise,
+                              history=history, alpha=speed_alpha)
     reasons: list[tuple[Change, str]] = []
     if throughput.change is not Change.UNCHANGED:
         reasons.append((throughput.change, _throughput_reason(throughput)))

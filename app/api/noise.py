@@ -24,6 +24,7 @@ def out(found: noise.ClassNoise) -> NoiseOut:
         gpu_kind=key.gpu_kind, method_class=key.method_class, mode=key.mode, concurrency=key.concurrency,
         sd=between.sd, cv=between.cv, df=between.df, cells=between.groups, starts=between.values,
         within_sd=within and within.sd, within_df=within and within.df,
+        paired_sd=found.paired and found.paired.sd, paired_df=found.paired and found.paired.df,
         min_detectable=[DetectableOut(starts=n, effect=found.detectable(n)) for n in noise.MDE_STARTS],
         newest=found.newest, hosts=list(found.hosts), gpu_names=list(found.gpu_names),
     )

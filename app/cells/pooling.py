@@ -55,6 +55,8 @@ class PooledCell:
     accepted_per_position: list[int] = field(default_factory=list)
     lengths: list[tuple[float, float | None, float | None]] = field(default_factory=list)
     repeats: list[RepeatSpeed] = field(default_factory=list)
+    # Starts run as one half of a pair (``app.sweeps.pairing``): each pair's id and that start's tokens/s.
+    paired: dict[str, float] = field(default_factory=dict)
     speed: CellSpeed | None = None
     speedup: Ratio | None = None
     # Serving mode: each engine start's ``Result.serving`` as stored (``app.cells.serving`` pools them).
@@ -160,11 +162,11 @@ class StoredResult(Protocol):
     source: str
 
 
-def add(cell: PooledCell, result: StoredResult, *, job_id: int) -> None:
+def add(cell: PooledCell, result: StoredResult, *, job_id: int, pair_id: str | None = None) -> None:
     """Pool one repeat (one engine start, job ``job_id``) into ``cell``: its counters summed, and
     ``accepted_per_position`` position by position; its tokens/s (the median of its rounds) one more repeat
-    of ``cell.repeats``; its serving figures, if any, one more of ``cell.serving``. Counts or speeds no run
-    can make are left out, with a note."""
+    of ``cell.repeats`` (and, run as half of the pair ``pair_id``, kept by it in ``cell.paired``); its serving
+    figures, if any, one more of ``cell.serving``. Counts or speeds no run can make are left out, with a note."""
     cell.resolved_graph_modes.add(result.resolved_graph_mode or "?")
     cell.resolved_draft_graph_modes.add(result.resolved_draft_graph_mode or "?")
     cell.downgraded |= bool(result.graph_downgraded)
@@ -187,6 +189,8 @@ def add(cell: PooledCell, result: StoredResult, *, job_id: int) -> None:
         cell.notes.append(f"job {job_id}: tokens/s ({shown}) beyond {MAX_TOKENS_PER_S:g}, what no GPU does; left out")
     elif result.tokens_per_s > 0:
         cell.repeats.append(RepeatSpeed(result.tokens_per_s, result.tokens_per_s_low, result.tokens_per_s_high, result.rounds))
+        if pair_id is not None:
+            cell.paired[pair_id] = result.tokens_per_s
     if result.serving:
         cell.serving.append(result.serving)
         cell.empty_as_failed += result.source == "cell" and result.serving.get("empty") is None
@@ -205,6 +209,11 @@ def impossible_counts(row: StoredResult) -> str | None:
     if any(at > row.num_drafts for at in per_position):
         return f"a position accepted more than the {row.num_drafts} drafts"
     return None
+
+
+def pairs(base: PooledCell, head: PooledCell) -> list[tuple[float, float]]:
+    """``(base, head)`` tokens/s of each pair of starts the two cells ran as its halves, in pair id order."""
+    return [(base.paired[p], head.paired[p]) for p in sorted(base.paired.keys() & head.paired.keys())]
 
 
 def sample(cell: PooledCell) -> CellSample:

@@ -15,7 +15,7 @@ from app.models import Crash, CrashSignature, Job, Result, Sweep
 
 _COLUMNS = (
     Job.id, Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.config_hash,
-    Job.state, Job.finished_at, Job.repeat, Job.concurrency, Job.mode,
+    Job.state, Job.finished_at, Job.repeat, Job.concurrency, Job.mode, Job.pair_id,
     Result.id.label("result_id"), Result.tokens_per_s, Result.tokens_per_s_low, Result.tokens_per_s_high,
     Result.rounds, Result.num_drafts, Result.num_draft_tokens, Result.num_accepted_tokens, Result.accepted_per_position,
     Result.mean_acceptance_length, Result.mean_acceptance_length_low, Result.mean_acceptance_length_high,
@@ -80,7 +80,7 @@ def _add(cell: PooledCell, row) -> None:
         cell.crash_kinds[str(row.crash_kind)] += 1
         cell.crash_signature, cell.crash_title = row.signature, row.title
     if row.result_id is not None:
-        pooling.add(cell, row, job_id=row.id)
+        pooling.add(cell, row, job_id=row.id, pair_id=row.pair_id)
         cell.measured_in[row.id] = row.sweep_id
 
 

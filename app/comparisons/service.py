@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.analysis import verdicts
 from app.analysis.compare_cells import SEVERITY, Side, verdict
 from app.analysis.fallback import Ratio, ratio
-from app.analysis.noise import NoiseClass, Spread
+from app.analysis.noise import NoiseClass
 from app.analysis.proportions import ProportionChange
 from app.cells import identity, pooling
 from app.cells import service as cells
@@ -23,6 +23,7 @@ from app.cells.scope import CellScope
 from app.enums import JobState, Verdict
 from app.models import Job, Result, Sweep
 from app.noise import service as noise_service
+from app.noise.service import ClassNoise
 from app.schemas.physical import MAX_TOKENS_PER_S
 
 
@@ -46,13 +47,14 @@ class Change:
 
 
 def compare(base: list[PooledCell], head: list[PooledCell], history: dict[Identity, list[float]] | None = None,
-            noise: dict[NoiseClass, Spread] | None = None, *, alpha: float = verdicts.SPEED_ALPHA) -> list[Change]:
+            noise: dict[NoiseClass, ClassNoise] | None = None, *, alpha: float = verdicts.SPEED_ALPHA) -> list[Change]:
     """Cells of the same measured identity (``app.cells.identity``) on both sides, worst verdict first, then by speed ratio (slowest first).
 
-    ``noise``: each class's spread between starts (``app.noise.service.spreads``), by which a cell's tokens/s is
-    called at the two-sided level ``alpha`` where its class has one; ``history``: per cell, its tokens/s on earlier
-    builds of the same GPU kind, oldest first (``histories``), from which ``verdicts.history_threshold`` learns what
-    counts as a change where no model is.
+    ``noise``: each class's noise (``app.noise.service.spreads``: between starts, and between the halves of A/A
+    pairs), by which a cell's tokens/s is called at the two-sided level ``alpha`` where its class has one (by the
+    differences of its pairs of starts, where both sides ran halves of pairs); ``history``: per cell, its tokens/s
+    on earlier builds of the same GPU kind, oldest first (``histories``), from which ``verdicts.history_threshold``
+    learns what counts as a change where no model is.
     """
     before = {c.identity: c for c in base}
     changes = []
@@ -62,9 +64,11 @@ def compare(base: list[PooledCell], head: list[PooledCell], history: dict[Identi
             continue
         numbers = None
         if old.repeats and cell.repeats:
+            known = (noise or {}).get(noise_service.noise_class(cell))
             numbers = verdicts.cell_verdict(
                 pooling.sample(old), pooling.sample(cell), history=(history or {}).get(cell.identity, ()),
-                noise=(noise or {}).get(noise_service.noise_class(cell)), speed_alpha=alpha)
+                noise=known.between if known else None, paired_noise=known.paired if known else None,
+                pairs=pooling.pairs(old, cell), speed_alpha=alpha)
         speed = speed_ratio(old, cell, numbers)
         judged = verdict(_side(old), _side(cell), numbers)
         changes.append(Change(old, cell, speed, numbers, judged))

@@ -2,7 +2,9 @@
 
 Every cell (build x measured identity, as ``app.cells.service.load`` pools them: every sweep of one build) with
 at least two succeeded starts is an A/A group: its starts' log tokens/s give the between-start spread, each
-start's rounds the within-start spread. Groups pool per ``NoiseClass``: GPU kind x method class x mode.
+start's rounds the within-start spread, and each pair of its starts run back to back (paired sweeps of one
+build, ``app.sweeps.pairing``) the spread of a pair's difference. Groups pool per ``NoiseClass``: GPU kind x
+method class x mode.
 """
 
 import math
@@ -13,7 +15,15 @@ from datetime import datetime
 from sqlalchemy import func, literal, select
 from sqlalchemy.orm import Session
 
-from app.analysis.noise import NoiseClass, Spread, log_values, method_class, min_detectable_effect, pooled_spread
+from app.analysis.noise import (
+    NoiseClass,
+    Spread,
+    log_values,
+    method_class,
+    min_detectable_effect,
+    paired_aa_spread,
+    pooled_spread,
+)
 from app.cells import identity
 from app.cells.pooling import PooledCell
 from app.enums import JobState
@@ -28,11 +38,13 @@ MDE_STARTS = (3, 8)
 @dataclass(frozen=True)
 class ClassNoise:
     """One class's noise: the between-start spread of ln tokens/s (``between``), the within-start one between
-    rounds (``within``, None where no start kept two rounds), and where it was learned."""
+    rounds (``within``, None where no start kept two rounds), the spread of the difference of two starts run back
+    to back (``paired``, None where no A/A pair ran), and where it was learned."""
 
     noise_class: NoiseClass
     between: Spread
     within: Spread | None
+    paired: Spread | None
     newest: datetime | None
     hosts: tuple[str, ...]  # the workers' hosts that ran its starts (none for imported ones)
     gpu_names: tuple[str, ...]
@@ -47,6 +59,11 @@ class _Cell:
     noise_class: NoiseClass
     starts: list[float] = field(default_factory=list)  # each start's ln tokens/s (its rounds' median)
     rounds: list[list[float]] = field(default_factory=list)  # each start's rounds' ln tokens/s
+    halves: dict[str, dict[int, float]] = field(default_factory=dict)  # pair id -> pair order -> ln tokens/s
+
+    def differences(self) -> list[float]:
+        """Each whole pair's second half less its first (ln tokens/s)."""
+        return [h[1] - h[0] for h in self.halves.values() if len(h) == 2]
     newest: datetime | None = None
     hosts: set[str] = field(default_factory=set)
     gpu_names: set[str] = field(default_factory=set)
@@ -64,10 +81,10 @@ def model(*, session: Session) -> list[ClassNoise]:
     return _kept(session, rounds=True)
 
 
-def spreads(*, session: Session) -> dict[NoiseClass, Spread]:
-    """Each class's spread between starts, as the verdicts read it: :func:`model` without the rounds (so without
-    the spread within a start, which a verdict does not use), kept the same way."""
-    return {c.noise_class: c.between for c in _kept(session, rounds=False)}
+def spreads(*, session: Session) -> dict[NoiseClass, ClassNoise]:
+    """Each class's noise as the verdicts read it: :func:`model` without the rounds (so without the spread within a
+    start, which a verdict does not use), kept the same way."""
+    return {c.noise_class: c for c in _kept(session, rounds=False)}
 
 
 def noise_class(cell: PooledCell) -> NoiseClass:
@@ -97,7 +114,8 @@ def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
     round_list = Result.raw["rounds"] if rounds else literal(None)
     rows = session.connection().execute(
         select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency,
-               Job.config_hash, Job.finished_at, Result.tokens_per_s, round_list.label("round_list"),
+               Job.config_hash, Job.finished_at, Job.pair_id, Job.pair_order, Result.tokens_per_s,
+               round_list.label("round_list"),
                Result.gpu_name, Worker.host)
         .join(Result, Result.job_id == Job.id)
         .outerjoin(Worker, Worker.id == Job.worker_id)
@@ -114,6 +132,8 @@ def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
         cell = cells.setdefault(key, _Cell(NoiseClass(row.gpu_kind, method_class(row.method), row.mode,
                                                       row.concurrency if serving else None)))
         cell.starts.append(math.log(row.tokens_per_s))
+        if row.pair_id is not None:
+            cell.halves.setdefault(row.pair_id, {})[row.pair_order] = cell.starts[-1]
         if rounds:
             cell.rounds.append(log_values(round_speeds(row.round_list)))
         if row.finished_at is not None and (cell.newest is None or row.finished_at > cell.newest):
@@ -141,6 +161,7 @@ def _pooled(cells: list[_Cell]) -> list[ClassNoise]:
             noise_class,
             between=pooled_spread(c.starts for c in group),
             within=pooled_spread(r for c in group for r in c.rounds),
+            paired=paired_aa_spread([d for c in group for d in c.differences()]),
             newest=max(dates, default=None),
             hosts=tuple(sorted(set().union(*(c.hosts for c in group)))),
             gpu_names=tuple(sorted(set().union(*(c.gpu_names for c in group)))),

@@ -26,6 +26,9 @@ class NoiseOut(BaseModel):
     starts: int
     within_sd: float | None = Field(description="The pooled standard deviation of ln tokens/s between one start's rounds")
     within_df: int | None
+    paired_sd: float | None = Field(description="The spread of ln tokens/s between the two halves of A/A pairs (starts of one "
+                                               "build run back to back): what a paired comparison's difference carries")
+    paired_df: int | None = Field(description="Its degrees of freedom: the A/A pairs")
     min_detectable: list[DetectableOut]
     newest: datetime | None = Field(description="When the newest start pooled finished")
     hosts: list[str] = Field(description="The workers' hosts that ran its starts (none for imported ones)")

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from app.analysis.noise import Spread
+from app.analysis.noise import Spread, paired_aa_spread
 from app.analysis.verdicts import (
     Change,
     Rule,
@@ -51,33 +51,52 @@ def test_the_model_needs_a_speed_on_each_side() -> None:
         model_change([0.0], [1.0], H200_DRAFT)
 
 
-def test_paired_spread_pools_twice_the_models_variance_with_the_pairs() -> None:
-    # Differences 0.1, 0.2, 0.3: squares 0.02 on 2 df. Model s = 0.05 on 10 df: 10 x 2 x 0.0025 = 0.05.
-    # s_d^2 = (0.05 + 0.02) / 12 = 0.0058333: s_d = 0.076376 on 12 df.
-    found = paired_spread([0.1, 0.2, 0.3], Spread(0.05, 10, 5, 15))
-    assert found.sd == pytest.approx(0.076376, abs=1e-6) and found.df == 12
-    # Without a model, the pairs alone: sd 0.1 on 2 df; one pair alone says nothing.
+def test_two_pairs_pool_twice_the_models_variance_with_their_own() -> None:
+    # Differences 0.1, 0.3: squares 0.02 on 1 df. Model s = 0.05 on 10 df: 10 x 2 x 0.0025 = 0.05.
+    # s_d^2 = (0.05 + 0.02) / 11 = 0.0063636: s_d = 0.079772 on 11 df.
+    found = paired_spread([0.1, 0.3], Spread(0.05, 10, 5, 15))
+    assert found.sd == pytest.approx(0.079772, abs=1e-6) and found.df == 11
+    # One pair and the model: 2 s^2 alone, on its 10 df.
+    assert paired_spread([0.1], Spread(0.05, 10, 5, 15)).sd == pytest.approx(0.05 * math.sqrt(2))
+
+
+def test_three_pairs_stand_alone_without_aa_pairs() -> None:
+    # Squares 0.02 on 2 df: sd 0.1 whatever the unpaired model says (its spread holds the drift pairs remove).
+    assert paired_spread([0.1, 0.2, 0.3], Spread(0.05, 10, 5, 15)) == Spread(pytest.approx(0.1), 2, 1, 3)
     assert paired_spread([0.1, 0.2, 0.3], None).sd == pytest.approx(0.1) and paired_spread([0.1], None) is None
 
 
+def test_aa_pairs_are_the_prior_of_a_pairs_difference_when_the_class_has_them() -> None:
+    # The class's A/A pairs: s_0 = 0.05 on 10 df (their differences, drift gone); the pairs' own squares 0.02 on 2.
+    # s_d^2 = (10 x 0.0025 + 0.02) / 12 = 0.00375: s_d = 0.061237, narrower than from 2 s^2 of unpaired starts.
+    found = paired_spread([0.1, 0.2, 0.3], Spread(0.05, 10, 5, 15), Spread(0.05, 10, 10, 20))
+    assert found.sd == pytest.approx(0.061237, abs=1e-6) and found.df == 12
+    assert found.sd < paired_spread([0.1, 0.2, 0.3], None).sd
+    assert paired_aa_spread([0.1, -0.1, 0.2]) == Spread(pytest.approx(math.sqrt(0.02)), 3, 3, 6)
+    assert paired_aa_spread([]) is None
+
+
 def test_pairs_by_hand() -> None:
-    # d = 0.2, se = 0.076376 / sqrt(3) = 0.044096, t_{12, 0.975} = 2.17881: exp(0.2 +- 0.096076) = [1.10952, 1.34459].
+    # With A/A pairs s_0 = 0.05 on 10 df: s_d = sqrt((0.025 + 0.02) / 12) = 0.061237; se = 0.061237 / sqrt(3) = 0.035355,
+    # t_{12, 0.975} = 2.17881: exp(0.2 +- 0.077032) = [1.13081, 1.31925].
     pairs = [(1000.0, 1000.0 * math.exp(x)) for x in (0.1, 0.2, 0.3)]
-    found = paired_change(pairs, Spread(0.05, 10, 5, 15))
+    found = paired_change(pairs, Spread(0.05, 10, 5, 15), paired=Spread(0.05, 10, 10, 20))
     assert found.rule is Rule.PAIRED and found.pairs == 3 and found.change is Change.BETTER
     assert found.ratio.ratio == pytest.approx(math.exp(0.2))
-    assert (found.ratio.low, found.ratio.high) == pytest.approx((1.10952, 1.34459), abs=1e-4)
-    # (2.17881 + 0.87261) x 0.044096 = 0.134555: exp - 1 = 14.40 %.
-    assert found.detectable == pytest.approx(0.14403, abs=1e-4)
+    assert (found.ratio.low, found.ratio.high) == pytest.approx((1.13081, 1.31925), abs=1e-4)
+    # (2.17881 + 0.87261) x 0.035355 = 0.107884: exp - 1 = 11.39 %.
+    assert found.detectable == pytest.approx(0.11392, abs=1e-4)
 
 
 def test_each_pair_keeps_its_own_level() -> None:
     # Three pairs at three levels of the host (500 to 2000 tok/s), each 10 % slower: d_i = ln 0.9 every time, no
-    # spread of their own; with the model's s = 0.01 (30 df): s_d^2 = 30 x 2 x 0.0001 / 32, se = 0.0079057 on 32 df.
+    # spread of their own; with the A/A pairs' s_0 = 0.01 (30 df): s_d^2 = 30 x 0.0001 / 32, se = 0.0055902 on 32 df.
     pairs = [(1000.0, 900.0), (2000.0, 1800.0), (500.0, 450.0)]
-    found = paired_change(pairs, Spread(0.01, 30, 10, 40))
+    found = paired_change(pairs, Spread(0.5, 30, 10, 40), paired=Spread(0.01, 30, 30, 60))
     assert found.change is Change.WORSE and found.ratio.ratio == pytest.approx(0.9)
-    assert found.ratio.high == pytest.approx(0.9 * math.exp(2.03693 * 0.0079057), rel=1e-4)
+    assert found.ratio.high == pytest.approx(0.9 * math.exp(2.03693 * 0.0055902), rel=1e-4)
+    # The unpaired starts' model (s = 0.5: the levels apart) would have hidden it; the starts alone call it.
+    assert model_change([1000.0, 2000.0, 500.0], [900.0, 1800.0, 450.0], Spread(0.5, 30, 10, 40)).change is Change.UNDECIDED
 
 
 def test_two_pairs_without_a_model_are_a_paired_t_test() -> None:

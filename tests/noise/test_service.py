@@ -70,3 +70,26 @@ def test_the_model_is_kept_until_another_job_succeeds(client: TestClient, datase
     with client.app.state.sessionmaker() as session:
         again = noise.model(session=session)
         assert again is not first and again == noise.read(session=session)
+
+
+def test_a_paired_aa_teaches_the_spread_of_a_pairs_difference(client: TestClient, dataset: Path) -> None:
+    worker = register_worker(client, builds=("b1",))
+    body = sweep_body(dataset, build="b1", repeats=2, speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
+    base = submit(client, body).json()
+    assert submit(client, body | {"name": "again", "paired_with": base["id"]}).status_code == 201
+    # Two pairs whose halves drift together (100 then 110; 200 then 180): the halves differ by ln 1.1 and ln 0.9,
+    # where the four starts spread by a factor of two.
+    for _ in range(4):
+        job = claim(client, worker)
+        done = client.get(f"/api/v1/jobs/{job['job_id']}").json()
+        level, drifted = (100.0, 1.1) if done["repeat"] == 0 else (200.0, 0.9)
+        speed = level * (drifted if done["pair_order"] == 1 else 1.0)
+        assert complete(client, job["job_id"], worker, {"result": result_at(speed)}).status_code == 200
+    with client.app.state.sessionmaker() as session:
+        [found] = noise.spreads(session=session).values()
+    # s_p^2 = ((ln 1.1)^2 + (ln 0.9)^2) / 2 on 2 pairs; the unpaired starts: one cell of 4, ln 100, 110, 200, 180.
+    assert math.isclose(found.paired.sd, math.sqrt((math.log(1.1) ** 2 + math.log(0.9) ** 2) / 2)) and found.paired.df == 2
+    logs = [math.log(v) for v in (100.0, 110.0, 200.0, 180.0)]
+    mean = sum(logs) / 4
+    assert math.isclose(found.between.sd, math.sqrt(sum((x - mean) ** 2 for x in logs) / 3)) and found.between.df == 3
+    assert found.paired.sd < found.between.sd / 3
