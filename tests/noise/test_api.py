@@ -26,6 +26,7 @@ def test_the_api_gives_each_class_its_spread_and_detectable_changes(client: Test
     assert eight["effect"] < three["effect"]
     assert none["within_df"] == 6 and math.isclose(none["within_sd"], 0.2 / math.sqrt(3))
     assert none["hosts"] == ["h"] and none["newest"]
+    assert (none["paired_sd"], none["paired_df"]) == (None, None)  # no A/A pairs: starts of unpaired sweeps
 
 
 def test_the_page_shows_a_table_per_gpu_kind_and_is_in_the_navigation(client: TestClient, dataset: Path) -> None:

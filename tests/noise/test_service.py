@@ -93,3 +93,7 @@ def test_a_paired_aa_teaches_the_spread_of_a_pairs_difference(client: TestClient
     mean = sum(logs) / 4
     assert math.isclose(found.between.sd, math.sqrt(sum((x - mean) ** 2 for x in logs) / 3)) and found.between.df == 3
     assert found.paired.sd < found.between.sd / 3
+    # exp(0.100462) - 1 = 10.57 %, on 2 pairs: on the page and in the API.
+    assert "10.57 % (2)" in client.get("/noise").text
+    [row] = client.get("/api/v1/noise").json()
+    assert (round(row["paired_sd"], 6), row["paired_df"]) == (0.100462, 2)
