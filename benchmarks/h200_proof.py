@@ -78,13 +78,16 @@ def main() -> None:
         wait(lambda: len(httpx.get(f"{server}/api/v1/builds", timeout=2).json()) >= len(builds), 300,
              alive=lambda: worker.poll() is None, log=args.work / "worker.log")
         for sweep in args.sweeps:
+            # A paired sweep names its base by ${SWEEP_NAME} (the base's name, upper case, '-' as '_'), submitted before it.
             body = string.Template(sweep.read_text()).substitute(models)
             answer = httpx.post(f"{server}/api/v1/sweeps", content=body, timeout=60,
                                 headers={"Authorization": f"Bearer {TOKEN}", "content-type": "application/yaml"})
             if answer.status_code != 201:
                 print(f"{sweep.name} refused ({answer.status_code}): {answer.text[:500]}", flush=True)
                 continue
-            print(f"submitted {sweep.name}: sweep {answer.json()['id']}, {answer.json()['total']} jobs", flush=True)
+            submitted = answer.json()
+            models[f"SWEEP_{submitted['name'].upper().replace('-', '_')}"] = str(submitted["id"])
+            print(f"submitted {sweep.name}: sweep {submitted['id']}, {submitted['total']} jobs", flush=True)
     deadline = time.monotonic() + args.budget_s
     while True:
         sweeps = httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()

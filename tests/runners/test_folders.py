@@ -20,6 +20,15 @@ H200_SWEEPS = sorted((EXAMPLE.parent / "h200").glob("*.yaml"))
 H200_MODELS = {name: f"/tmp/h200/models/{name.lower()}" for name in ("TARGET", "DFLASH", "QWEN3_8B", "QWEN3_0_6B")}
 
 
+class _Filled(dict):
+    """The models, and an id for each sweep a paired sweep names (``${SWEEP_NAME}``: the harness's, once submitted)."""
+
+    def __missing__(self, key: str) -> str:
+        if key.startswith("SWEEP_"):
+            return "1"
+        raise KeyError(key)
+
+
 def test_expand_writes_the_same_cells_that_ran_on_the_h200(tmp_path: Path) -> None:
     spec = SweepSpec.model_validate(yaml.safe_load(EXAMPLE.read_text()))
     assert write_cells(spec, tmp_path) == 18
@@ -33,7 +42,7 @@ def test_expand_writes_the_same_cells_that_ran_on_the_h200(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("path", H200_SWEEPS, ids=lambda path: path.name)
 def test_every_h200_sweep_expands(path: Path, tmp_path: Path) -> None:
-    spec = SweepSpec.model_validate(yaml.safe_load(string.Template(path.read_text()).substitute(H200_MODELS)))
+    spec = SweepSpec.model_validate(yaml.safe_load(string.Template(path.read_text()).substitute(_Filled(H200_MODELS))))
     assert write_cells(spec, tmp_path) > 0
 
 
