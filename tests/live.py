@@ -3,11 +3,12 @@
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 
 from app.api.main import create_app
 from app.config import Settings
@@ -20,9 +21,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(settings: Settings) -> Iterator[str]:
-    """Yield the base URL of the app running in a background thread; stop it afterwards."""
+def serve(settings: Settings, prepare: Callable[[FastAPI], None] | None = None) -> Iterator[str]:
+    """Yield the base URL of the app running in a background thread; stop it afterwards. ``prepare`` changes the app
+    before it starts (a test's stand-in middleware)."""
     app = create_app(settings)
+    if prepare is not None:
+        prepare(app)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

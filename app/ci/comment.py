@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from app.analysis.verdicts import DEFAULT_THRESHOLD, MIN_HISTORY, REPEATS_FOR_TEST, Change
+from app.ci.looks import Call, Looks
 from app.enums import Verdict
 from app.schemas.compare import CellChange, CellSide, Comparison, Interval
 
@@ -39,11 +40,13 @@ _HEADLINE = [  # what the first line counts, in this order
 
 @dataclass(frozen=True)
 class Context:
-    """What the comparison does not know: the commits compared and where the service is (for links)."""
+    """What the comparison does not know: the commits compared, where the service is (for links), and what the looks
+    for more starts did (``draftbench ci --budget-gpu-minutes``; None without)."""
 
     head_commit: str
     base_commit: str
     server: str
+    looks: Looks | None = None
 
 
 def render(comparison: Comparison, context: Context, *, limit: int = LIMIT) -> str:
@@ -105,7 +108,38 @@ def _changed(comparison: Comparison, context: Context) -> list[str]:
                   "see the table.", ""]
     if comparison.apart:
         lines += [f"The sweeps share no cell. {escape(comparison.apart.sentence)}", ""]
+    if context.looks is not None:
+        lines += _section("Still open after more starts", _left(comparison, context.looks))
+        lines += [_spent(context.looks), ""]
     return lines
+
+
+def _left(comparison: Comparison, looks: Looks) -> list[str]:
+    """Each cell the looks left open: its call, after how many starts, and why no more were added."""
+    return [f"- {_where(c)}: {_open_call(call, looks.mde)}: {looks.stopped}"
+            for c in comparison.changes if (call := looks.left.get(tuple(c.head.job_ids))) is not None]
+
+
+def _open_call(call: Call, mde: float | None) -> str:
+    bounds = f" [{call.low:.2f}, {call.high:.2f}]" if call.low is not None and call.high is not None else ""
+    starts = f"{call.pairs} pairs" if call.pairs else f"{call.base_starts} and {call.head_starts} starts"
+    said = f"{escape(call.change)}, {call.ratio:.2f}x{bounds} after {starts}"
+    if call.detectable is None:
+        return said + " (no noise model to size what they could find)"
+    if call.change == "unchanged" and mde is not None:
+        return said + f", but could detect only {_percent(call.detectable)} ({_percent(mde)} asked)"
+    return said + f", could detect {_percent(call.detectable)}"
+
+
+def _spent(looks: Looks) -> str:
+    """``More starts: used 14.2 of 20 GPU minutes in 3 looks.``"""
+    return (f"More starts: used {looks.used_s / 60:.1f} of {looks.budget_s / 60:g} GPU minutes in {looks.count} "
+            f"look{'s' if looks.count > 1 else ''}; {looks.stopped}.")
+
+
+def _percent(value: float) -> str:
+    """``8 %``, ``2.3 %``: a whole percent from 10 % up, a tenth below."""
+    return f"{100 * value:.0f} %" if value >= 0.1 else f"{100 * value:.1f} %"
 
 
 def _section(title: str, lines: list[str]) -> list[str]:
