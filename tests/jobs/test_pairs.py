@@ -92,11 +92,15 @@ def test_a_worker_holding_one_of_the_builds_takes_neither_half(migrated_sessions
         assert _claim(s, w, builds=[BASE]) is None
 
 
+def _one_pair_two_workers(sessions, heard: datetime) -> tuple[int, int]:
+    with sessions.begin() as s:
+        _paired(s)
+        return _worker(s, "a", heard=heard), _worker(s, "b", heard=heard)
+
+
 def test_the_half_of_a_dead_worker_is_freed_for_another_once_its_lease_lapsed(migrated_sessions) -> None:
     start = utcnow()
-    with migrated_sessions.begin() as s:
-        _paired(s)
-        first, second = _worker(s, "a", heard=start), _worker(s, "b", heard=start)
+    first, second = _one_pair_two_workers(migrated_sessions, start)
     with migrated_sessions.begin() as s:
         _done(s, _claim(s, first, now=start))
     late = start + timedelta(seconds=LEASE - 1)
@@ -127,9 +131,7 @@ def test_a_half_whose_partner_crashed_runs_next_and_one_whose_partner_was_cancel
 
 def test_a_first_half_requeued_after_its_worker_died_takes_its_partner_along(migrated_sessions) -> None:
     start = utcnow()
-    with migrated_sessions.begin() as s:
-        _paired(s)
-        first, second = _worker(s, "a", heard=start), _worker(s, "b", heard=start)
+    first, second = _one_pair_two_workers(migrated_sessions, start)
     with migrated_sessions.begin() as s:
         _claim(s, first, now=start)
     later = start + timedelta(seconds=LEASE + 1)
