@@ -246,6 +246,9 @@ def test_base_and_head_run_paired_back_to_back_and_a_reused_base_runs_unpaired(
     pair_of = {job["job_id"]: job["pair_id"] for sweep in (base, head) for job in _jobs(server, sweep["id"])}
     ran = [pair_of[claim["job_id"]] for claim in claims]
     assert len(ran) == 28 and None not in ran and all(ran[i] == ran[i + 1] for i in range(0, 28, 2))
+    rerun = ci(server, gh, sweep_file, tmp_path, same)  # the same job again: both sweeps are the first run's
+    assert rerun.returncode == 0 and f"sweep {head['id']}, paired with it before" in rerun.stderr, rerun.stderr
+    assert len(httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()) == 2
     again = ci(server, gh, sweep_file, tmp_path, same, head="bcd2345")
     assert again.returncode == 0, again.stderr
     assert "base: a finished sweep cannot be paired: the head's starts run unpaired" in again.stderr

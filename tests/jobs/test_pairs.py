@@ -129,6 +129,16 @@ def test_a_half_whose_partner_crashed_runs_next_and_one_whose_partner_was_cancel
         assert _claim(s, second).pair_id == s.scalars(select(Job.pair_id).where(Job.sweep_id == base.id, Job.cell_index == 1)).one()
 
 
+def test_a_second_half_without_a_partner_is_anyones(migrated_sessions) -> None:
+    # An imported head sweep keeps its pairs, its base imported or not: a half with no partner waits on nothing.
+    with migrated_sessions.begin() as s:
+        [job] = _sweep(s, HEAD, 1, 1).jobs
+        job.pair_id, job.pair_order = "f" * 32, 1
+        w = _worker(s, builds=[HEAD])
+    with migrated_sessions.begin() as s:
+        assert _claim(s, w, builds=[HEAD]).pair_id == "f" * 32
+
+
 def test_a_first_half_requeued_after_its_worker_died_takes_its_partner_along(migrated_sessions) -> None:
     start = utcnow()
     first, second = _one_pair_two_workers(migrated_sessions, start)
