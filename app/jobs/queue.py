@@ -78,7 +78,9 @@ def claim(
     pair_of = and_(partner.pair_id == Job.pair_id, partner.id != Job.id)
     dead = select(Worker.id).where(~liveness.alive(now=now, lease_seconds=lease_seconds))
     # Whether the candidate is the second half of a pair whose first half this worker ran.
-    mine = and_(Job.pair_order == 1, exists().where(pair_of, partner.state != JobState.QUEUED, partner.worker_id == worker_id))
+    # (IS NOT NULL first: for an unpaired job it is false, not NULL, so the probe is skipped.)
+    mine = and_(Job.pair_id.is_not(None), Job.pair_order == 1,
+                exists().where(pair_of, partner.state != JobState.QUEUED, partner.worker_id == worker_id))
     # A second half waits while its partner is queued, or was taken by another worker that is alive (a partner that
     # never had a worker, or none at all, an imported sweep's, holds nothing back).
     held = or_(partner.state == JobState.QUEUED, and_(partner.worker_id != worker_id, partner.worker_id.not_in(dead)))
