@@ -59,7 +59,7 @@ def ci(
     poll: Annotated[float, typer.Option(help="Seconds between progress reads")] = 5.0,
     mde: Annotated[str | None, typer.Option(
         help="With --budget-gpu-minutes: an unchanged cell is decided once its starts would find a change this small "
-             "(5%% or 0.05)")] = None,
+             "(5% or 0.05)")] = None,
     budget_gpu_minutes: Annotated[float | None, typer.Option(
         help="After the first pass, more paired starts for the cells still undecided, until decided or both sweeps "
         "have used this many GPU minutes (a CPU-engine cell counts as one device)")] = None,

@@ -75,8 +75,10 @@ def _more(api: Api, head_id: int, open_calls: dict[int, tuple[tuple[int, ...], l
     """Ask for the pairs the open cells want, within the budget; why the looks stop instead, or None."""
     if not open_calls:
         return DECIDED
-    if used >= budget_s or not timed:
+    if used >= budget_s:
         return SPENT
+    if not timed:
+        return "no start has ended to cost more starts by"
     wanted = {cell: looks.pairs_wanted(call, mde) for cell, (_, call) in open_calls.items()}
     chosen = looks.plan(wanted, left_s=budget_s - used, pair_s=2 * used / timed)
     if not chosen:
