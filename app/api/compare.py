@@ -89,6 +89,7 @@ def _side(cell: PooledCell) -> CellSide:
         resolved_graph_modes=sorted(cell.resolved_graph_modes), downgraded=cell.downgraded, draft_eager=cell.draft_eager,
         crash_kinds=dict(cell.crash_kinds), crash_signature=cell.crash_signature, crash_title=cell.crash_title,
         vllm_versions=sorted(cell.vllm_versions), gpu_names=sorted(cell.gpu_names), notes=cell.notes,
+        job_ids=sorted(cell.job_ids),
     )
 
 

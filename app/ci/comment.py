@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from app.analysis.verdicts import DEFAULT_THRESHOLD, MIN_HISTORY, REPEATS_FOR_TEST, THROUGHPUT_SPREAD, Change
+from app.ci.looks import Looks
 from app.enums import Verdict
-from app.schemas.compare import CellChange, CellSide, Comparison, Interval
+from app.schemas.compare import CellChange, CellSide, Comparison, Interval, SpeedCall
 
 # The hidden line that marks our comment, so the next push edits it instead of adding another.
 MARKER = "<!-- draftbench -->"
@@ -39,11 +40,13 @@ _HEADLINE = [  # what the first line counts, in this order
 
 @dataclass(frozen=True)
 class Context:
-    """What the comparison does not know: the commits compared and where the service is (for links)."""
+    """What the comparison does not know: the commits compared, where the service is (for links), and what the looks
+    for more starts did (``draftbench ci --budget-gpu-minutes``; None without)."""
 
     head_commit: str
     base_commit: str
     server: str
+    looks: Looks | None = None
 
 
 def render(comparison: Comparison, context: Context, *, limit: int = LIMIT) -> str:
@@ -102,6 +105,9 @@ def _changed(comparison: Comparison, context: Context) -> list[str]:
     lines += _without_model(changes)
     if comparison.apart:
         lines += [f"The sweeps share no cell. {escape(comparison.apart.sentence)}", ""]
+    if context.looks is not None:
+        lines += _section("Still open after more starts", _left(comparison, context.looks))
+        lines += [_spent(context.looks), ""]
     return lines
 
 
@@ -114,7 +120,7 @@ def _undecided(cells: list[CellChange]) -> list[str]:
     if modelled:
         finds = sorted(c.tokens_per_s_call.detectable for c in modelled)
         lines.append(f"{_cells(len(modelled))} moved by more than {DEFAULT_THRESHOLD:.0%} but inside the noise of their "
-                     f"starts (these starts could detect {_share(finds[0])}" + (f" to {_share(finds[-1])}" if len(finds) > 1 else "")
+                     f"starts (these starts could detect {_percent(finds[0])}" + (f" to {_percent(finds[-1])}" if len(finds) > 1 else "")
                      + "): more starts would tell; see the table.")
     if bare:
         lines.append(f"{_cells(len(bare))} moved by more than {DEFAULT_THRESHOLD:.0%} with too few engine starts to call "
@@ -138,8 +144,32 @@ def _cells(n: int) -> str:
     return f"{n} cell{'s' if n != 1 else ''}"
 
 
-def _share(value: float) -> str:
-    return f"{100 * value:.0f} %"
+def _left(comparison: Comparison, looks: Looks) -> list[str]:
+    """Each cell the looks left open: its call, after how many starts, and why no more were added."""
+    return [f"- {_where(c)}: {_open_call(call, looks.mde)}: {looks.stopped}"
+            for c in comparison.changes if (call := looks.left.get(tuple(c.head.job_ids))) is not None]
+
+
+def _open_call(call: SpeedCall, mde: float | None) -> str:
+    bounds = f" [{call.low:.2f}, {call.high:.2f}]" if call.low is not None and call.high is not None else ""
+    starts = f"{call.pairs} pairs" if call.pairs else f"{call.base_starts} and {call.head_starts} starts"
+    said = f"{escape(call.change)}, {call.ratio:.2f}x{bounds} after {starts}"
+    if call.detectable is None:
+        return said + " (no noise model to size what they could find)"
+    if call.change == "unchanged" and mde is not None:
+        return said + f", but could detect only {_percent(call.detectable)} ({_percent(mde)} asked)"
+    return said + f", could detect {_percent(call.detectable)}"
+
+
+def _spent(looks: Looks) -> str:
+    """``More starts: used 14.2 of 20 GPU minutes in 3 looks.``"""
+    return (f"More starts: used {looks.used_s / 60:.1f} of {looks.budget_s / 60:g} GPU minutes in {looks.count} "
+            f"look{'s' if looks.count > 1 else ''}; {looks.stopped}.")
+
+
+def _percent(value: float) -> str:
+    """``8 %``, ``2.3 %``: a whole percent from 10 % up, a tenth below."""
+    return f"{100 * value:.0f} %" if value >= 0.1 else f"{100 * value:.1f} %"
 
 
 def _section(title: str, lines: list[str]) -> list[str]:
@@ -255,7 +285,7 @@ def _row(c: CellChange) -> str:
     call = c.tokens_per_s_call
     speed = f"{c.speed_ratio.value:.2f}x" if c.speed_ratio else ""
     moved = f"{100 * c.acceptance_difference.value:+.1f}" if c.acceptance_difference else ""
-    finds = "no model" if call and call.detectable is None else _share(call.detectable) if call else ""
+    finds = "no model" if call and call.detectable is None else _percent(call.detectable) if call else ""
     cells = [c.verdict.value.replace("_", " "), escape(c.gpu_kind), escape(c.label), escape(c.backend), escape(c.graph_mode),
              _speed(c.base), _speed(c.head), speed, finds, moved, escape("; ".join(c.reasons))]
     return "| " + " | ".join(cells) + " |"

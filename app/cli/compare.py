@@ -53,11 +53,15 @@ def compare(
 
 def fetch(api: Api, base_sweep: int, head_sweep: int) -> Comparison:
     """``GET /api/v1/compare`` of two sweeps, read as the comment reads it."""
-    answer = api.get("/api/v1/compare", base_sweep=base_sweep, head_sweep=head_sweep)
+    return parse(api.get("/api/v1/compare", base_sweep=base_sweep, head_sweep=head_sweep), api.server)
+
+
+def parse(answer: object, server: str) -> Comparison:
+    """A comparison as the service at ``server`` answered it; CliError when this client cannot read it."""
     try:
         return Comparison.model_validate(answer)
     except ValidationError as exc:
-        raise CliError(f"the service at {api.server} answered a comparison this client cannot read "
+        raise CliError(f"the service at {server} answered a comparison this client cannot read "
                        f"(is it another version?): {' '.join(str(exc).split())[:300]}") from None
 
 

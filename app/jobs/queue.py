@@ -25,9 +25,10 @@ claimed together, so a claim still moves one row. The half with ``pair_order`` 0
 worker that can run the other half too (its build) while that half waits to run. The other half is claimable
 once its partner left the queue, and then only by the partner's worker while that worker is alive (term 0 puts
 it before anything else that worker could take, priority included: the pair must run back to back). It is
-freed for any worker when the partner's worker is dead or there was none (cancelled before it ran), so no half
-waits on a worker that will never claim again; a partner returned to the queue (its worker died mid-run) takes
-it along again. Each test of a partner is a probe of ``ix_jobs_pair``.
+freed for any worker when the partner's worker is dead or there was none (cancelled before it ran, or no
+partner: an imported sweep whose base was not), so no half waits on a worker that will never claim again; a
+partner returned to the queue (its worker died mid-run) takes it along again. Each test of a partner is a probe
+of ``ix_jobs_pair``.
 
 A running job is held by its worker for as long as that worker is alive (app.workers.liveness): there
 is no per-job lease. ``requeue_stalled`` returns the jobs of dead workers to the queue, or fails them
@@ -75,15 +76,18 @@ def claim(
     other = aliased(Job)
     partner = aliased(Job)
     pair_of = and_(partner.pair_id == Job.pair_id, partner.id != Job.id)
-    started = and_(pair_of, partner.state != JobState.QUEUED)
     dead = select(Worker.id).where(~liveness.alive(now=now, lease_seconds=lease_seconds))
     # Whether the candidate is the second half of a pair whose first half this worker ran.
-    mine = and_(Job.pair_order == 1, exists().where(started, partner.worker_id == worker_id))
+    # (IS NOT NULL first: for an unpaired job it is false, not NULL, so the probe is skipped.)
+    mine = and_(Job.pair_id.is_not(None), Job.pair_order == 1,
+                exists().where(pair_of, partner.state != JobState.QUEUED, partner.worker_id == worker_id))
+    # A second half waits while its partner is queued, or was taken by another worker that is alive (a partner that
+    # never had a worker, or none at all, an imported sweep's, holds nothing back).
+    held = or_(partner.state == JobState.QUEUED, and_(partner.worker_id != worker_id, partner.worker_id.not_in(dead)))
     may_pair = or_(
         Job.pair_id.is_(None),
         and_(Job.pair_order == 0, ~exists().where(pair_of, partner.state == JobState.QUEUED, partner.build.not_in(list(builds)))),
-        mine,
-        and_(Job.pair_order == 1, exists().where(started, or_(partner.worker_id.is_(None), partner.worker_id.in_(dead)))),
+        and_(Job.pair_order == 1, ~exists().where(pair_of, held)),
     )
     running_in_sweep = (
         select(func.count())

@@ -36,6 +36,9 @@ class CellSide(BaseModel):
     gpu_names: list[str]
     # Stored figures left out because no run can have made them (tokens/s past the physical ceiling...).
     notes: list[str] = []
+    # The side's jobs of the cell, whatever became of them: where its figures came from (a sweep's jobs name their
+    # cell index). Absent from older services.
+    job_ids: list[int] = []
 
 
 class SpeedCall(BaseModel):

@@ -199,8 +199,9 @@ class SweepDetail(SweepSummary):
     # The sweep whose jobs this one's are paired with (either side of the pair), or None.
     paired_with: int | None = None
     # Device time its jobs took: the sum of (finished - started) x GPUs needed over the jobs that ended, a cell of
-    # the CPU engine counting as one device.
+    # the CPU engine counting as one device; and how many jobs that sums (gpu_seconds / timed_jobs: a start's cost).
     gpu_seconds: float = 0.0
+    timed_jobs: int = 0
 
     # Marked deprecated in the schema only: pydantic's own deprecation would warn at every answer it writes.
     @computed_field(description="Deprecated: the jobs under their old name", json_schema_extra={"deprecated": True})

@@ -382,34 +382,38 @@ def job_statuses(*, session: Session, sweep_id: int) -> list[JobStatus]:
 def detail(*, session: Session, sweep: Sweep, lease_seconds: float) -> SweepDetail:
     base = summary(session=session, sweep=sweep)
     partner = pairing.partner(session=session, sweep_id=sweep.id)
+    seconds, timed = device_time(session=session, sweep_id=sweep.id)
     return SweepDetail(
         **base.model_dump(),
         spec=sweep.spec,
         jobs=job_statuses(session=session, sweep_id=sweep.id),
-        warnings=warnings(session=session, sweep=sweep, partner=partner, lease_seconds=lease_seconds),
+        warnings=warnings(session=session, sweep_id=sweep.id, lease_seconds=lease_seconds),
         paired_with=partner,
-        gpu_seconds=gpu_seconds(session=session, sweep_id=sweep.id),
+        gpu_seconds=seconds,
+        timed_jobs=timed,
     )
 
 
-def gpu_seconds(*, session: Session, sweep_id: int) -> float:
-    """Device time the sweep's jobs took: ``sum over jobs that ended of (finished_at - started_at) x max(1,
-    gpus_needed)``, a cell of the CPU engine (0 GPUs) counting as one device, so a budget of starts means the same on
-    the CPU engine. A job returned to the queue counts the attempt that ended it only (its start is the last claim's)."""
+def device_time(*, session: Session, sweep_id: int) -> tuple[float, int]:
+    """Device seconds the sweep's jobs took, ``sum over jobs that ended of (finished_at - started_at) x max(1,
+    gpus_needed)``, and how many jobs that sums. A cell of the CPU engine (0 GPUs) counts as one device, so a budget
+    of starts means the same there; a job returned to the queue counts the attempt that ended it only (its start is
+    the last claim's)."""
     rows = session.execute(
         select(Job.started_at, Job.finished_at, Job.gpus_needed)
         .where(Job.sweep_id == sweep_id, Job.started_at.is_not(None), Job.finished_at.is_not(None))
     ).all()
-    return sum(max((finished - started).total_seconds(), 0.0) * max(gpus, 1) for started, finished, gpus in rows)
+    return sum(max((finished - started).total_seconds(), 0.0) * max(gpus, 1) for started, finished, gpus in rows), len(rows)
 
 
-def warnings(*, session: Session, sweep: Sweep, partner: int | None, lease_seconds: float) -> list[str]:
+def warnings(*, session: Session, sweep_id: int, lease_seconds: float) -> list[str]:
     """Why the sweep's queued jobs may wait: no live worker serves their GPU kind, build and GPU count (and, for a
     pair that has not started, the partner's build too); and which of a paired sweep's jobs run alone."""
+    partner = pairing.partner(session=session, sweep_id=sweep_id)
     partner_build = session.scalar(select(Sweep.build).where(Sweep.id == partner)) if partner is not None else None
     rows = session.execute(
         select(Job.gpu_kind, Job.build, Job.gpus_needed, Job.pair_id.is_not(None), func.count())
-        .where(Job.sweep_id == sweep.id, Job.state == JobState.QUEUED)
+        .where(Job.sweep_id == sweep_id, Job.state == JobState.QUEUED)
         .group_by(Job.gpu_kind, Job.build, Job.gpus_needed, Job.pair_id.is_not(None))
         .order_by(Job.gpu_kind, Job.build, Job.gpus_needed)
     ).all()
@@ -417,7 +421,7 @@ def warnings(*, session: Session, sweep: Sweep, partner: int | None, lease_secon
                           partner_build=partner_build if paired and partner_build != build else None)
              for kind, build, gpus, paired, count in rows]
     said = workers.unserved(session=session, needs=needs, lease_seconds=lease_seconds)
-    alone = pairing.unpaired(session=session, sweep_id=sweep.id) if partner is not None else 0
+    alone = pairing.unpaired(session=session, sweep_id=sweep_id) if partner is not None else 0
     if alone:
         said.append(f"{alone} job(s) run alone, unpaired: their partner in sweep {partner} had started when the two "
                     "sweeps were paired")

@@ -1,6 +1,7 @@
 """``draftbench ci`` end to end: the real service on loopback, results reported through the worker protocol,
 the GitHub-like server on loopback; the command runs as a process, as a CI job runs it."""
 
+import math
 import os
 import re
 import subprocess
@@ -44,8 +45,11 @@ def sweep_file(tmp_path: Path, dataset: Path) -> Path:
 
 
 def ci(server: str, gh: GitHubState, sweep: Path, tmp_path: Path, speed: Speed, *, head: str = "abc1234",
-       fail_on: str = "regression", gh_token: str | None = GH_TOKEN, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    """Run ``draftbench ci`` while this test acts as the worker, reporting ``speed`` for each job it claims."""
+       fail_on: str = "regression", gh_token: str | None = GH_TOKEN, extra: tuple[str, ...] = (),
+       work_s: float = 0.0, claims: list[dict] | None = None, claim_after: int = 0) -> subprocess.CompletedProcess:
+    """Run ``draftbench ci`` (``python -m app.cli ci``) while this test acts as the worker, reporting ``speed`` for each
+    job it claims after ``work_s`` seconds, and keeping each claim in ``claims``; it claims nothing before the service
+    holds ``claim_after`` sweeps."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DRAFTBENCH_", "GITHUB_"))}
     env |= {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")} | ({"GITHUB_TOKEN": gh_token} if gh_token else {})
     command = [sys.executable, "-m", "app.cli", "ci", "--server", server, "--token", TOKEN, "--repo", "octo/vllm",
@@ -58,12 +62,17 @@ def ci(server: str, gh: GitHubState, sweep: Path, tmp_path: Path, speed: Speed, 
     own = {"Authorization": f"Bearer {registered['credential']}"}
     started: Counter = Counter()  # jobs reported per (build, method): each a repeat, an engine start
     deadline = time.monotonic() + 120
+    while len(httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()) < claim_after and process.poll() is None:
+        time.sleep(0.05)
     while process.poll() is None and time.monotonic() < deadline:
         claimed = httpx.post(f"{server}/api/v1/workers/{registered['id']}/claim", headers=own, timeout=30)
         if claimed.status_code == 204:
             time.sleep(0.1)
             continue
         job = claimed.json()
+        if claims is not None:
+            claims.append(job)
+        time.sleep(work_s)
         key = (job["spec"]["build"], job["spec"]["speculative"]["method"])
         result = cell_result(tokens_per_s=speed(*key, started[key]))
         started[key] += 1
@@ -186,7 +195,88 @@ def test_bad_options_are_one_line_naming_the_option_and_its_values(sweep_file: P
             "--head", "a", "--base", "b", "--build", "x", "--base-build", "y", "--sweep", str(sweep_file)]
     for extra, said in ((["--repo", "o/r", "--fail-on", "sometimes"],
                          "--fail-on must be one of regression, crash, any, never; got 'sometimes'"),
-                        (["--repo", "not a repo"], "--repo must be OWNER/NAME")):
+                        (["--repo", "not a repo"], "--repo must be OWNER/NAME"),
+                        (["--repo", "o/r", "--mde", "5%"], "--mde needs --budget-gpu-minutes"),
+                        (["--repo", "o/r", "--mde", "150%", "--budget-gpu-minutes", "5"], "--mde must be a relative change"),
+                        (["--repo", "o/r", "--mde", "five", "--budget-gpu-minutes", "5"], "got 'five'"),
+                        (["--repo", "o/r", "--budget-gpu-minutes", "0"], "--budget-gpu-minutes must be a number of minutes above 0"),
+                        (["--repo", "o/r", "--budget-gpu-minutes", "nan"], "--budget-gpu-minutes must be")):
         done = subprocess.run(base + extra, cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert done.returncode == 1 and done.stderr.startswith("draftbench: ") and said in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+def _noisy(change: float, spread: float) -> Speed:
+    """Tokens/s whose engine starts spread by about ``spread`` (a fixed sequence, the same every run); the head's
+    n-gram cell at ``change`` x the base."""
+    def speed(build: str, method: str, repeat: int) -> float:
+        luck = spread * math.sin(1.7 * repeat + (method == "ngram") + 0.5 * (build == HEAD))
+        return 100.0 * (change if (method, build) == ("ngram", HEAD) else 1.0) * math.exp(luck)
+    return speed
+
+
+def _jobs(server: str, sweep_id: int) -> list[dict]:
+    return httpx.get(f"{server}/api/v1/sweeps/{sweep_id}", timeout=30).json()["jobs"]
+
+
+def _two_repeats(tmp_path: Path, dataset: Path) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep_body(dataset, name="pr-check", repeats=2)))
+    return path
+
+
+def test_base_and_head_run_paired_back_to_back_and_a_reused_base_runs_unpaired(
+        server: str, gh: GitHubState, sweep_file: Path, tmp_path: Path) -> None:
+    claims: list[dict] = []
+    # Claims wait for the head: a job a worker claims between the two submissions runs alone (the head warns).
+    done = ci(server, gh, sweep_file, tmp_path, same, claims=claims, claim_after=2)
+    assert done.returncode == 0, done.stderr
+    [base, head] = sorted(httpx.get(f"{server}/api/v1/sweeps", timeout=30).json(), key=lambda s: s["id"])
+    assert httpx.get(f"{server}/api/v1/sweeps/{head['id']}", timeout=30).json()["paired_with"] == base["id"]
+    pair_of = {job["job_id"]: job["pair_id"] for sweep in (base, head) for job in _jobs(server, sweep["id"])}
+    ran = [pair_of[claim["job_id"]] for claim in claims]
+    assert len(ran) == 28 and None not in ran and all(ran[i] == ran[i + 1] for i in range(0, 28, 2))
+    rerun = ci(server, gh, sweep_file, tmp_path, same)  # the same job again: both sweeps are the first run's
+    assert rerun.returncode == 0 and f"sweep {head['id']}, paired with it before" in rerun.stderr, rerun.stderr
+    assert len(httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()) == 2
+    again = ci(server, gh, sweep_file, tmp_path, same, head="bcd2345")
+    assert again.returncode == 0, again.stderr
+    assert "base: a finished sweep cannot be paired: the head's starts run unpaired" in again.stderr
+    newest = max(httpx.get(f"{server}/api/v1/sweeps", timeout=30).json(), key=lambda s: s["id"])
+    assert {job["pair_id"] for job in _jobs(server, newest["id"])} == {None}
+
+
+def test_more_pairs_go_to_the_open_cells_until_each_is_decided(
+        server: str, gh: GitHubState, dataset: Path, tmp_path: Path) -> None:
+    done = ci(server, gh, _two_repeats(tmp_path, dataset), tmp_path, _noisy(0.7, 0.08),
+              extra=("--mde", "10%", "--budget-gpu-minutes", "10"), claim_after=2)
+    assert done.returncode in (0, 3), done.stderr  # 3 once the slower n-gram cell has the repeats to be called worse
+    [base, head] = sorted(httpx.get(f"{server}/api/v1/sweeps", timeout=30).json(), key=lambda s: s["id"])
+    ran = {side["id"]: Counter(job["method"] for job in _jobs(server, side["id"]) if job["state"] == "succeeded")
+           for side in (base, head)}
+    # More starts came in pairs, to both sweeps alike, and only after the first pass's two a cell.
+    assert ran[base["id"]] == ran[head["id"]] and min(ran[head["id"]].values()) >= 2 < max(ran[head["id"]].values())
+    looks = [line for line in done.stderr.splitlines() if line.startswith("look ")]
+    assert len(looks) >= 2 and ": 0 cell(s) open" in looks[-1] and looks[-1].endswith("every cell is decided")
+    assert "Still open after more starts" not in done.stdout
+    used = re.search(r"More starts: used ([\d.]+) of 10 GPU minutes in (\d+) looks; every cell is decided\.", done.stdout)
+    assert used and int(used[2]) == len(looks), done.stdout
+    seconds = sum(httpx.get(f"{server}/api/v1/sweeps/{s['id']}", timeout=30).json()["gpu_seconds"] for s in (base, head))
+    assert float(used[1]) == round(seconds / 60, 1)
+
+
+def test_the_budget_stops_the_looks_and_the_comment_names_each_cell_left_open(
+        server: str, gh: GitHubState, dataset: Path, tmp_path: Path) -> None:
+    done = ci(server, gh, _two_repeats(tmp_path, dataset), tmp_path, _noisy(1.0, 0.03),
+              extra=("--mde", "1%", "--budget-gpu-minutes", "0.2"), work_s=0.3, claim_after=2)
+    assert done.returncode == 0, done.stderr
+    looks = [line for line in done.stderr.splitlines() if line.startswith("look ")]
+    assert len(looks) >= 2 and "the budget ran out" in looks[-1] and "more pairs asked" in looks[0]
+    left = done.stdout.split("#### Still open after more starts")[1].split("More starts:")[0]
+    for label in ("ngram k=3", "draft_model k=3"):
+        [line] = [line for line in left.splitlines() if f"({label}, cpu)" in line]
+        assert re.search(r": (unchanged|undecided), [\d.]+x .* after \d+ pairs, .*: the budget ran out", line), line
+    assert re.search(rf"More starts: used [\d.]+ of 0\.2 GPU minutes in {len(looks)} looks; the budget ran out", done.stdout)
+    [base, head] = sorted(httpx.get(f"{server}/api/v1/sweeps", timeout=30).json(), key=lambda s: s["id"])
+    spent = sum(httpx.get(f"{server}/api/v1/sweeps/{s['id']}", timeout=30).json()["gpu_seconds"] for s in (base, head))
+    assert spent >= 0.2 * 60 or "fits not one more pair" in looks[-1]

@@ -141,8 +141,8 @@ def test_a_call_by_the_noise_model_says_what_it_could_detect() -> None:
     quiet = _called(_cell("FLASH_ATTN", "FULL", speed=(0.97, 0.91, 1.03)), Change.UNCHANGED, (0.97, 0.91, 1.03), 0.08)
     body = render(_comparison(_plane(FLASHINFER_FULL=slow, FLASH_ATTN_FULL=quiet)), CONTEXT)
     assert "- slower only on FLASHINFER with FULL (dflash k=3, H200): 0.41x [0.36, 0.47]" in body
-    assert "| worse | H200 | dflash k=3 | FLASHINFER | FULL | 1000 | 1000 | 0.41x | 8 % |" in body
-    assert "| unchanged | H200 | dflash k=3 | FLASH_ATTN | FULL | 1000 | 1000 | 0.97x | 8 % |" in body
+    assert "| worse | H200 | dflash k=3 | FLASHINFER | FULL | 1000 | 1000 | 0.41x | 8.0 % |" in body
+    assert "| unchanged | H200 | dflash k=3 | FLASH_ATTN | FULL | 1000 | 1000 | 0.97x | 8.0 % |" in body
     assert "No noise model" not in body
 
 

@@ -92,11 +92,15 @@ def test_a_worker_holding_one_of_the_builds_takes_neither_half(migrated_sessions
         assert _claim(s, w, builds=[BASE]) is None
 
 
+def _one_pair_two_workers(sessions, heard: datetime) -> tuple[int, int]:
+    with sessions.begin() as s:
+        _paired(s)
+        return _worker(s, "a", heard=heard), _worker(s, "b", heard=heard)
+
+
 def test_the_half_of_a_dead_worker_is_freed_for_another_once_its_lease_lapsed(migrated_sessions) -> None:
     start = utcnow()
-    with migrated_sessions.begin() as s:
-        _paired(s)
-        first, second = _worker(s, "a", heard=start), _worker(s, "b", heard=start)
+    first, second = _one_pair_two_workers(migrated_sessions, start)
     with migrated_sessions.begin() as s:
         _done(s, _claim(s, first, now=start))
     late = start + timedelta(seconds=LEASE - 1)
@@ -125,11 +129,19 @@ def test_a_half_whose_partner_crashed_runs_next_and_one_whose_partner_was_cancel
         assert _claim(s, second).pair_id == s.scalars(select(Job.pair_id).where(Job.sweep_id == base.id, Job.cell_index == 1)).one()
 
 
+def test_a_second_half_without_a_partner_is_anyones(migrated_sessions) -> None:
+    # An imported head sweep keeps its pairs, its base imported or not: a half with no partner waits on nothing.
+    with migrated_sessions.begin() as s:
+        [job] = _sweep(s, HEAD, 1, 1).jobs
+        job.pair_id, job.pair_order = "f" * 32, 1
+        w = _worker(s, builds=[HEAD])
+    with migrated_sessions.begin() as s:
+        assert _claim(s, w, builds=[HEAD]).pair_id == "f" * 32
+
+
 def test_a_first_half_requeued_after_its_worker_died_takes_its_partner_along(migrated_sessions) -> None:
     start = utcnow()
-    with migrated_sessions.begin() as s:
-        _paired(s)
-        first, second = _worker(s, "a", heard=start), _worker(s, "b", heard=start)
+    first, second = _one_pair_two_workers(migrated_sessions, start)
     with migrated_sessions.begin() as s:
         _claim(s, first, now=start)
     later = start + timedelta(seconds=LEASE + 1)

@@ -45,7 +45,8 @@ def fake_outcome(slot: int) -> dict[str, Any]:
     return JobOutcome(result=result, exit_code=0).model_dump(mode="json")
 
 
-def fake_worker(server: str, slot: int, barrier, reports, work_s: float = 0.0, retry_for_s: float = 180.0) -> None:
+def fake_worker(server: str, slot: int, barrier, reports, work_s: float = 0.0, retry_for_s: float = 180.0,
+                builds: tuple[str, ...] = (BUILD,)) -> None:
     """Register, wait for the others, then claim and complete until no job is queued or running.
 
     A 204 alone does not end the loop: a job whose claim answer was lost (the database went away
@@ -57,7 +58,8 @@ def fake_worker(server: str, slot: int, barrier, reports, work_s: float = 0.0, r
     report = ClaimLog(slot=slot)
     client = ServiceClient(server, TOKEN, retry_for_s=retry_for_s, timeout_s=30)
     try:
-        register = RegisterRequest(name=f"fake-{slot}", host="test", gpu_kinds=["cpu"], builds=[BuildInfo(label=BUILD)])
+        register = RegisterRequest(name=f"fake-{slot}", host="test", gpu_kinds=["cpu"],
+                                   builds=[BuildInfo(label=label) for label in builds])
         report.worker_id = client.register(register).id
         barrier.wait(timeout=120)
         outcome = JobOutcome.model_validate(fake_outcome(slot))
@@ -93,12 +95,13 @@ def _unfinished(client) -> bool:
 class Fleet:
     """``n`` fake worker processes (spawn), released together once all registered."""
 
-    def __init__(self, server: str, n: int, *, work_s: float = 0.0) -> None:
+    def __init__(self, server: str, n: int, *, work_s: float = 0.0, builds: tuple[str, ...] = (BUILD,)) -> None:
         ctx = mp.get_context("spawn")
         self.barrier = ctx.Barrier(n + 1)
         self.reports = ctx.Queue()
         self.procs = [
-            ctx.Process(target=fake_worker, args=(server, slot, self.barrier, self.reports, work_s), daemon=True)
+            ctx.Process(target=fake_worker, args=(server, slot, self.barrier, self.reports, work_s, 180.0, builds),
+                        daemon=True)
             for slot in range(n)
         ]
 
@@ -125,18 +128,18 @@ class Fleet:
         return reports
 
 
-def register_build(server: str) -> None:
-    """Sweeps name a build some worker registered: register one placeholder worker for it."""
-    body = {"name": "seed", "host": "test", "gpu_kinds": ["cpu"], "builds": [{"label": BUILD}]}
+def register_build(server: str, *labels: str) -> None:
+    """Sweeps name a build some worker registered: register one placeholder worker for ``labels`` (``BUILD``)."""
+    body = {"name": "seed", "host": "test", "gpu_kinds": ["cpu"], "builds": [{"label": b} for b in labels or (BUILD,)]}
     httpx.post(f"{server}/api/v1/workers", json=body, headers=AUTH, timeout=30).raise_for_status()
 
 
-def submit(server: str, dataset: Path, *, repeats: int, name: str = "pg-proof") -> int:
-    """A CPU sweep of ``10 x repeats`` jobs; returns its id."""
+def submit(server: str, dataset: Path, *, repeats: int, name: str = "pg-proof", **more: Any) -> int:
+    """A CPU sweep of ``10 x repeats`` jobs (of ``BUILD``, unless ``more`` says otherwise); returns its id."""
     body = {
         "name": name, "build": BUILD, "model": "/models/fake", "workload": {"dataset": str(dataset), "num_prompts": 1},
         "speculative": SPECULATIVE, "backends": ["CPU_ATTN"], "graph_modes": ["NONE"], "gpu_kinds": ["cpu"],
-        "repeats": repeats,
+        "repeats": repeats, **more,
     }
     response = httpx.post(f"{server}/api/v1/sweeps", json=body, headers=AUTH, timeout=120)
     assert response.status_code == 201, response.text

@@ -143,8 +143,9 @@ def test_gpu_seconds_sum_each_ended_job_times_its_gpus_a_cpu_cell_counting_one(c
             job.started_at = start
             job.finished_at = start + timedelta(seconds=seconds) if seconds is not None else None
     # TP-2: (90 + 30 + 45) x 2 GPUs, the running job not counted; CPU: 10 + 20, one device each.
-    assert client.get(f"/api/v1/sweeps/{sweep['id']}").json()["gpu_seconds"] == 330.0
-    assert client.get(f"/api/v1/sweeps/{cpu['id']}").json()["gpu_seconds"] == 30.0
+    timed = {side["id"]: client.get(f"/api/v1/sweeps/{side['id']}").json() for side in (sweep, cpu)}
+    assert (timed[sweep["id"]]["gpu_seconds"], timed[sweep["id"]]["timed_jobs"]) == (330.0, 3)
+    assert (timed[cpu["id"]]["gpu_seconds"], timed[cpu["id"]]["timed_jobs"]) == (30.0, 2)
 
 
 def test_a_pair_no_live_worker_can_run_says_so(client, dataset) -> None:
