@@ -3,6 +3,7 @@
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
+from app.db import run_waiting_steps
 from app.models import Base
 
 config = context.config
@@ -41,6 +42,7 @@ def _run(connection) -> None:
     )
     with context.begin_transaction():
         context.run_migrations()
+        run_waiting_steps(config, connection, current=context.get_context().get_current_revision())
 
 
 if context.is_offline_mode():

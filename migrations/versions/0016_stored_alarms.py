@@ -15,8 +15,10 @@ Create Date: 2026-12-02
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from alembic import op
+from alembic import context, op
 from sqlalchemy.orm import Session
+
+from app import db
 
 revision: str = "0016"
 down_revision: str | None = "0015"
@@ -76,14 +78,18 @@ def upgrade() -> None:
     )
     op.create_index("ix_alarms_build", "alarms", ["build", "gpu_kind"])
     op.create_index("ix_results_calibration_miss", "results", ["calibration_miss"])
-    conn = op.get_bind()
-    # The judgement reads results with today's code (as 0015 reads configs); an empty database has none to read.
-    if conn.scalar(sa.text("SELECT count(*) FROM results")):
-        from app.alarms import service as alarms
+    # The judgement reads results with today's code (as 0015 reads configs), so it runs on today's schema, once the
+    # newest revision has; an empty database has none to read.
+    if op.get_bind().scalar(sa.text("SELECT count(*) FROM results")):
+        db.when_current(context.config, _judge)
 
-        with Session(bind=conn) as session:
-            alarms.refresh_all(session=session)
-            session.flush()
+
+def _judge(conn) -> None:
+    from app.alarms import service as alarms
+
+    with Session(bind=conn) as session:
+        alarms.refresh_all(session=session)
+        session.flush()
 
 
 def downgrade() -> None:
