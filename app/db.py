@@ -2,7 +2,7 @@
 
 import contextlib
 import fcntl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,6 +19,30 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 class SchemaError(RuntimeError):
     """The database cannot be brought to the schema this code expects."""
+
+
+# Where a migration's data step that reads the database with today's code (the app's services) waits for the last
+# revision (``when_current``).
+_TODAYS_CODE = "steps_on_todays_schema"
+
+
+def when_current(config: Config, step: Callable[[Connection], None]) -> None:
+    """Run ``step`` once the upgrade has reached the newest revision, in its transaction (``migrations/env.py``).
+
+    For a data step that reads with today's code: today's models map every column of the newest schema, so at its
+    own revision the step read columns a later one adds (0016's judgement of the alarms and 0018's alerts failed on a
+    database of results once 0019 added a column the pooled cells read). An upgrade that stops short of the newest
+    revision leaves the step out, as a migration at that revision would have found nothing to read.
+    """
+    config.attributes.setdefault(_TODAYS_CODE, []).append(step)
+
+
+def run_waiting_steps(config: Config, connection: Connection, *, current: str | None) -> None:
+    """Run the steps ``when_current`` left, in the order their migrations ran, when ``current`` is the newest revision."""
+    steps = config.attributes.pop(_TODAYS_CODE, [])
+    if current == ScriptDirectory.from_config(config).get_current_head():
+        for step in steps:
+            step(connection)
 
 
 # Connections a process keeps, and so the requests it admits and the threads that run them at once

@@ -236,10 +236,15 @@ class Result(Base):
     # Counts are 64-bit: a day-long cell drafts more tokens than 32 bits hold (app.schemas.physical.MAX_COUNT).
     num_requests: Mapped[int] = mapped_column(BigInteger)
     output_tokens: Mapped[int] = mapped_column(BigInteger)
-    # The median over the cell's measured rounds, with its distribution-free interval (app.analysis.rounds).
+    # The median over the cell's measured rounds, with its interval: a block bootstrap over the rounds' passes where
+    # the cell kept them (app.analysis.passes; ``passes`` says how many), else the rounds' order-statistic interval
+    # (app.analysis.rounds). ``tokens_per_s_level`` is its confidence; NULL on rows stored before migration 0020,
+    # whose level is the rounds' (app.analysis.fallback.repeat_level).
     tokens_per_s: Mapped[float] = mapped_column(Float)
     tokens_per_s_low: Mapped[float | None] = mapped_column(Float)
     tokens_per_s_high: Mapped[float | None] = mapped_column(Float)
+    tokens_per_s_level: Mapped[float | None] = mapped_column(Float)
+    passes: Mapped[int | None] = mapped_column()
     requests_per_s: Mapped[float] = mapped_column(Float)
     rounds: Mapped[int] = mapped_column(default=1, server_default="1")
     # Seconds inside measured rounds, and that over the cell's whole wall time (engine start included).

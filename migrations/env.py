@@ -1,17 +1,13 @@
 """Alembic environment: the URL comes from the caller's Config (see app.db.alembic_config)."""
 
 from alembic import context
-from sqlalchemy import engine_from_config, pool, text
-from sqlalchemy.orm import Session
+from sqlalchemy import engine_from_config, pool
 
+from app.db import run_waiting_steps
 from app.models import Base
 
 config = context.config
 target_metadata = Base.metadata
-# Tables derived from the results by today's code (the stored alarm judgement, the alerts' snapshot): the migration
-# that makes one names it in ``config.attributes["derive"]``, and it is filled once the run has reached its target,
-# in the same transaction. Filled inside its own migration, today's code would read columns later migrations add.
-DERIVE = "derive"
 
 
 def run_migrations_offline() -> None:
@@ -46,23 +42,7 @@ def _run(connection) -> None:
     )
     with context.begin_transaction():
         context.run_migrations()
-        _derived(connection)
-
-
-def _derived(connection) -> None:
-    wanted = config.attributes.pop(DERIVE, set())
-    # An empty database has nothing to derive.
-    if not wanted or not connection.scalar(text("SELECT count(*) FROM results")):
-        return
-    from app.alarms import service as alarms
-    from app.alerts import service as alerts
-
-    with Session(bind=connection) as session:
-        if "alarms" in wanted:
-            alarms.refresh_all(session=session)
-        if "alerts" in wanted:
-            alerts.store(session=session)
-        session.flush()
+        run_waiting_steps(config, connection, current=context.get_context().get_current_revision())
 
 
 if context.is_offline_mode():

@@ -23,6 +23,15 @@ What is measured and how (offline mode; serving.py says how the serving mode dif
   start costs far more than another round). Each round reports its seconds, tokens and spec-decode
   counters (vLLM's are cumulative: read before and after each round, the difference reported);
   tokens_per_s is the median over rounds, the counters are summed with each round's kept.
+- Each round keeps its passes (one run of the workload each): its seconds, from the end of the pass
+  before (or the round's start) to its own end, so the passes tile the round, and its output tokens.
+  The service's interval for the start resamples them (``app/analysis/passes.py``).
+- The harness keeps its own noise out of the passes (``harness`` in the result says what ran): after the
+  warm-up, ``gc.collect()`` then ``gc.freeze()``, so no collection scans the engine's long-lived objects
+  again; during each pass the collector is off (on between passes, so garbage cannot pile up over a long
+  round). ``DRAFTBENCH_GC_FREEZE=0`` and ``DRAFTBENCH_GC_PAUSE=0`` in the cell's environment turn each
+  off (``benchmarks/cell_efficiency.py`` compares). Times come from ``time.perf_counter``, Linux's
+  ``CLOCK_MONOTONIC``: clock steps cannot move it. vLLM's engine core freezes its own heap after start.
 - ``wall_s`` is the process's time up to the result, so measured seconds over it is the cell's
   efficiency; ``model_runner`` says which of vLLM's model runners (V1, V2) the engine chose.
 - Requests use ``ignore_eos=True``: every request produces exactly ``max_tokens`` tokens, so a
@@ -38,12 +47,17 @@ What is measured and how (offline mode; serving.py says how the serving mode dif
   shipped beside this file), ``random`` (token ids as ``vllm bench --dataset-name random`` makes
   them), or a path to Spec-Bench JSONL or ShareGPT JSON.
 
+A worker may start the cell from its build's fork server (``forkserver.py`` beside this file), a process that
+imported vLLM once and forks a child per cell: the child sets ``FORKED`` and ``CELL_STARTED`` and calls ``main``.
+
 The result is written before vLLM is shut down (engine shutdown can hang); then vLLM gets a bounded
 chance to stop, any engine process still alive is killed, and the process exits with ``os._exit(0)``.
 On any exception the traceback is printed, leftover engine processes are killed and the exit code is 1.
 """
 
+import contextlib
 import dataclasses
+import gc
 import hashlib
 import itertools
 import json
@@ -64,10 +78,16 @@ else:
     import cellkit
     import serving
 
-# When this process started: a cell's wall time counts its imports and engine start.
+# When this process started: a cell's wall time counts its imports and engine start. A fork server's child is
+# given when the worker asked for it (perf_counter is CLOCK_MONOTONIC, one clock for every process of a host).
 CELL_STARTED = time.perf_counter()
+# Set in a fork server's child (forkserver.py): vLLM was imported before the cell started.
+FORKED = False
 # How long vLLM may take to stop its engine processes after the result is written.
 SHUTDOWN_GRACE_S = 20.0
+# The harness's noise controls, on unless the cell's environment sets these to 0.
+GC_FREEZE_ENV = "DRAFTBENCH_GC_FREEZE"
+GC_PAUSE_ENV = "DRAFTBENCH_GC_PAUSE"
 
 
 # ---------------------------------------------------------------------------- engine
@@ -210,10 +230,18 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     def run_pass(index: int) -> list:
         return run_prompts(llm, prompts, sampling_params(workload, len(prompts), offset=index * len(prompts)), chat)
 
-    rounds, outputs = measure_rounds(
-        run_pass, read=(lambda: read_spec_decode_counters(llm)) if speculative else None,
-        count=workload.get("rounds", 1), min_window_s=workload.get("min_window_s", 0.0),
-    )
+    harness = harness_settings(os.environ)
+    if harness["gc_freeze"]:
+        # What the engine's start left behind is long-lived: out of every later collection's scan.
+        gc.collect()
+        gc.freeze()
+    with counted_collections() as collections:
+        rounds, outputs = measure_rounds(
+            run_pass, read=(lambda: read_spec_decode_counters(llm)) if speculative else None,
+            count=workload.get("rounds", 1), min_window_s=workload.get("min_window_s", 0.0),
+            gc_pause=harness["gc_pause"],
+        )
+    harness["gc_collections"] = collections
     total = cellkit.totals(rounds, speculative=speculative)
     result = {
         "schema_version": cellkit.SCHEMA_VERSION,
@@ -233,37 +261,84 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         "output_fingerprint": output_fingerprint(outputs),
         "versions": cellkit.versions(),
         "model_runner": model_runner(llm),
+        "harness": harness,
         "wall_s": time.perf_counter() - CELL_STARTED,
     }
     return result, lambda: shutdown_engine(llm, SHUTDOWN_GRACE_S)
 
 
+def harness_settings(env) -> dict[str, Any]:
+    """What the harness does about its own noise in this cell (the result's ``harness``), read from ``env`` (a
+    mapping) when the cell runs: a fork server's child gets its environment after its server imported this."""
+    return {
+        "gc_freeze": env.get(GC_FREEZE_ENV, "1") != "0",
+        "gc_pause": env.get(GC_PAUSE_ENV, "1") != "0",
+        "clock": time.get_clock_info("perf_counter").implementation,
+        "cpus": len(os.sched_getaffinity(0)),
+        "forked": FORKED,
+    }
+
+
+@contextlib.contextmanager
+def counted_collections() -> Iterator[list[int]]:
+    """The garbage collector's runs of generations 0, 1 and 2 while the block runs, in the list it yields."""
+    counts = [0, 0, 0]
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and 0 <= info.get("generation", -1) < len(counts):
+            counts[info["generation"]] += 1
+
+    gc.callbacks.append(count)
+    try:
+        yield counts
+    finally:
+        gc.callbacks.remove(count)
+
+
 def measure_rounds(
-    run_once, *, read, count: int, min_window_s: float
+    run_once, *, read, count: int, min_window_s: float, gc_pause: bool = False
 ) -> tuple[list[dict[str, Any]], list]:
     """``count`` rounds, each running passes ``run_once(index)`` until ``min_window_s`` has passed; the
-    rounds and the first pass's outputs. ``index`` counts the passes over all rounds (0, 1, 2, ...).
+    rounds, each with its passes, and the first pass's outputs. ``index`` counts the passes over all rounds
+    (0, 1, 2, ...). A pass's seconds run from the previous pass's end (or the round's start) to its own, so
+    the passes add up to their round; a round of more than ``cellkit.MAX_PASSES`` keeps none.
 
     ``read()`` gives the cumulative spec-decode counters (None without speculation): each round's are
-    the difference across it.
+    the difference across it. ``gc_pause`` turns the garbage collector off during each pass.
     """
     first, passes = None, itertools.count()
 
-    def one_round() -> tuple[float, int, int]:
+    def one_round() -> dict[str, Any]:
         nonlocal first
-        started = time.perf_counter()
+        started = mark = time.perf_counter()
         tokens = requests = 0
+        timed: list[dict[str, Any]] = []
         while True:
-            outputs = run_once(next(passes))
+            outputs = run_pass(run_once, next(passes), gc_pause)
             first = first if first is not None else outputs
-            tokens += sum(len(o.outputs[0].token_ids) for o in outputs)
+            made = sum(len(o.outputs[0].token_ids) for o in outputs)
+            tokens += made
             requests += len(outputs)
-            elapsed = time.perf_counter() - started
-            if elapsed >= min_window_s:
-                return elapsed, tokens, requests
+            now = time.perf_counter()
+            timed.append({"seconds": now - mark, "output_tokens": made})
+            mark = now
+            if now - started >= min_window_s:
+                kept = timed if len(timed) <= cellkit.MAX_PASSES else []
+                return {"seconds": now - started, "output_tokens": tokens, "num_requests": requests, "passes": kept}
 
     rounds = cellkit.timed_rounds(one_round, read=read, count=count)
     return rounds, first
+
+
+def run_pass(run_once, index: int, gc_pause: bool) -> list:
+    """``run_once(index)``, with the garbage collector off while it runs when ``gc_pause``."""
+    if not gc_pause:
+        return run_once(index)
+    gc.disable()
+    try:
+        return run_once(index)
+    finally:
+        gc.enable()
 
 
 def model_runner(llm) -> str | None:

@@ -17,8 +17,10 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-# app.schemas.cell.CELL_SCHEMA_VERSION; the cell cannot import it (tests/runners/test_cellkit.py ties them).
-SCHEMA_VERSION = 5
+# app.schemas.cell.CELL_SCHEMA_VERSION and MAX_PASSES; the cell cannot import them (tests/runners/test_cellkit.py
+# ties them).
+SCHEMA_VERSION = 6
+MAX_PASSES = 10_000
 # The warm-up's request seeds start here (workload seed + this + index), far from the measured
 # requests' (workload seed + k for the k-th), so no measured request replays a warm-up draw.
 WARMUP_SEEDS = 1 << 31
@@ -152,23 +154,19 @@ class Totals(NamedTuple):
 
 
 def timed_rounds(
-    run_round: Callable[[], tuple[float, int, int]], *, read: Callable[[], dict[str, Any]] | None, count: int
+    run_round: Callable[[], dict[str, Any]], *, read: Callable[[], dict[str, Any]] | None, count: int
 ) -> list[dict[str, Any]]:
-    """``count`` rounds of ``run_round()`` (its seconds, output tokens and requests), as the result lists them.
+    """``count`` rounds of ``run_round()`` (a round as the result lists it: its ``seconds``, ``output_tokens``,
+    ``num_requests`` and, offline, its ``passes``), each with its spec-decode counters.
 
     ``read()`` gives the cumulative spec-decode counters (None without speculation): a round's are their
-    difference across it.
+    difference across it, read outside its window.
     """
     rounds = []
     for _ in range(count):
         before = read() if read else None
-        seconds, output_tokens, num_requests = run_round()
-        rounds.append({
-            "seconds": seconds,
-            "output_tokens": output_tokens,
-            "num_requests": num_requests,
-            "spec_decode": counters_delta(before, read()) if read else None,
-        })
+        measured = run_round()
+        rounds.append({**measured, "spec_decode": counters_delta(before, read()) if read else None})
     return rounds
 
 

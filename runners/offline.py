@@ -3,12 +3,13 @@
 Standard library only, so it runs beside vLLM alone. ``draftbench expand`` writes the folder;
 ``draftbench import`` reads the results back into the service's database. From the repository's root:
 
-    python -m runners.offline FOLDER [--python PATH] [--only-missing] [--budget-s SECONDS]
+    python -m runners.offline FOLDER [--python PATH] [--only-missing] [--budget-s SECONDS] [--no-fork-server]
 
 Each ``FOLDER/cells/NAME/spec.json`` gets ``cell.log``, ``exit.json`` and, when the cell ran to
 the end, ``result.json`` beside it. With ``--budget-s`` (a lease on a borrowed GPU) a cell that
 the budget cuts short is left without ``exit.json``, so it is not mistaken for a timeout and
-``--only-missing`` runs it next time.
+``--only-missing`` runs it next time. Cells are forked from a fork server of the build's Python, which imports vLLM
+once (``runners/forkserver.py``), unless ``--no-fork-server``.
 """
 
 import argparse
@@ -40,13 +41,26 @@ def exit_record(
 
 def run_folder(
     folder: Path, *, python: str, only_missing: bool = False, budget_s: float | None = None,
-    pycache: Path | None = execute.DEFAULT_PYCACHE,
+    pycache: Path | None = execute.DEFAULT_PYCACHE, fork: bool = True,
 ) -> list[dict]:
     """Run every cell under ``folder/cells`` in name order; returns one summary per cell.
 
     ``pycache`` is the cells' bytecode cache (``execute.cell_env``); None leaves the environment's
-    bytecode settings as they are.
+    bytecode settings as they are. ``fork`` forks the cells from a fork server (``execute.ForkServer``).
     """
+    servers = execute.ForkServers(folder) if fork else None
+    try:
+        return _run_cells(folder, python=python, only_missing=only_missing, budget_s=budget_s, pycache=pycache,
+                          servers=servers)
+    finally:
+        if servers is not None:
+            servers.close()
+
+
+def _run_cells(
+    folder: Path, *, python: str, only_missing: bool, budget_s: float | None, pycache: Path | None,
+    servers: execute.ForkServers | None,
+) -> list[dict]:
     deadline = None if budget_s is None else time.monotonic() + budget_s
     summaries = []
     for cell_dir in sorted(p for p in (folder / "cells").iterdir() if (p / "spec.json").is_file()):
@@ -59,12 +73,14 @@ def run_folder(
             print(json.dumps({"cell": cell_dir.name, "skipped": "budget spent"}), flush=True)
             break
         (cell_dir / "result.json").unlink(missing_ok=True)
+        env = execute.cell_env(spec.get("env", {}), pycache)
         finished = execute.run(
             [python, str(CELL_SCRIPT), str(cell_dir / "spec.json"), str(cell_dir / "result.json")],
             log_path=cell_dir / "cell.log",
             timeout_s=timeout_s if left is None else min(timeout_s, left),
             cwd=cell_dir,
-            env=execute.cell_env(spec.get("env", {}), pycache),
+            env=env,
+            fork_server=servers.get(python, env, "cells") if servers else None,
         )
         if finished.timed_out and left is not None and left < timeout_s:
             print(json.dumps({"cell": cell_dir.name, "cut": "budget spent mid-cell; run it again"}), flush=True)
@@ -89,9 +105,11 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, help="Start no cell after this many seconds; cut the last one")
     parser.add_argument("--pycache", default=str(execute.DEFAULT_PYCACHE),
                         help="The cells' Python bytecode folder (PYTHONPYCACHEPREFIX); '' leaves the environment's settings")
+    parser.add_argument("--no-fork-server", dest="fork", action="store_false",
+                        help="Start each cell in a new Python instead of forking it from one that imported vLLM")
     args = parser.parse_args()
     run_folder(args.folder, python=args.python, only_missing=args.only_missing, budget_s=args.budget_s,
-               pycache=Path(args.pycache).expanduser() if args.pycache else None)
+               pycache=Path(args.pycache).expanduser() if args.pycache else None, fork=args.fork)
 
 
 if __name__ == "__main__":

@@ -79,12 +79,12 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float) -> tupl
 
         timings: list[dict[str, Any]] = []
 
-        def one_round() -> tuple[float, int, int]:
+        def one_round() -> dict[str, Any]:
             round_timings, seconds = run_round(
                 send, prompts, concurrency, workload.get("min_window_s", 0.0), first_seed=len(timings))
             timings.extend(round_timings)
             done = [t for t in round_timings if t["ok"]]
-            return seconds, sum(t["output_tokens"] for t in done), len(done)
+            return {"seconds": seconds, "output_tokens": sum(t["output_tokens"] for t in done), "num_requests": len(done)}
 
         speculative = spec.get("speculative") is not None
         rounds = cellkit.timed_rounds(one_round, read=(lambda: scrape(base)) if speculative else None,

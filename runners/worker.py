@@ -131,6 +131,7 @@ class Worker:
         heartbeat_s: float = 10.0,
         echo: bool = True,
         pycache: Path | None = DEFAULT_PYCACHE,
+        fork: bool = True,
     ) -> None:
         self.client = client
         self.builds = {b.label: b for b in builds}
@@ -146,6 +147,8 @@ class Worker:
         self.echo = echo
         # The cells' bytecode cache (execute.cell_env); None leaves the interpreter's settings as inherited.
         self.pycache = pycache
+        # The builds' fork servers (execute.ForkServer), cells forked from them; None starts each cell anew.
+        self.fork_servers = execute.ForkServers(self.workdir) if fork else None
         self.id: int | None = None
 
     def register(self) -> int:
@@ -182,6 +185,11 @@ class Worker:
             self.run_job(job)
             done += 1
         return done
+
+    def close(self) -> None:
+        """Stop the builds' fork servers (they die with this process anyway: their lifelines)."""
+        if self.fork_servers is not None:
+            self.fork_servers.close()
 
     def cell_env(self, gpus_needed: int, vllm_env: dict[str, str] | None = None) -> dict[str, str]:
         """The cell's environment: the sweep's vLLM variables for this cell, this worker's first
@@ -251,14 +259,16 @@ class Worker:
             return JobOutcome(error=error), False
         spec_path, result_path = folder / "spec.json", folder / "result.json"
         spec_path.write_text(json.dumps(spec.model_dump(mode="json")))
+        env = self.cell_env(gpus_needed, spec.env)
         finished = execute.run(
             [str(build.python), str(CELL_SCRIPT), str(spec_path), str(result_path)],
             log_path=log_path,
             timeout_s=spec.timeout_s,
             cwd=folder,
-            env=self.cell_env(gpus_needed, spec.env),
+            env=env,
             on_line=(lambda line: print(f"[cell] {line}", end="", flush=True)) if self.echo else None,
             should_stop=lambda: beat.must_stop.is_set() or self.stopping.is_set(),
+            fork_server=self.fork_servers.get(str(build.python), env, build.label) if self.fork_servers else None,
         )
         outcome = outcome_of(
             spec,

@@ -1,6 +1,7 @@
 """Migrations on both databases: up from empty, down to base, and in step with the models."""
 
 import multiprocessing
+import shutil
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine, inspect, text
 
 from app import db
 from app.models import Base
@@ -70,3 +71,19 @@ def test_migration_files_sort_in_the_order_they_apply() -> None:
     names = [Path(rev.path).name for rev in applied]
     assert names == sorted(names)
     assert all(name.startswith(f"{rev.revision}_") for name, rev in zip(names, applied, strict=True))
+
+
+def test_a_database_of_results_from_an_old_revision_finds_its_alarms_and_alerts_on_todays_schema(tmp_path: Path) -> None:
+    """0016 judges the alarms and 0018 finds the alerts with today's code, which reads columns later revisions add
+    (0020's tokens_per_s_level): run at their own revisions, they failed on a database of results."""
+    url = f"sqlite:///{tmp_path / 'noise.sqlite'}"
+    shutil.copy(Path(__file__).parent / "data" / "h200-proof-2026-12-01" / "noise.sqlite", tmp_path / "noise.sqlite")
+    engine = _engine(url)
+    with engine.connect() as conn:
+        assert MigrationContext.configure(conn).get_current_revision() == "0014"
+    db.upgrade(url)
+    with engine.connect() as conn:
+        assert conn.scalar(text("SELECT count(*) FROM alarm_checks")) > 0
+        assert conn.scalar(text("SELECT count(*) FROM alert_snapshots")) == 1
+        assert "tokens_per_s_level" in {column["name"] for column in inspect(conn).get_columns("results")}
+    engine.dispose()

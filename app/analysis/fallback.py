@@ -1,8 +1,9 @@
 """What an eager fallback costs: a cell's throughput over its repeats, and the ratio of two cells' with an interval.
 
-Pure functions, standard library only. A result keeps the median of its rounds and that median's
-order-statistic interval (``app.analysis.rounds``); these functions read nothing else, so a page
-over thousands of results never opens their per-round data.
+Pure functions, standard library only. A result keeps the median of its rounds and that median's interval:
+the rounds' order statistics (``app.analysis.rounds``), or a block bootstrap over their passes
+(``app.analysis.passes``) with its level stored beside it; these functions read nothing else, so a page over
+thousands of results never opens their per-round data.
 """
 
 import math
@@ -17,12 +18,14 @@ from app.analysis.rounds import interval_rank
 
 @dataclass(frozen=True)
 class RepeatSpeed:
-    """One repeat (engine start) of a cell: the median tokens/s of its ``rounds`` and that median's interval."""
+    """One repeat (engine start) of a cell: the median tokens/s of its ``rounds`` and that median's interval, at
+    ``level`` (None: the order-statistic interval of ``rounds`` rounds, at the level they allow)."""
 
     median: float
     low: float | None
     high: float | None
     rounds: int
+    level: float | None = None
 
 
 @dataclass(frozen=True)
@@ -45,13 +48,25 @@ class Ratio:
     high: float | None
 
 
-def repeat_se_log(repeat: RepeatSpeed) -> float | None:
-    """Standard error of ``ln median`` read off the repeat's order-statistic interval.
+def repeat_level(repeat: RepeatSpeed) -> float | None:
+    """The confidence ``C`` of a repeat's interval: its stored ``level`` (a block bootstrap over passes: 0.95), else
+    what ``rounds`` rounds' order-statistic interval holds (``interval_rank``: 0.9375 for 5). None without an
+    interval. The one answer to "at what level is this start's interval", for the results API and the pages. O(n)."""
+    if repeat.low is None or repeat.high is None:
+        return None
+    if repeat.level is not None:
+        return repeat.level
+    rank = interval_rank(repeat.rounds)
+    return None if rank is None else rank[1]
 
-    The interval of ``n`` rounds holds the median with probability ``C`` (``interval_rank``); taken as a
-    normal interval on the log scale, ``se = (ln high - ln low) / (2 z)`` with ``z = Phi^-1((1 + C) / 2)``.
-    Five rounds give the range at ``C = 0.9375``, so ``z = 1.863``. None without an interval, or with a
-    bound that is not positive.
+
+def repeat_se_log(repeat: RepeatSpeed) -> float | None:
+    """Standard error of ``ln median`` read off the repeat's interval.
+
+    The interval holds the median with probability ``C`` (``repeat_level``); taken as a normal interval on the
+    log scale, ``se = (ln high - ln low) / (2 z)`` with ``z = Phi^-1((1 + C) / 2)``. Five rounds give the range
+    at ``C = 0.9375``, so ``z = 1.863``; a bootstrap over passes is at 0.95, ``z = 1.96``. None without an
+    interval, or with a bound that is not positive.
 
     Notes
     -----
@@ -63,12 +78,13 @@ def repeat_se_log(repeat: RepeatSpeed) -> float | None:
 
 
 def repeat_interval(repeat: RepeatSpeed, z: float = Z_95) -> tuple[float, float] | None:
-    """One engine start's interval at the level of ``z`` (95 % by default), read off its order-statistic interval
-    side by side: with ``C`` its level and ``z_C = Phi^-1((1 + C) / 2)``,
+    """One engine start's interval at the level of ``z`` (95 % by default), read off its own interval side by side:
+    with ``C`` its level (``repeat_level``) and ``z_C = Phi^-1((1 + C) / 2)``,
 
     ``low' = m (low / m)^(z / z_C)``, ``high' = m (high / m)^(z / z_C)``.
 
-    Five rounds give the range at 93.75 %, so each side grows by ``1.96 / 1.863 = 1.052`` on the log scale. Kept
+    Five rounds give the range at 93.75 %, so each side grows by ``1.96 / 1.863 = 1.052`` on the log scale; a
+    bootstrap over passes, at 95 % already, is kept as it is. Kept
     per side because rounds are skewed (a slow first round): a symmetric interval around the median
     (``repeat_se_log``, what ``ratio`` needs) then reaches far above the fastest round. None without an
     interval, with a bound that is not positive, or with an end no float holds (``scaled_ends``). O(n).
@@ -82,11 +98,11 @@ def repeat_interval(repeat: RepeatSpeed, z: float = Z_95) -> tuple[float, float]
 
 
 def _interval_z(repeat: RepeatSpeed) -> float | None:
-    """``z_C = Phi^-1((1 + C) / 2)`` of the repeat's order-statistic interval (``C`` from ``interval_rank``);
-    None without an interval or with a bound that is not positive."""
+    """``z_C = Phi^-1((1 + C) / 2)`` of the repeat's interval (``C`` from ``repeat_level``); None without an
+    interval or with a bound that is not positive."""
     if repeat.low is None or repeat.high is None or repeat.low <= 0 or repeat.high <= 0:
         return None
-    return _rounds_z(repeat.rounds)
+    return _rounds_z(repeat.rounds) if repeat.level is None else _level_z(repeat.level)
 
 
 @cache
@@ -98,7 +114,13 @@ def _rounds_z(rounds: int) -> float | None:
     recomputed per repeat.
     """
     rank = interval_rank(rounds)
-    return None if rank is None else statistics.NormalDist().inv_cdf((1 + rank[1]) / 2)
+    return None if rank is None else _level_z(rank[1])
+
+
+@cache
+def _level_z(level: float) -> float:
+    """``Phi^-1((1 + level) / 2)``, kept per level (a few distinct ones) as ``_rounds_z`` is."""
+    return statistics.NormalDist().inv_cdf((1 + level) / 2)
 
 
 def pool_repeats(repeats: Sequence[RepeatSpeed]) -> CellSpeed:

@@ -121,7 +121,8 @@ class PooledCell:
     @property
     def tokens_per_s(self) -> tuple[float, float | None, float | None] | None:
         """The pooled median with ``exp(ln m +- 1.96 se)``, the interval ``fallback.ratio`` works with; for one
-        engine start, its own rounds' interval carried to 95 % side by side (``fallback.repeat_interval``)."""
+        engine start, its own interval (over its passes or its rounds) carried to 95 % side by side
+        (``fallback.repeat_interval``)."""
         if self.speed is None:
             return None
         se = self.speed.se_log
@@ -144,6 +145,7 @@ class StoredResult(Protocol):
     tokens_per_s: float
     tokens_per_s_low: float | None
     tokens_per_s_high: float | None
+    tokens_per_s_level: float | None
     rounds: int
     num_drafts: int
     num_draft_tokens: int
@@ -188,7 +190,8 @@ def add(cell: PooledCell, result: StoredResult, *, job_id: int, pair_id: str | N
         shown = ", ".join(f"{speed:g}" for speed in speeds if speed is not None)
         cell.notes.append(f"job {job_id}: tokens/s ({shown}) beyond {MAX_TOKENS_PER_S:g}, what no GPU does; left out")
     elif result.tokens_per_s > 0:
-        cell.repeats.append(RepeatSpeed(result.tokens_per_s, result.tokens_per_s_low, result.tokens_per_s_high, result.rounds))
+        cell.repeats.append(RepeatSpeed(result.tokens_per_s, result.tokens_per_s_low, result.tokens_per_s_high, result.rounds,
+                                        result.tokens_per_s_level))
         if pair_id is not None:
             cell.paired[pair_id] = result.tokens_per_s
     if result.serving:

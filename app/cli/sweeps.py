@@ -305,14 +305,15 @@ def findings(api: Api, sweep_id: int) -> list[str]:
 def measured_text(r: dict | None) -> tuple[str, str, str]:
     """A result's acceptance, mean acceptance length and tokens/s as the results table shows them (blank without).
 
-    Tokens/s carries its rounds' interval to 95 % as the pages do for one engine start
-    (``app.analysis.fallback.repeat_interval``), not the stored order-statistic interval at its own level."""
+    Tokens/s carries its start's interval to 95 % as the pages do for one engine start
+    (``app.analysis.fallback.repeat_interval``), not the stored interval at its own level."""
     from app.analysis.fallback import RepeatSpeed, repeat_interval
 
     acc = length = tps = ""
     if r:
         tps = f"{r['tokens_per_s']:.1f}"
-        own = repeat_interval(RepeatSpeed(r["tokens_per_s"], r["tokens_per_s_low"], r["tokens_per_s_high"], r["rounds"]))
+        own = repeat_interval(RepeatSpeed(r["tokens_per_s"], r["tokens_per_s_low"], r["tokens_per_s_high"], r["rounds"],
+                                          r.get("tokens_per_s_level")))
         if own is not None:
             tps += f" [{own[0]:.1f}, {own[1]:.1f}]"
         tps += f" ({r['rounds']})"

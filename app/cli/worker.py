@@ -39,6 +39,11 @@ def worker(
                      help="Folder of the cells' Python bytecode (PYTHONPYCACHEPREFIX), so no cell compiles vLLM's "
                      "sources again; '' leaves the environment's bytecode settings as they are"),
     ] = str(DEFAULT_PYCACHE),
+    fork_server: Annotated[
+        bool,
+        typer.Option(help="Fork each cell from its build's fork server, a process that imported vLLM once, instead of "
+                     "starting a Python that imports it again (each cell is still a process of its own)"),
+    ] = True,
 ) -> None:
     """Claim cells from the service and run each in its own vLLM subprocess.
 
@@ -68,7 +73,7 @@ def worker(
     if gpus is not None:
         raise typer.Exit(_fleet(server=server, token=token, build=build, gpu_kind=gpu_kind, gpus=gpus,
                                 per_worker=gpus_per_worker, name=name, heartbeat=heartbeat, max_jobs=max_jobs,
-                                exit_when_idle=exit_when_idle, quiet=quiet, pycache=pycache))
+                                exit_when_idle=exit_when_idle, quiet=quiet, pycache=pycache, fork_server=fork_server))
     try:
         gpu_ids = gpu_devices.parse_ids(gpu) if gpu is not None else None
         if gpu_kind == "auto":
@@ -86,7 +91,8 @@ def worker(
         raise CliError(str(exc)) from None
     client = ServiceClient(server, token)
     runner = Worker(client, builds=builds, gpu_kinds=kinds, gpu_count=count, gpu_ids=gpu_ids, name=name,
-                    heartbeat_s=heartbeat, echo=not quiet, pycache=Path(pycache).expanduser() if pycache else None)
+                    heartbeat_s=heartbeat, echo=not quiet, pycache=Path(pycache).expanduser() if pycache else None,
+                    fork=fork_server)
     # SIGTERM (docker stop, the --gpus supervisor) stops the running cell and ends the loop.
     signal.signal(signal.SIGTERM, lambda *_: runner.stopping.set())
     try:
@@ -95,12 +101,13 @@ def worker(
     except (SetupError, ServiceRefused) as exc:
         raise CliError(str(exc)) from None
     finally:
+        runner.close()
         client.close()
 
 
 def _fleet(*, server: str, token: str, build: list[str], gpu_kind: str, gpus: str, per_worker: int,
            name: str | None, heartbeat: float, max_jobs: int | None, exit_when_idle: bool, quiet: bool,
-           pycache: str) -> int:
+           pycache: str, fork_server: bool) -> int:
     """``--gpus``: one ``draftbench worker --gpu ...`` per group of GPUs, supervised; their exit code."""
     import os
     import socket
@@ -114,7 +121,7 @@ def _fleet(*, server: str, token: str, build: list[str], gpu_kind: str, gpus: st
     except gpu_devices.GpuError as exc:
         raise CliError(str(exc)) from None
     base = [*fleet.cli_base(), "worker", "--server", server, *(f"--build={b}" for b in build), "--gpu-kind", gpu_kind,
-            "--heartbeat", str(heartbeat), "--pycache", pycache]
+            "--heartbeat", str(heartbeat), "--pycache", pycache, "--fork-server" if fork_server else "--no-fork-server"]
     base += ["--max-jobs", str(max_jobs)] if max_jobs is not None else []
     base += ["--exit-when-idle"] if exit_when_idle else []
     base += ["--quiet"] if quiet else []

@@ -5,6 +5,7 @@ from sqlalchemy.orm import Session
 
 from app.analysis.acceptance import lossless_share, per_position, speedup
 from app.analysis.alarms import is_degenerate
+from app.analysis.fallback import RepeatSpeed, repeat_level
 from app.cells import identity
 from app.cells.pooling import impossible_counts
 from app.models import Job, Result, Sweep
@@ -30,8 +31,9 @@ def baselines(*, session: Session, jobs: list[Job]) -> dict[int, Result]:
     return mine
 
 
-# Fields ResultOut copies from the Result row as they are.
-_RESULT_FIELDS = [name for name in ResultOut.model_fields if name != "job_id" and hasattr(Result, name)]
+# Fields ResultOut copies from the Result row as they are (the level is filled in for rows stored without it).
+_RESULT_FIELDS = [name for name in ResultOut.model_fields if name not in ("job_id", "tokens_per_s_level")
+                  and hasattr(Result, name)]
 
 
 def to_out(rows: list[tuple[Result, Job, Sweep]], bases: dict[int, Result]) -> list[ResultOut]:
@@ -61,6 +63,9 @@ def to_out(rows: list[tuple[Result, Job, Sweep]], bases: dict[int, Result]) -> l
                 per_position=[] if impossible_counts(result)
                 else list(per_position(result.accepted_per_position, result.num_drafts)),
                 degenerate=is_degenerate(result.num_accepted_tokens, result.num_draft_tokens),
+                tokens_per_s_level=repeat_level(RepeatSpeed(result.tokens_per_s, result.tokens_per_s_low,
+                                                            result.tokens_per_s_high, result.rounds,
+                                                            result.tokens_per_s_level)),
                 **{name: getattr(result, name) for name in _RESULT_FIELDS},
             )
         )

@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from app.alarms import service as alarms
 from app.analysis.acceptance import calibration_misses, derive
+from app.analysis.passes import start_interval
 from app.analysis.rounds import MedianInterval, efficiency, median_interval
 from app.cells.scope import CellScope
 from app.crashes import service as crashes
@@ -52,12 +53,12 @@ def record(
 
 
 def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: datetime) -> Result:
-    """The row that stores ``result`` of ``job``: its throughput from its rounds (``rounds_throughput``), its
+    """The row that stores ``result`` of ``job``: its throughput and interval (``start_throughput``), its
     acceptance derived (``app.analysis.acceptance.derive``)."""
     rounds = [r.spec_decode for r in result.rounds if r.spec_decode is not None]
     metrics = derive(result.spec_decode, result.requests, rounds)
     counters = result.spec_decode
-    throughput = rounds_throughput(result)
+    throughput, passes = start_throughput(result)
     expected = expected_per_position(job.spec.get("speculative"))
     return Result(
         source="cell",  # the column's default, set here too: a row pooled before its flush reads it
@@ -69,6 +70,8 @@ def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: 
         tokens_per_s=throughput.median,
         tokens_per_s_low=throughput.low,
         tokens_per_s_high=throughput.high,
+        tokens_per_s_level=throughput.confidence,
+        passes=passes,
         requests_per_s=result.requests_per_s,
         rounds=throughput.n,
         measured_s=sum(r.seconds for r in result.rounds) or result.generation_s,
@@ -103,14 +106,14 @@ def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: 
     )
 
 
-def rounds_throughput(result: CellResult) -> MedianInterval:
-    """Tokens/s as the median over the measured rounds, with its interval (app.analysis.rounds).
-
-    A result without rounds (cell schema 1 and 2: one generation window) is one round.
-    """
+def start_throughput(result: CellResult) -> tuple[MedianInterval, int | None]:
+    """One engine start's tokens/s with its interval and the passes it resampled (``app.analysis.passes.start_interval``:
+    over the passes where the cell kept them, else the rounds' order statistics). A result without rounds (cell
+    schema 1 and 2: one generation window) is one round. The row stores it; the API and the pages read it there."""
     if not result.rounds:
-        return median_interval([result.tokens_per_s])
-    return median_interval([r.output_tokens / r.seconds for r in result.rounds if r.seconds > 0] or [0.0])
+        return median_interval([result.tokens_per_s]), None
+    return start_interval([(r.seconds, r.output_tokens, [(p.seconds, p.output_tokens) for p in r.passes])
+                           for r in result.rounds])
 
 
 def expected_per_position(speculative: dict | None) -> list[float] | None:

@@ -6,6 +6,7 @@ before anything reaches the service. ``CELL_SCHEMA_VERSION`` is repeated there a
 and tied to this one by ``tests/runners/test_cell.py``.
 """
 
+import math
 from typing import Any
 
 from pydantic import AliasChoices, ConfigDict, Field, model_validator
@@ -29,7 +30,13 @@ from app.schemas.text import clean, reported, stored
 # 3: measured rounds, the cell's wall time, the model runner, serving mode (CellSpec.mode, concurrency, env).
 # 4: import_s (offline cells: the seconds before the engine, spent importing vLLM).
 # 5: Serving.empty; a stream of tokens that decode to no text is completed (before: failed, its tokens uncounted).
-CELL_SCHEMA_VERSION = 5
+# 6: each offline round's passes (Round.passes: a start's interval from them, app.analysis.passes) and the harness
+#    the rounds ran under (CellResult.harness: garbage collection, the clock, a fork server's cell).
+CELL_SCHEMA_VERSION = 6
+# A round's passes kept at most: a result stays within the report's size limit (a pass is ~50 bytes of JSON).
+MAX_PASSES = 10_000
+# How far a round's passes' seconds may add up away from the round's (float sums of ~1e4 terms).
+PASS_SUM_TOLERANCE = 1e-6
 # Clients at once, in serving mode.
 MAX_CONCURRENCY = 4096
 # vLLM's environment variables: a name, and a value.
@@ -158,6 +165,16 @@ class MeasuredRequest(Input):
     num_accepted_tokens: Count | None = None
 
 
+class Pass(Input):
+    """One run of the workload inside a round (one ``llm.generate`` or ``llm.chat`` call): its seconds, from the end
+    of the pass before it (or the round's start), and its output tokens."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    seconds: Seconds
+    output_tokens: Count
+
+
 class Round(Input):
     """One measured round: the workload repeated until the round's window was filled."""
 
@@ -167,6 +184,9 @@ class Round(Input):
     output_tokens: Count
     num_requests: Count
     spec_decode: SpecDecodeCounters | None = None
+    # Schema 6, offline rounds: each pass, in the order they ran; they tile the round. Empty for serving rounds,
+    # older files, and a round of more than MAX_PASSES passes; left out of dumps when empty, as import_s is.
+    passes: list[Pass] = Field(default_factory=list, max_length=MAX_PASSES, exclude_if=lambda passes: not passes)
 
     @model_validator(mode="after")
     def _physical(self) -> "Round":
@@ -176,6 +196,40 @@ class Round(Input):
         if self.seconds > 0 and self.num_requests / self.seconds > MAX_REQUESTS_PER_S:
             raise ValueError(f"{self.num_requests} requests in {self.seconds} s exceed {MAX_REQUESTS_PER_S:g} requests/s")
         return self
+
+    @model_validator(mode="after")
+    def _passes_tile_the_round(self) -> "Round":
+        # The interval resamples the passes as the round's parts (app.analysis.passes.start_speed): parts that do
+        # not add up to the round would give an interval around another number than the stored median.
+        if not self.passes:
+            return self
+        tokens = sum(p.output_tokens for p in self.passes)
+        if tokens != self.output_tokens:
+            raise ValueError(f"the passes' {tokens} output tokens are not the round's {self.output_tokens}")
+        seconds = math.fsum(p.seconds for p in self.passes)
+        if abs(seconds - self.seconds) > PASS_SUM_TOLERANCE * max(1.0, self.seconds):
+            raise ValueError(f"the passes' {seconds} s are not the round's {self.seconds} s")
+        return self
+
+
+class Harness(Input):
+    """What the cell did about its own noise while it measured (schema 6; ``runners/cell.py`` says why each)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    # gc.collect() and gc.freeze() after the warm-up, before the first round.
+    gc_freeze: bool
+    # The collector off during each pass, on between passes.
+    gc_pause: bool
+    # Collections of generations 0, 1 and 2 during the rounds (counted by gc.callbacks).
+    gc_collections: list[Count] = Field(default_factory=list, max_length=3)
+    # time.get_clock_info("perf_counter").implementation: what timed the passes.
+    clock: reported(Result.raw, 128) | None = None
+    # The CPUs the cell's process may run on (its affinity), which vLLM's processes inherit.
+    cpus: Count | None = None
+    # The cell's process was forked from its build's fork server (runners/forkserver.py): vLLM was imported
+    # before the cell started, and import_s is the server's import for the cell that started it, else ~0.
+    forked: bool = False
 
 
 class Percentiles(Input):
@@ -256,6 +310,8 @@ class CellResult(Input):
     )
     model_runner: reported(Result.model_runner) | None = None
     serving: Serving | None = None
+    # Schema 6; None (and left out of dumps) for older files.
+    harness: Harness | None = Field(default=None, exclude_if=lambda harness: harness is None)
 
 
 class Resolved(Input):

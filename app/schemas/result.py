@@ -36,12 +36,15 @@ class ResultOut(BaseModel):
     generation_s: float
     num_requests: int
     output_tokens: int
-    # Median over the measured rounds, and its distribution-free interval (None with one or two rounds
-    # too few for it); ``rounds`` says how many, ``efficiency`` how much of the cell's wall time they were.
+    # Median over the measured rounds, and its interval at ``tokens_per_s_level``: a block bootstrap over the rounds'
+    # ``passes`` where the cell kept them (cell schema 6), else the rounds' order-statistic interval (None with too
+    # few rounds for it); ``rounds`` says how many, ``efficiency`` how much of the cell's wall time they were.
     tokens_per_s: float
     tokens_per_s_low: float | None = None
     tokens_per_s_high: float | None = None
+    tokens_per_s_level: float | None = None
     rounds: int = 1
+    passes: int | None = None
     measured_s: float | None = None
     efficiency: float | None = None
     model_runner: str | None = None

@@ -2,8 +2,10 @@
 
 Its cell, vLLM's EngineCore and, in serving mode, vLLM's API server must be gone within seconds: on a GPU
 host they hold the GPU that the requeued job needs (they ran on about 35 s before runners/lifeline.py).
-The cell's processes are found from the worker's child running runners/cell.py: its process group and
-everything below it in the process tree, taken while the engine runs; all of them share one group.
+The worker forks its cells from the build's fork server (runners/forkserver.py, its child): the cell is the
+server's child, and its processes are its process group and everything below it in the process tree, taken while
+the engine runs; all of them share one group. The fork server must go too (it dies with the worker: its own
+lifeline).
 """
 
 import os
@@ -71,7 +73,8 @@ def test_a_worker_killed_by_sigkill_leaves_no_cell_or_engine_running(
             assert created.status_code == 201, created.text
             _wait_for(lambda: ENGINE_UP in worker_log.read_text(errors="replace"), 600, "the cell's engine to start")
 
-            [leader] = [pid for pid in procs.children(worker.pid) if "runners/cell.py" in procs.cmdline(pid)]
+            [forkserver] = [pid for pid in procs.children(worker.pid) if "runners/forkserver.py" in procs.cmdline(pid)]
+            [leader] = procs.children(forkserver)
             cell = procs.identities({leader, *procs.descendants(leader), *procs.group(procs.pgid(leader))})
             titles = [procs.cmdline(pid) for pid in cell]
             assert any("EngineCore" in title for title in titles), titles
@@ -79,6 +82,7 @@ def test_a_worker_killed_by_sigkill_leaves_no_cell_or_engine_running(
             # All in one process group: vLLM's processes stay in the cell's, and so does the server.
             rows = procs.table()
             assert {rows[pid][1] for pid in cell if pid in rows} == {rows[leader][1]}, {pid: rows.get(pid) for pid in cell}
+            cell |= procs.identities({forkserver})
 
             os.kill(worker.pid, signal.SIGKILL)
             worker.wait(timeout=30)

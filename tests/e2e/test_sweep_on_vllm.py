@@ -1,9 +1,11 @@
 """Sweeps from submission to stored, derived, grouped results, on real vLLM (the CPU build).
 
 The service runs for real (uvicorn, SQLite), the worker runs in-process against it over HTTP, and
-every cell is a real ``runners/cell.py`` process in the vLLM environment.
+every cell is a real ``runners/cell.py`` process in the vLLM environment, forked from the build's fork server
+(the worker's default, ``runners/forkserver.py``): crashes and timeouts included.
 """
 
+import json
 from pathlib import Path
 
 import httpx
@@ -34,6 +36,7 @@ def worker(service: str, vllm_python: Path, tmp_path_factory: pytest.TempPathFac
                heartbeat_s=2.0, echo=False, pycache=tmp_path_factory.mktemp("pycache"))
     w.register()
     yield w
+    w.close()
     client.close()
 
 
@@ -99,6 +102,18 @@ def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, pertur
     assert log.status_code == 200 and "cell result written" in log.text
     # The cells compiled the model's code into the worker's bytecode cache (its build check loads no model).
     assert any(path.name.startswith("qwen3.") for path in worker.pycache.rglob("*.pyc"))
+    # Every cell was forked from the build's fork server (which imported vLLM before the first), timed each pass of
+    # each round and ran with the harness's garbage-collector settings.
+    for row in rows:
+        [path] = worker.workdir.glob(f"job-{row['job_id']}-*/result.json")
+        result = json.loads(path.read_text())
+        assert result["schema_version"] == 6 and result["harness"]["forked"]
+        assert result["harness"]["gc_freeze"] and result["harness"]["gc_pause"]
+        for measured in result["rounds"]:
+            assert measured["passes"] and sum(p["output_tokens"] for p in measured["passes"]) == measured["output_tokens"]
+            assert sum(p["seconds"] for p in measured["passes"]) == pytest.approx(measured["seconds"])
+    # vLLM was imported before they started: only a cell that started the server paid for its import.
+    assert sum(row["import_s"] < 1.0 for row in rows) >= len(rows) - 1, [row["import_s"] for row in rows]
 
 
 def test_crashes_group_by_signature_and_stay_apart_by_cause(service, worker, tiny_model, prompts) -> None:
@@ -130,6 +145,9 @@ def test_crashes_group_by_signature_and_stay_apart_by_cause(service, worker, tin
     # The worker survived all of it and the full logs are downloadable.
     log = httpx.get(f"{service}/api/v1/jobs/{jobs[crash_sweep][0]['id']}/log").text
     assert "EngineDeadError" in log or "Engine core" in log
+    # Each cell crashed or timed out in a child of the build's fork server, which served on.
+    [server] = worker.fork_servers.servers.values()
+    assert server.refused is None and server.ready is not None
 
 
 def test_a_random_token_workload_needs_no_file(service, worker, tiny_model) -> None:

@@ -3,8 +3,11 @@
 Each cell fixture is one engine start, shared by the tests below (see tests/vllm_fixtures.py).
 """
 
+import gc
 import json
+import os
 import subprocess
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -72,6 +75,10 @@ def test_cell_measures_the_workload_in_rounds_inside_one_engine(ngram_cell):
     assert result.import_s > 0
     assert result.import_s + result.engine_start_s + result.warmup_s + result.generation_s < result.wall_s
     assert result.model_runner == "V1"  # the CPU build has no Triton, so no V2 runner
+    # Each round's passes, in the order they ran, tile it; the harness said what it did (run by path: not forked).
+    assert all(r.passes and sum(p.output_tokens for p in r.passes) == r.output_tokens for r in result.rounds)
+    assert result.harness is not None and result.harness.gc_freeze and result.harness.gc_pause
+    assert not result.harness.forked and len(result.harness.gc_collections) == 3
     assert result.versions.vllm == "0.32.0"
     assert result.versions.torch.endswith("+cpu")
     assert result.versions.python
@@ -149,6 +156,35 @@ def test_every_pass_of_every_round_is_numbered_anew_so_it_draws_new_seeds() -> N
     rounds, first = cell.measure_rounds(run_pass, read=None, count=3, min_window_s=0.0)
     assert indices == [0, 1, 2] and first == [output]
     assert [r["output_tokens"] for r in rounds] == [2, 2, 2]
+
+
+def test_each_pass_is_timed_with_the_collector_off_and_the_passes_tile_their_round() -> None:
+    enabled: list[bool] = []
+    output = SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1, 2, 3])])
+
+    def run_pass(index: int) -> list:
+        enabled.append(gc.isenabled())
+        time.sleep(0.01)
+        return [output, output]
+
+    rounds, _ = cell.measure_rounds(run_pass, read=None, count=2, min_window_s=0.05, gc_pause=True)
+    assert enabled and not any(enabled) and gc.isenabled()  # off in every pass, on again after
+    for measured in rounds:
+        passes = measured["passes"]
+        assert len(passes) >= 5 and all(p["seconds"] >= 0.01 and p["output_tokens"] == 6 for p in passes)
+        assert sum(p["output_tokens"] for p in passes) == measured["output_tokens"] == 3 * measured["num_requests"]
+        assert sum(p["seconds"] for p in passes) == pytest.approx(measured["seconds"], abs=1e-9)
+    enabled.clear()
+    cell.measure_rounds(run_pass, read=None, count=1, min_window_s=0.0, gc_pause=False)
+    assert enabled == [True]
+
+
+def test_the_harness_settings_come_from_the_cells_environment_when_it_runs() -> None:
+    settings = cell.harness_settings({cell.GC_FREEZE_ENV: "0"})
+    assert (settings["gc_freeze"], settings["gc_pause"], settings["forked"]) == (False, True, False)
+    assert settings["clock"] == time.get_clock_info("perf_counter").implementation
+    assert settings["cpus"] == len(os.sched_getaffinity(0))
+    assert cell.harness_settings({})["gc_freeze"] and not cell.harness_settings({cell.GC_PAUSE_ENV: "0"})["gc_pause"]
 
 
 def test_an_unseeded_cell_at_temperature_one_measures_like_a_seeded_one(unseeded_cell) -> None:

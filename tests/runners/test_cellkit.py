@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.enums import BuiltinDataset
-from app.schemas.cell import CELL_SCHEMA_VERSION
+from app.schemas.cell import CELL_SCHEMA_VERSION, MAX_PASSES
 from runners import cellkit
 
 RUNNERS = Path(__file__).resolve().parents[2] / "runners"
@@ -75,6 +75,13 @@ def test_the_cell_script_and_every_module_of_ours_it_imports_use_only_the_standa
     assert foreign == []
 
 
+def test_the_fork_server_runs_in_the_build_as_the_cell_does() -> None:
+    """runners/forkserver.py imports the cell script in the build's Python, before any cell: the same rule."""
+    modules, foreign = cell_script_imports(RUNNERS, entry="forkserver")
+    assert modules >= {"forkserver", "cell", "serving", "cellkit"}
+    assert foreign == []
+
+
 @pytest.mark.parametrize(
     ("source", "offence"),
     [
@@ -108,7 +115,7 @@ def test_no_module_of_the_cell_script_names_a_schema_version_but_the_contracts()
                                                         flags=re.IGNORECASE)]
         for module in modules
     }
-    assert cellkit.SCHEMA_VERSION == CELL_SCHEMA_VERSION
+    assert cellkit.SCHEMA_VERSION == CELL_SCHEMA_VERSION and cellkit.MAX_PASSES == MAX_PASSES
     assert {name: numbers for name, numbers in named.items() if set(numbers) - {CELL_SCHEMA_VERSION}} == {}
     assert named["cellkit.py"] == [CELL_SCHEMA_VERSION]  # the constant itself is found by the same pattern
 
@@ -179,7 +186,8 @@ def test_rounds_report_what_each_added_to_the_cumulative_counters() -> None:
         {"num_drafts": 9, "num_draft_tokens": 27, "num_accepted_tokens": 11, "accepted_per_position": [7, 3, 1]},
         {"num_drafts": 12, "num_draft_tokens": 36, "num_accepted_tokens": 15, "accepted_per_position": [9, 4, 2]},
     ])
-    windows = iter([(2.0, 40, 4), (1.0, 30, 3)])
+    windows = iter([{"seconds": 2.0, "output_tokens": 40, "num_requests": 4},
+                    {"seconds": 1.0, "output_tokens": 30, "num_requests": 3}])
     rounds = cellkit.timed_rounds(lambda: next(windows), read=lambda: next(readings), count=2)
     assert rounds == [
         {"seconds": 2.0, "output_tokens": 40, "num_requests": 4,

@@ -2,6 +2,7 @@
 job's refused report or unreadable cell fails that job alone, and the worker goes on claiming."""
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,17 @@ def test_a_worker_without_a_cache_leaves_the_bytecode_settings_as_inherited(monk
     env = cached.cell_env(0, {"VLLM_USE_V2_MODEL_RUNNER": "0"})
     assert "PYTHONDONTWRITEBYTECODE" not in env and env["PYTHONPYCACHEPREFIX"] == str(tmp_path)
     assert env["VLLM_USE_V2_MODEL_RUNNER"] == "0"
+
+
+def test_a_workers_cells_share_its_compile_caches(monkeypatch, tmp_path: Path) -> None:
+    """vLLM keeps torch.compile's graphs, and sets Inductor's and Triton's caches, under VLLM_CACHE_ROOT (by default
+    XDG_CACHE_HOME or HOME's .cache/vllm): every cell of a worker, forked or started anew, whatever its GPUs or vLLM
+    variables, gets the worker's, so a graph compiled by one cell is loaded by the next."""
+    monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path / "vllm"))
+    worker = Worker(client=None, builds=[], gpu_kinds=[GpuKind.CPU], gpu_ids=["0", "1"], pycache=tmp_path)  # type: ignore[arg-type]
+    one, other = worker.cell_env(1), worker.cell_env(2, {"VLLM_USE_V2_MODEL_RUNNER": "1"})
+    for name in ("HOME", "XDG_CACHE_HOME", "VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        assert one.get(name) == other.get(name) == os.environ.get(name), name
 
 
 @pytest.mark.vllm

@@ -1,0 +1,150 @@
+"""A build's fork server: a process of the build's Python that imports vLLM once and forks one child per cell.
+
+Usage (the worker starts it: ``runners/execute.py``'s ``ForkServer``):
+
+    python runners/forkserver.py FD
+
+FD is this end of a ``SOCK_SEQPACKET`` socket pair. The server imports ``cell.py`` (beside it) and vLLM's engine
+API, says ``{"ready": ...}``, then for each request (JSON with the cell's ``argv``, ``cwd``, ``env``, the
+environment the server was started in (``given``), process group ``pgid`` and ``started``, and two file
+descriptors: the cell's stdin and its log's write end) forks a
+child, answers ``{"pid": N}``, waits for the child and answers ``{"returncode": R}`` (negative: killed by that
+signal, as ``subprocess`` says it). It exits when the worker closes its end.
+
+Why: every cell paid for importing vLLM before its engine started (``import_s``: 9-13 s on the H200 with the
+worker's bytecode cache, about a fifth of a cell's wall time); the server pays it once per build and
+environment. vLLM forks its engine core from a process in the same state (imported, CUDA untouched) by default
+on GPUs, so the children start as vLLM's own engine cores do; the child is still a process of its own, so a crash
+takes only the cell down, and the worker's timeout, stop and lifeline reach it through its process group.
+
+What a child gets, so that it runs as ``python runners/cell.py SPEC RESULT`` would:
+
+- its own process group, the worker's for this cell (``runners/lifeline.py``): the worker's SIGTERM and
+  SIGKILL of the group reach the cell and vLLM's processes below it, and the group dies with the worker;
+- the cell's stdin (the lifeline's mark, which vLLM's processes inherit), stdout and stderr on the cell's log;
+- the cell's working folder and environment (``os.environ``, so processes vLLM spawns get it too), with what the
+  build's interpreter added to the server's before Python started (a patched build's wrapper puts its copy of vLLM
+  on ``PYTHONPATH``: ``cell_environment``);
+- the signal dispositions of a fresh Python (the server changes none) and, as ``os.fork`` does, Python's
+  ``random`` reseeded; vLLM seeds its own generators from the engine's ``seed``.
+
+The server refuses to serve (``{"refused": why}``, then exits) when its import initialised CUDA: a child of a
+process with a CUDA context cannot use the GPU. The import leaves native threads waiting (two on the CPU build,
+one started by torch's import and one by vLLM's, both asleep on a futex); the process vLLM forks its engine core
+from holds them too. The server starts no thread of its own.
+
+Standard library only besides the cell's own imports: it runs inside the build being measured.
+"""
+
+import json
+import os
+import socket
+import sys
+import time
+import traceback
+import warnings
+
+# The largest request (a cell's environment) and answer.
+MESSAGE_BYTES = 1 << 20
+# This process's environment as Python found it: what the worker gave, and what the interpreter (a build's wrapper
+# script) added before Python started.
+STARTED_ENV = dict(os.environ)
+
+
+def send(sock: socket.socket, message: dict) -> None:
+    sock.send(json.dumps(message).encode())
+
+
+def preload() -> dict:
+    """Import the cell script and what it imports of vLLM before its engine; what the worker is told."""
+    started = time.perf_counter()
+    import cell  # noqa: F401 - beside this file, as cell.py imports cellkit
+    import vllm
+    import vllm.engine.arg_utils
+    from vllm import LLM  # noqa: F401
+
+    torch = sys.modules.get("torch")
+    cuda = bool(torch is not None and torch.cuda.is_initialized())
+    return {"import_s": time.perf_counter() - started, "vllm": vllm.__version__, "cuda_initialised": cuda,
+            "threads": len(os.listdir("/proc/self/task"))}
+
+
+def cell_environment(cell: dict[str, str], given: dict[str, str], started: dict[str, str]) -> dict[str, str]:
+    """The cell's environment with what the interpreter set on top of ``given`` (the environment the worker started
+    the server in) before Python ran, as it would have set it for a cell started anew: the variables of ``started``
+    that ``given`` lacks or holds otherwise."""
+    return cell | {name: value for name, value in started.items() if given.get(name) != value}
+
+
+def child(sock: socket.socket, request: dict, stdin: int, log: int) -> None:
+    """Become the cell: its group, stdio, folder and environment, then ``cell.main``; never returns."""
+    code = 1
+    try:
+        sock.close()
+        os.setpgid(0, request["pgid"])
+        os.dup2(stdin, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(stdin)
+        os.close(log)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(cell_environment(request["env"], request["given"], STARTED_ENV))
+        sys.argv = list(request["argv"])
+        import cell
+
+        cell.CELL_STARTED = request["started"]
+        cell.FORKED = True
+        cell.main(sys.argv)  # ends in os._exit
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+        if not isinstance(exc.code, int) and exc.code is not None:
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve(sock: socket.socket) -> None:
+    """Fork a child per request until the worker hangs up."""
+    while True:
+        data, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 2)
+        if not data:
+            return
+        request = json.loads(data)
+        stdin, log = fds
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with warnings.catch_warnings():
+            # Python 3.12 warns of forking with threads: the import's are asleep (see the module's docstring).
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            child(sock, request, stdin, log)
+        os.close(stdin)
+        os.close(log)
+        try:
+            os.setpgid(pid, request["pgid"])  # as the child does: whichever runs first, the group is set
+        except OSError:
+            pass  # the child has exec'd nothing, so this fails only when it already joined or died
+        send(sock, {"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        send(sock, {"returncode": os.waitstatus_to_exitcode(status)})
+
+
+def main(argv: list[str]) -> None:
+    sock = socket.socket(fileno=int(argv[1]))
+    facts = preload()
+    if facts["cuda_initialised"]:
+        send(sock, {"refused": "importing vLLM initialised CUDA: a forked cell could not use the GPU"})
+        return
+    print(f"fork server ready: {json.dumps(facts)}", flush=True)
+    send(sock, {"ready": facts})
+    serve(sock)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
