@@ -65,6 +65,18 @@ def main() -> None:
     if not running(args.work / "service.pid"):
         start(args.work, "service", [args.service_python, "-m", "app.cli", "serve", "--port", str(PORT)], env)
         wait(lambda: httpx.get(f"{server}/api/v1/sweeps", timeout=2).status_code == 200, 120)
+        # Every sweep before the worker: a base job claimed before its head sweep was submitted would run unpaired.
+        for sweep in args.sweeps:
+            # A paired sweep names its base by ${SWEEP_NAME} (the base's name, upper case, '-' as '_'), submitted before it.
+            body = string.Template(sweep.read_text()).substitute(models)
+            answer = httpx.post(f"{server}/api/v1/sweeps", content=body, timeout=60,
+                                headers={"Authorization": f"Bearer {TOKEN}", "content-type": "application/yaml"})
+            if answer.status_code != 201:
+                print(f"{sweep.name} refused ({answer.status_code}): {answer.text[:500]}", flush=True)
+                continue
+            submitted = answer.json()
+            models[f"SWEEP_{submitted['name'].upper().replace('-', '_')}"] = str(submitted["id"])
+            print(f"submitted {sweep.name}: sweep {submitted['id']}, {submitted['total']} jobs", flush=True)
         builds = [f"--build={BUILD}={args.python}"]
         for given in args.patch:
             label, _, patch = given.partition("=")
@@ -77,17 +89,6 @@ def main() -> None:
                                              "--gpu-kind", "auto", *gpus, "--quiet", "--heartbeat", "10"], env)
         wait(lambda: len(httpx.get(f"{server}/api/v1/builds", timeout=2).json()) >= len(builds), 300,
              alive=lambda: worker.poll() is None, log=args.work / "worker.log")
-        for sweep in args.sweeps:
-            # A paired sweep names its base by ${SWEEP_NAME} (the base's name, upper case, '-' as '_'), submitted before it.
-            body = string.Template(sweep.read_text()).substitute(models)
-            answer = httpx.post(f"{server}/api/v1/sweeps", content=body, timeout=60,
-                                headers={"Authorization": f"Bearer {TOKEN}", "content-type": "application/yaml"})
-            if answer.status_code != 201:
-                print(f"{sweep.name} refused ({answer.status_code}): {answer.text[:500]}", flush=True)
-                continue
-            submitted = answer.json()
-            models[f"SWEEP_{submitted['name'].upper().replace('-', '_')}"] = str(submitted["id"])
-            print(f"submitted {sweep.name}: sweep {submitted['id']}, {submitted['total']} jobs", flush=True)
     deadline = time.monotonic() + args.budget_s
     while True:
         sweeps = httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()
@@ -98,6 +99,7 @@ def main() -> None:
             break
         time.sleep(20)
     table(server)
+    compared(server)
 
 
 def make_models(work: Path, python: str) -> dict[str, str]:
@@ -177,6 +179,20 @@ def table(server: str) -> None:
         print(f"{r['sweep_name'][:26]:<26} {r['backend']:<12} {r['graph_mode']:<19} {r['resolved_graph_mode']!s:<19} "
               f"{r['method']!s:<12} {r['concurrency'] or ''!s:>4} {r['tokens_per_s']:>8.0f} {interval:>18} "
               f"{accept:>6} {eff:>5} {cal:>5}")
+
+
+def compared(server: str) -> None:
+    """Each paired sweep against its base, as ``GET /api/v1/compare`` calls it: the verdict and the tokens/s call."""
+    for sweep in httpx.get(f"{server}/api/v1/sweeps", timeout=30).json():
+        base = httpx.get(f"{server}/api/v1/sweeps/{sweep['id']}", timeout=30).json().get("paired_with")
+        if base is None or base > sweep["id"]:
+            continue
+        answer = httpx.get(f"{server}/api/v1/compare", params={"base_sweep": base, "head_sweep": sweep["id"]}, timeout=120)
+        print(f"\n{sweep['name']} against sweep {base}:")
+        for row in answer.json().get("changes", []):
+            call = row.get("tokens_per_s_call") or {}
+            print(f"  {row['verdict']:<10} {row['backend']:<11} {row['graph_mode']:<19} {row['label']:<22} "
+                  f"{call.get('sentence', '')}")
 
 
 if __name__ == "__main__":
