@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app import db
 from app.analysis import verdicts
 from app.analysis.compare_cells import SEVERITY, Side, verdict
 from app.analysis.fallback import Ratio, ratio
@@ -103,7 +104,7 @@ def histories(*, session: Session, head: list[PooledCell], exclude: set[str]) ->
                Job.graph_mode.in_(sorted({k[2] for k in wanted})))
         .group_by(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash)
     )
-    rows = session.connection().execute(stmt).all()
+    rows = db.plain(session.connection().execute(stmt))
     variants = identity.variants(session=session, hashes={r.config_hash for r in rows})
     # (cell, build) -> [sum of tokens/s, repeats, first finished]: configs that differ only in what the identity
     # ignores (the timeout, rounds, window) fold into one point.

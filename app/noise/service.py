@@ -13,6 +13,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app import db
 from app.analysis.noise import NoiseClass, Spread, log_values, method_class, min_detectable_effect, pooled_spread
 from app.cells import identity
 from app.enums import JobState
@@ -74,7 +75,7 @@ def read(*, session: Session) -> list[ClassNoise]:
     One query over the succeeded jobs (a few columns and each result's rounds) and the variants of their config
     hashes (``identity.variants``); nothing per cell. Speeds no run can make are left out, as pooling does.
     """
-    rows = session.connection().execute(
+    rows = db.plain(session.connection().execute(
         select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency,
                Job.config_hash, Job.finished_at, Result.tokens_per_s, Result.raw["rounds"].label("round_list"),
                Result.gpu_name, Worker.host)
@@ -82,7 +83,7 @@ def read(*, session: Session) -> list[ClassNoise]:
         .outerjoin(Worker, Worker.id == Job.worker_id)
         .where(Job.state == JobState.SUCCEEDED)
         .order_by(Job.id)
-    ).all()
+    ))
     variants = identity.variants(session=session, hashes={row.config_hash for row in rows})
     cells: dict[tuple, _Cell] = {}
     for row in rows:
