@@ -1,14 +1,13 @@
 """A cell's acceptance and tokens/s across runs, with intervals, change points ringed in red."""
 
 from datetime import UTC, datetime
-from functools import lru_cache
 
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
 from matplotlib.figure import Figure
 
-from dashboards.figures import Drawing, drawable, to_svg, whiskers
+from dashboards.figures import Drawing, drawable, legend_inches, whiskers
 from dashboards.frames import known_time
 
 # Matplotlib places dates from year 1 to 9999, and its ticks and margins reach past a point at either end: a
@@ -20,7 +19,7 @@ MIN_PAD_DAYS = 1 / 24
 # The least height of the acceptance axis (a rate), and of the tokens/s axis as a share of its middle.
 MIN_ACCEPTANCE_SPAN = 0.1
 MIN_SPAN_SHARE = 0.2
-LEGEND_COLUMNS = 2
+LEGEND_COLUMNS, LEGEND_SIZE = 2, 7
 
 
 def history(series: list[tuple[str, pd.DataFrame]]) -> Drawing | None:
@@ -40,24 +39,24 @@ def history(series: list[tuple[str, pd.DataFrame]]) -> Drawing | None:
         frozenset(placed), "commit date, or when it ran for series without commit dates (UTC)")
     if not lines:
         return None
-    return Drawing(_draw, (tuple(lines), axis), f"Acceptance rate and output tokens/s with 95 % intervals against {axis}, "
+    return Drawing(_figure, (tuple(lines), axis), f"Acceptance rate and output tokens/s with 95 % intervals against {axis}, "
                    f"{len(lines)} series: {'; '.join(label for label, _ in lines)}; change points ringed in red",
-                   _size(len(lines)))
+                   _size(tuple(label for label, _ in lines)))
 
 
-def _size(lines: int) -> tuple[float, float]:
-    """One legend row per two series under both plots, so the figure grows with them."""
-    return (9, 6.2 + 0.2 * -(-lines // LEGEND_COLUMNS))
+def _size(labels: tuple[str, ...]) -> tuple[float, float]:
+    """One legend row per two series under both plots, so the figure grows with them; as wide as the legend."""
+    columns = min(LEGEND_COLUMNS, len(labels))
+    return (max(9, legend_inches(labels, LEGEND_SIZE, columns) + 0.2), 6.2 + 0.2 * -(-len(labels) // LEGEND_COLUMNS))
 
 
 def _x(when: datetime) -> float:
     return min(max(float(date2num(when)), FIRST), LAST)
 
 
-@lru_cache(maxsize=256)
-def _draw(lines: tuple, axis: str) -> str:
+def _figure(lines: tuple, axis: str) -> Figure:
     # The legend goes under both plots, whole (``_size``), so no entry sits on a point.
-    fig = Figure(figsize=_size(len(lines)), layout="constrained")
+    fig = Figure(figsize=_size(tuple(label for label, _ in lines)), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
     for label, points in lines:
         when = [p[0] for p in points]
@@ -84,8 +83,8 @@ def _draw(lines: tuple, axis: str) -> str:
     bottom.set_xlabel(f"{axis}; red ring: change point")
     top.set_title("History across runs (95 % intervals)", fontsize=10)
     fig.legend(*top.get_legend_handles_labels(), loc="outside lower center", ncols=min(LEGEND_COLUMNS, len(lines)),
-               fontsize=7, frameon=False)
-    return to_svg(fig)
+               fontsize=LEGEND_SIZE, frameon=False)
+    return fig
 
 
 def _widen(ax: Axes, least: float | None) -> None:
