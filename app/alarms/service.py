@@ -12,13 +12,15 @@ another minimum effect than the stored one, a judgement made there and then.
 """
 
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import NamedTuple
 
-from sqlalchemy import Select, delete, func, select, text
+from sqlalchemy import Select, String, cast, delete, func, select, text
 from sqlalchemy.orm import Session
 
 from app import db
@@ -273,10 +275,14 @@ def _where(stmt: Select, model: type[AlarmCheck] | type[StoredAlarm], scope: Cel
 
 # The columns a check and an alarm are made of. Read as plain tuples (``app.db.plain``), not ORM objects: /alarms
 # reads every stored check (4,050 at 100,000 results), 260-290 ms of CPU as objects and 115-175 so (on a loaded
-# host), most of it decoding their JSON lists.
+# host).
+# A check's lists come as their JSON text, decoded once per distinct text (``_listed``): the checks of a build share
+# theirs, and decoding 16,000 of them was most of /alarms' time.
 _CHECK = (AlarmCheck.build, AlarmCheck.gpu_kind, AlarmCheck.backend, AlarmCheck.graph_mode, AlarmCheck.method,
-          AlarmCheck.variant, AlarmCheck.label, AlarmCheck.outcome, AlarmCheck.sweep_ids, AlarmCheck.sweep_names,
-          AlarmCheck.vllm_versions, AlarmCheck.gpu_names, AlarmCheck.ran_at)
+          AlarmCheck.variant, AlarmCheck.label, AlarmCheck.outcome,
+          *(cast(c, String).label(c.key) for c in (AlarmCheck.sweep_ids, AlarmCheck.sweep_names, AlarmCheck.vllm_versions,
+                                                   AlarmCheck.gpu_names)),
+          AlarmCheck.ran_at)
 _ALARM = tuple(c for c in StoredAlarm.__table__.columns if c.name not in ("id", "computed_at"))
 
 
@@ -287,8 +293,14 @@ def _stored_alarms(session: Session, scope: CellScope) -> list[Alarm]:
 
 def _stored_checks(session: Session, scope: CellScope) -> list[Check]:
     rows = db.plain(session.connection().execute(_where(select(*_CHECK), AlarmCheck, scope).order_by(AlarmCheck.id)))
-    return [Check(r.build, r.gpu_kind, r.backend, r.graph_mode, r.method, r.variant, r.label, r.outcome, tuple(r.sweep_ids),
-                  tuple(r.sweep_names), tuple(r.vllm_versions), tuple(r.gpu_names), r.ran_at) for r in rows]
+    return [Check(r.build, r.gpu_kind, r.backend, r.graph_mode, r.method, r.variant, r.label, r.outcome, _listed(r.sweep_ids),
+                  _listed(r.sweep_names), _listed(r.vllm_versions), _listed(r.gpu_names), r.ran_at) for r in rows]
+
+
+@lru_cache(maxsize=4096)
+def _listed(text: str) -> tuple:
+    """A stored JSON list as a tuple (shared, so never changed)."""
+    return tuple(json.loads(text))
 
 
 def _within(judgement: Judgement, scope: CellScope) -> Judgement:
