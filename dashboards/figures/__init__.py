@@ -99,6 +99,18 @@ def text_inches(texts: Iterable[str], size: float) -> float:
     return max((sum(map(_advance, line)) for text in texts for line in text.split("\n")), default=0.0) * size / 72 * SLACK
 
 
+def grid(size: tuple[float, float], *, left: float, right: float, top: float, bottom: float, across: float = 0.0,
+         down: float = 0.0, columns: int = 1, rows: int = 1) -> dict[str, float]:
+    """Matplotlib's subplot parameters (fractions) for margins and gaps between ``columns`` x ``rows`` axes given in
+    inches: a figure that reserves room for its labels lays itself out in one pass, where constrained layout measures
+    every label (half of a six-panel figure's time)."""
+    width, height = size
+    axis_width = (width - left - right - across * (columns - 1)) / columns
+    axis_height = (height - top - bottom - down * (rows - 1)) / rows
+    return {"left": left / width, "right": 1 - right / width, "top": 1 - top / height, "bottom": bottom / height,
+            "wspace": across / axis_width, "hspace": down / axis_height}
+
+
 def legend_inches(labels: Sequence[str], size: float, columns: int) -> float:
     """The width in inches of a legend of ``labels`` in ``columns`` at ``size`` points with matplotlib's spacing, in
     em: a 2 em handle and 0.8 to its label per entry, 2 between columns, 0.4 of padding and 0.5 to the edge each side.

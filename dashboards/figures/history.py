@@ -7,7 +7,7 @@ from matplotlib.axes import Axes
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
 from matplotlib.figure import Figure
 
-from dashboards.figures import Drawing, drawable, legend_inches, whiskers
+from dashboards.figures import Drawing, drawable, grid, legend_inches, whiskers
 from dashboards.frames import known_time
 
 # Matplotlib places dates from year 1 to 9999, and its ticks and margins reach past a point at either end: a
@@ -56,8 +56,12 @@ def _x(when: datetime) -> float:
 
 def _figure(lines: tuple, axis: str) -> Figure:
     # The legend goes under both plots, whole (``_size``), so no entry sits on a point.
-    fig = Figure(figsize=_size(tuple(label for label, _ in lines)), layout="constrained")
-    top, bottom = fig.subplots(2, 1, sharex=True)
+    size = _size(tuple(label for label, _ in lines))
+    fig = Figure(figsize=size)
+    # Inches: the title above; below, the dates (two lines and the year beside the last), the axis label and the
+    # legend's rows; beside, the y label and its ticks' labels; between the plots, nothing (they share the dates).
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw=grid(
+        size, left=0.95, right=0.3, top=0.4, bottom=0.8 + 0.16 * -(-len(lines) // LEGEND_COLUMNS), down=0.15, rows=2))
     for label, points in lines:
         when = [p[0] for p in points]
         for ax, offset, change_at in ((top, 1, 7), (bottom, 4, 8)):
@@ -82,8 +86,8 @@ def _figure(lines: tuple, axis: str) -> Figure:
     bottom.set_ylabel("output tokens/s")
     bottom.set_xlabel(f"{axis}; red ring: change point")
     top.set_title("History across runs (95 % intervals)", fontsize=10)
-    fig.legend(*top.get_legend_handles_labels(), loc="outside lower center", ncols=min(LEGEND_COLUMNS, len(lines)),
-               fontsize=LEGEND_SIZE, frameon=False)
+    fig.legend(*top.get_legend_handles_labels(), loc="lower center", bbox_to_anchor=(0.5, 0.05 / size[1]),
+               ncols=min(LEGEND_COLUMNS, len(lines)), fontsize=LEGEND_SIZE, frameon=False)
     return fig
 
 

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
-from dashboards.figures import Drawing, drawable, legend_inches, whiskers
+from dashboards.figures import Drawing, drawable, grid, legend_inches, whiskers
 
 NAN = float("nan")
 # The frame's columns drawn (``dashboards.data.serving_frame``), each with ``_low`` and ``_high``, in this order.
@@ -58,8 +58,13 @@ def _size(series: tuple[str, ...]) -> tuple[float, float]:
 
 
 def _figure(lines: tuple, title: str) -> Figure:
-    fig = Figure(figsize=_size(tuple(series for series, _, _ in lines)), layout="constrained")
-    axes = fig.subplots(2, 3).flatten()
+    size = _size(tuple(series for series, _, _ in lines))
+    rows = -(-(len(lines) + len(PERCENTILES)) // LEGEND_COLUMNS)
+    fig = Figure(figsize=size)
+    # Inches: the title above, the legend's rows with each panel's ticks and label below; beside each panel its
+    # y ticks' labels (up to "1.23457e+06" at 7 points), between the rows the x ticks, the label and the next title.
+    axes = fig.subplots(2, 3, gridspec_kw=grid(size, left=0.7, right=0.25, top=0.62, bottom=0.62 + 0.22 * rows,
+                                                across=0.85, down=0.75, columns=3, rows=2)).flatten()
     clients = sorted({p[0] for _, _, points in lines for p in points})
     colours = iter(COLOURS * len(lines))
     handles = []
@@ -78,9 +83,9 @@ def _figure(lines: tuple, title: str) -> Figure:
                      fontsize=8, color="#666")
     axes[5].axhline(1.0, color=BASELINE_COLOUR, linestyle=":", linewidth=1)
     handles += [Line2D([], [], color="#222", linestyle=style, label=label) for label, style in zip(PERCENTILES, ("-", "--"), strict=True)]
-    fig.suptitle(title, fontsize=10)
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(LEGEND_COLUMNS, len(handles)), fontsize=LEGEND_SIZE,
-               frameon=False)
+    fig.suptitle(title, fontsize=10, y=1 - 0.1 / size[1], va="top")
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.05 / size[1]), ncols=min(LEGEND_COLUMNS, len(handles)),
+               fontsize=LEGEND_SIZE, frameon=False)
     return fig
 
 
