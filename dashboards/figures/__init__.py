@@ -82,13 +82,17 @@ def _svg(figure: Callable[..., Figure], args: tuple) -> str:
     return to_svg(figure(*args))
 
 
+# Texts are SVG text in the figure's font, not glyph outlines: a third of the size, and no outlines to compute. Set
+# once for the process, not around each drawing: matplotlib's rc_context restores what it found when it ends, so two
+# figures drawn at once on the service's threads left one of them to write outlines.
+matplotlib.rcParams["svg.fonttype"] = "none"
+
+
 def to_svg(fig: Figure) -> str:
-    """The figure as a standalone SVG document (served as ``image/svg+xml``), as laid out: nothing cropped. Texts are
-    SVG text in the figure's font, not glyph outlines (a third of the size, and no outlines to compute); no date in
+    """The figure as a standalone SVG document (served as ``image/svg+xml``), as laid out: nothing cropped; no date in
     its metadata, so one figure is one document."""
     buffer = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none"}):
-        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    fig.savefig(buffer, format="svg", metadata={"Date": None})
     return buffer.getvalue()
 
 
