@@ -100,7 +100,7 @@ def test_text_inches_measures_the_widest_line_as_matplotlib_sets_it() -> None:
 def test_figures_drawn_at_once_on_several_threads_all_write_their_texts_as_text() -> None:
     # The service draws a page's images on its threads at once: a font setting made and undone around each drawing
     # (matplotlib's rc_context) once left some of them writing glyph outlines.
-    # (The old setting left about one drawing in 40 outlined: 24 at once catch it more often than not.)
+    # (The old setting left about one drawing in 40 outlined: 24 at once caught it in about half the runs.)
     drawings = [speed_bars(_frame(speed=1000.0 + i), f"H200 · {LONG} · b{i}") for i in range(24)]
     with ThreadPoolExecutor(8) as pool:
         svgs = list(pool.map(Drawing.svg, drawings))
