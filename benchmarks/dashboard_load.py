@@ -15,23 +15,39 @@ the first view or /metrics scrape after each finished job repeats.
 A page's figures are images of its own URL (``format=svg&figure=N``), drawn only when asked: after a view's page,
 each of its figures is requested ``--figure-rounds`` + 1 times, as a browser loads them, and timed apart
 (``VIEW: N figures``): p50 and p95 over every figure's later requests, ``first`` the slowest figure's first request
-(which draws it). A reader's first view of a page is its page's ``first`` and then its figures'.
+(which draws it). A reader's first view of a page is its page's ``first`` and then its figures' (``VIEW: first view,
+all figures``: the page's first and every figure's first draw, one after another, as the service's threads share one
+interpreter; a browser asks for the images in view first, so a reader sees the top of a long page sooner). Each
+database is timed in a fresh process, so both pay the first drawing of each figure.
+
+Seeding 100k results takes minutes: ``--keep DIR`` seeds once into a SQLite file and a PostgreSQL database named
+in ``DIR/seeded.json`` and leaves them; a later run with the same ``--keep DIR`` (and the same ``--builds``,
+``--sweeps`` and ``--repeats``) times them again without seeding, so code before and after a change can be timed in
+turn on one history. Drop them with ``--drop DIR``.
 
     .venv/bin/python -m benchmarks.dashboard_load              # SQLite and PostgreSQL
     .venv/bin/python -m benchmarks.dashboard_load --sqlite-only --builds 10
+    .venv/bin/python -m benchmarks.dashboard_load --keep /tmp/seeded --only fallback matrix
 """
 
 import argparse
 import hashlib
 import html
+import json
+import multiprocessing
 import os
 import random
 import re
 import statistics
 import time
+import uuid
 import zlib
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import psycopg
 from fastapi.testclient import TestClient
 from sqlalchemy import insert
 
@@ -162,9 +178,13 @@ def seed(url: str, *, builds: int, sweeps: int, repeats: int, big_logs: int = 0,
         # analyses on its own schedule; a bulk insert just before timing would leave it guessing).
         conn.exec_driver_sql("ANALYZE")
     engine.dispose()
-    names = {"sweep": sweep_id, "old": f"vllm-0.{20 + (builds - 2) // 10}.{(builds - 2) % 10}",
-             "new": f"vllm-0.{20 + (builds - 1) // 10}.{(builds - 1) % 10}"}
-    return results, names
+    return results, linked(builds=builds, sweeps=sweeps)
+
+
+def linked(*, builds: int, sweeps: int) -> dict:
+    """The ids the views' links name in a history that ``seed`` wrote: the newest sweep, the two newest builds."""
+    return {"sweep": builds * sweeps, "old": f"vllm-0.{20 + (builds - 2) // 10}.{(builds - 2) % 10}",
+            "new": f"vllm-0.{20 + (builds - 1) // 10}.{(builds - 1) % 10}"}
 
 
 def _big_logs(engine, groups: int, mib: int, rng: random.Random) -> None:
@@ -201,12 +221,17 @@ def _positions(accepted: int, drafts: int) -> list[int]:
 IMG = re.compile(r'<img src="([^"]+)"')
 
 
-def measure(url: str, names: dict, requests: int, figure_rounds: int) -> dict[str, tuple[float, float, float]]:
-    """(p50, p95, first) in ms per view, and per view's figures (``VIEW: N figures``) where it draws any."""
+def measure(url: str, names: dict, requests: int, figure_rounds: int,
+            views: list[str] | None = None) -> dict[str, tuple[float | None, float | None, float]]:
+    """(p50, p95, first) in ms per view (``views``, or all), and per view's figures (``VIEW: N figures``) where it
+    draws any, with the page's first and all its figures' first draws summed (``VIEW: first view, all figures``: no
+    p50 or p95)."""
     app = create_app(Settings(database_url=url, token="bench"))
     timings = {}
     with TestClient(app) as client:
         for view, path in VIEWS.items():
+            if views and view not in views:
+                continue
             path = path.format(**names)
             seconds, page = _timed(client, path, requests + 1)
             timings[view] = (*_p50_p95(seconds[1:]), seconds[0] * 1000)
@@ -214,7 +239,9 @@ def measure(url: str, names: dict, requests: int, figure_rounds: int) -> dict[st
             if figures:
                 each = [_timed(client, src, figure_rounds + 1)[0] for src in figures]
                 later = [s for times in each for s in times[1:]]
-                timings[f"{view}: {len(figures)} figures"] = (*_p50_p95(later), max(times[0] for times in each) * 1000)
+                firsts = [times[0] * 1000 for times in each]
+                timings[f"{view}: {len(figures)} figures"] = (*_p50_p95(later), max(firsts))
+                timings[f"{view}: first view, all figures"] = (None, None, timings[view][2] + sum(firsts))
     app.state.engine.dispose()
     return timings
 
@@ -246,23 +273,78 @@ def main() -> None:
     parser.add_argument("--log-mib", type=int, default=32, help="the size of each big log")
     parser.add_argument("--sqlite-only", action="store_true")
     parser.add_argument("--pg", default=os.environ.get("DRAFTBENCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"))
+    parser.add_argument("--only", nargs="+", choices=list(VIEWS), metavar="VIEW",
+                        help=f"time these views alone (of: {', '.join(map(repr, VIEWS))})")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="seed once into databases named in DIR/seeded.json and keep them; later runs reuse them")
+    parser.add_argument("--drop", type=Path, metavar="DIR", help="drop the databases kept in DIR, and nothing else")
     args = parser.parse_args()
-    backends = [("SQLite", scratchdb.sqlite())] + ([] if args.sqlite_only else [("PostgreSQL", scratchdb.postgres(args.pg))])
+    if args.drop:
+        return _drop(args.drop, args.pg)
+    backends = [("SQLite", "sqlite")] + ([] if args.sqlite_only else [("PostgreSQL", "postgresql")])
     table = {}
-    for name, database in backends:
-        with database as url:
-            t0 = time.perf_counter()
-            count, names = seed(url, builds=args.builds, sweeps=args.sweeps, repeats=args.repeats,
-                                big_logs=args.big_logs, log_mib=args.log_mib)
-            print(f"{name}: {count:,} results in {time.perf_counter() - t0:.0f} s", flush=True)
-            table[name] = measure(url, names, args.requests, args.figure_rounds)
+    for name, kind in backends:
+        with _database(kind, args.pg, args.keep) as (url, fresh):
+            if fresh:
+                t0 = time.perf_counter()
+                count, names = seed(url, builds=args.builds, sweeps=args.sweeps, repeats=args.repeats,
+                                    big_logs=args.big_logs, log_mib=args.log_mib)
+                print(f"{name}: {count:,} results in {time.perf_counter() - t0:.0f} s", flush=True)
+            else:
+                names = linked(builds=args.builds, sweeps=args.sweeps)
+                print(f"{name}: the history kept in {args.keep}", flush=True)
+            # A fresh process per database: its first requests pay what a new service process pays (nothing drawn or
+            # read before), whichever database was timed first.
+            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as fresh:
+                table[name] = fresh.submit(measure, url, names, args.requests, args.figure_rounds, args.only).result()
     # "first": the request left out, with the one-time work; for the index it is also the read of every cell that
     # the open alerts need, which a page view or /metrics scrape repeats once after each finished job.
     rows = list(dict.fromkeys(view for timings in table.values() for view in timings))
-    print(f"\n{'view':<36}" + "".join(f"{n + ' p50':>16}{n + ' p95':>16}{n + ' first':>18}" for n in table))
+    print(f"\n{'view':<45}" + "".join(f"{n + ' p50':>16}{n + ' p95':>16}{n + ' first':>18}" for n in table))
     for view in rows:
-        print(f"{view:<36}" + "".join(f"{table[n][view][0]:>13.0f} ms{table[n][view][1]:>13.0f} ms{table[n][view][2]:>15.0f} ms"
+        print(f"{view:<45}" + "".join("".join(_ms(ms, width) for ms, width in zip(table[n][view], (16, 16, 18), strict=True))
                                       if view in table[n] else f"{'':>50}" for n in table))
+
+
+def _ms(value: float | None, width: int) -> str:
+    return f"{value:>{width - 3}.0f} ms" if value is not None else " " * width
+
+
+@contextmanager
+def _database(kind: str, pg: str, keep: Path | None):
+    """(URL, whether it is empty) of a throwaway database, or with ``keep`` of the one kept there (made and left)."""
+    if keep is None:
+        with (scratchdb.sqlite() if kind == "sqlite" else scratchdb.postgres(pg)) as url:
+            yield url, True
+        return
+    kept = keep / "seeded.json"
+    urls = json.loads(kept.read_text()) if kept.exists() else {}
+    if kind in urls:
+        yield urls[kind], False
+        return
+    keep.mkdir(parents=True, exist_ok=True)
+    if kind == "sqlite":
+        for name in ("draftbench.db", "draftbench.db-wal", "draftbench.db-shm"):
+            (keep / name).unlink(missing_ok=True)  # what a run stopped while seeding left
+        url = f"sqlite:///{(keep / 'draftbench.db').resolve()}"
+    else:
+        name = f"draftbench_kept_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(pg, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        url = f"{pg.rsplit('/', 1)[0].replace('postgresql://', 'postgresql+psycopg://', 1)}/{name}"
+    yield url, True
+    # Named only once seeded whole: a run stopped while seeding seeds afresh next time.
+    kept.write_text(json.dumps(urls | {kind: url}))
+
+
+def _drop(keep: Path, pg: str) -> None:
+    kept = keep / "seeded.json"
+    urls = json.loads(kept.read_text()) if kept.exists() else {}
+    if "postgresql" in urls:
+        with psycopg.connect(pg, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{urls["postgresql"].rsplit("/", 1)[1]}" WITH (FORCE)')
+    for name in ("seeded.json", "draftbench.db", "draftbench.db-wal", "draftbench.db-shm"):
+        (keep / name).unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

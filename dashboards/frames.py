@@ -5,7 +5,7 @@ makes the None of a text column NaN). NaN is truthy and ``bool(pd.NA)`` raises, 
 read a frame's cell through ``known``, never with ``or``, ``if`` or ``bool()`` on the raw value.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -27,6 +27,13 @@ def known_time(value: object) -> datetime | None:
     """A plain ``datetime`` (a column of dates holds pandas Timestamps), or None."""
     value = known(value)
     return value.to_pydatetime() if isinstance(value, pd.Timestamp) else value
+
+
+def columns(frame: pd.DataFrame, names: Iterable[str]) -> list[tuple]:
+    """The frame's rows as tuples of the columns ``names``, values as the frame holds them (read them through
+    ``known``): what a figure reads of a page's frame. A column at a time: pandas' ``itertuples`` boxes every value of
+    every column (a page's frame has about 60): /fallback's 18 figures read theirs in 107 ms of CPU so, 13 this way."""
+    return list(zip(*(frame[name].tolist() for name in names), strict=True)) if len(frame) else []
 
 
 def rows(frame: pd.DataFrame) -> Iterator[tuple]:

@@ -12,12 +12,18 @@ another minimum effect than the stored one, a judgement made there and then.
 """
 
 import hashlib
+import json
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
+from typing import NamedTuple
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import Select, String, cast, delete, func, select, text
 from sqlalchemy.orm import Session
 
+from app import db
 from app.analysis.alarms import MIN_EFFECT, Difference, difference, shifted
 from app.analysis.intervals import wilson_interval
 from app.cells import service as cells_service
@@ -112,18 +118,29 @@ class Check:
 
 @dataclass(frozen=True)
 class Judgement:
-    """The alarm over some cells: its alarms, worst drop first, and every graphed cell with drafts it looked at."""
+    """The alarm over some cells: its alarms, worst drop first, and every graphed cell with drafts it looked at
+    (``checks``), or only how many came to each outcome (``counts``; ``checks`` empty: ``read(..., checks=False)``)."""
 
     alarms: list[Alarm]
     checks: list[Check]
+    counts: Mapping[str, int] = None  # type: ignore[assignment]  # outcome -> cells; counted from ``checks`` unless given
+
+    def __post_init__(self) -> None:
+        if self.counts is None:
+            object.__setattr__(self, "counts", Counter(c.outcome for c in self.checks))
 
     def count(self, outcome: CheckOutcome | str) -> int:
-        return sum(c.outcome == outcome for c in self.checks)
+        return self.counts.get(outcome, 0)
+
+    @property
+    def looked_at(self) -> int:
+        """Graphed cells with drafts, whatever became of them."""
+        return sum(self.counts.values())
 
     @property
     def judged(self) -> int:
         """Graphed cells compared with an eager sibling: alarmed, within their interval, or unable to show a bug."""
-        return len(self.checks) - self.count(CheckOutcome.UNPAIRED)
+        return self.looked_at - self.count(CheckOutcome.UNPAIRED)
 
 
 def judge(cells: list[PooledCell], *, min_effect: float = MIN_EFFECT) -> Judgement:
@@ -223,15 +240,20 @@ def _lock(session: Session, build: str, gpu_kind: str) -> None:
         session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": int.from_bytes(digest[:8], "big", signed=True)})
 
 
-def read(*, session: Session, scope: CellScope, min_effect: float = MIN_EFFECT) -> Judgement:
+def read(*, session: Session, scope: CellScope, min_effect: float = MIN_EFFECT, checks: bool = True) -> Judgement:
     """The alarm over the cells in ``scope``, judged within their whole build and GPU kind (every sweep of the
     build pooled; a sweep's are those whose results it ran, on either side).
 
     With the stored minimum effect it is what is stored: a few rows per build, whatever the results. With another,
-    the cells of the scope's builds are read and judged now (every build's when the scope names none).
+    the cells of the scope's builds are read and judged now (every build's when the scope names none). With
+    ``checks=False``, for a reader of the alarms and the counts alone, the stored checks are counted in the database,
+    not read (but for a sweep's, which are picked by the sweeps each read).
     """
     if min_effect == MIN_EFFECT:
-        return _within(_stored(session, scope), scope)
+        if not checks and scope.sweep_id is None:
+            outcomes = _where(select(AlarmCheck.outcome, func.count()), AlarmCheck, scope).group_by(AlarmCheck.outcome)
+            return Judgement(_stored_alarms(session, scope), [], Counter(dict(session.execute(outcomes).tuples().all())))
+        return _within(Judgement(_stored_alarms(session, scope), _stored_checks(session, scope)), scope)
     builds = scope.builds
     if scope.sweep_id is not None:
         builds = tuple(session.scalars(select(Sweep.build).where(Sweep.id == scope.sweep_id)))
@@ -239,22 +261,46 @@ def read(*, session: Session, scope: CellScope, min_effect: float = MIN_EFFECT) 
     return _within(judge(cells, min_effect=min_effect), scope)
 
 
-def _stored(session: Session, scope: CellScope) -> Judgement:
-    def where(model):
-        stmt = select(model)
-        for column, value in ((model.build, scope.build), (model.gpu_kind, scope.gpu_kind), (model.method, scope.method),
-                              (model.backend, scope.backend), (model.graph_mode, scope.graph_mode)):
-            if value is not None:
-                stmt = stmt.where(column == value)
-        if scope.builds is not None:
-            stmt = stmt.where(model.build.in_(scope.builds))
-        if scope.sweep_id is not None:
-            stmt = stmt.where(model.build.in_(select(Sweep.build).where(Sweep.id == scope.sweep_id)))
-        return stmt.order_by(model.id)
+def _where(stmt: Select, model: type[AlarmCheck] | type[StoredAlarm], scope: CellScope) -> Select:
+    for column, value in ((model.build, scope.build), (model.gpu_kind, scope.gpu_kind), (model.method, scope.method),
+                          (model.backend, scope.backend), (model.graph_mode, scope.graph_mode)):
+        if value is not None:
+            stmt = stmt.where(column == value)
+    if scope.builds is not None:
+        stmt = stmt.where(model.build.in_(scope.builds))
+    if scope.sweep_id is not None:
+        stmt = stmt.where(model.build.in_(select(Sweep.build).where(Sweep.id == scope.sweep_id)))
+    return stmt
 
-    alarms = [_from_alarm_row(r) for r in session.scalars(where(StoredAlarm))]
-    checks = [_from_check_row(r) for r in session.scalars(where(AlarmCheck))]
-    return Judgement(sorted(alarms, key=lambda a: a.difference.value), checks)
+
+# The columns a check and an alarm are made of. Read as plain tuples (``app.db.plain``), not ORM objects: /alarms
+# reads every stored check (4,050 at 100,000 results), 260-290 ms of CPU as objects and 115-175 so (on a loaded
+# host).
+# A check's lists come as their JSON text, decoded once per distinct text (``_listed``): the checks of a build share
+# theirs, and decoding 16,000 of them was most of /alarms' time.
+_CHECK = (AlarmCheck.build, AlarmCheck.gpu_kind, AlarmCheck.backend, AlarmCheck.graph_mode, AlarmCheck.method,
+          AlarmCheck.variant, AlarmCheck.label, AlarmCheck.outcome,
+          *(cast(c, String).label(c.key) for c in (AlarmCheck.sweep_ids, AlarmCheck.sweep_names, AlarmCheck.vllm_versions,
+                                                   AlarmCheck.gpu_names)),
+          AlarmCheck.ran_at)
+_ALARM = tuple(c for c in StoredAlarm.__table__.columns if c.name not in ("id", "computed_at"))
+
+
+def _stored_alarms(session: Session, scope: CellScope) -> list[Alarm]:
+    rows = db.plain(session.connection().execute(_where(select(*_ALARM), StoredAlarm, scope).order_by(StoredAlarm.id)))
+    return sorted(map(_from_alarm_row, rows), key=lambda a: a.difference.value)
+
+
+def _stored_checks(session: Session, scope: CellScope) -> list[Check]:
+    rows = db.plain(session.connection().execute(_where(select(*_CHECK), AlarmCheck, scope).order_by(AlarmCheck.id)))
+    return [Check(r.build, r.gpu_kind, r.backend, r.graph_mode, r.method, r.variant, r.label, r.outcome, _listed(r.sweep_ids),
+                  _listed(r.sweep_names), _listed(r.vllm_versions), _listed(r.gpu_names), r.ran_at) for r in rows]
+
+
+@lru_cache(maxsize=4096)
+def _listed(text: str) -> tuple:
+    """A stored JSON list as a tuple (shared, so never changed)."""
+    return tuple(json.loads(text))
 
 
 def _within(judgement: Judgement, scope: CellScope) -> Judgement:
@@ -279,11 +325,6 @@ def _check_row(check: Check) -> AlarmCheck:
                       vllm_versions=list(check.vllm_versions), gpu_names=list(check.gpu_names), ran_at=check.ran_at)
 
 
-def _from_check_row(row: AlarmCheck) -> Check:
-    return Check(row.build, row.gpu_kind, row.backend, row.graph_mode, row.method, row.variant, row.label, row.outcome,
-                 tuple(row.sweep_ids), tuple(row.sweep_names), tuple(row.vllm_versions), tuple(row.gpu_names), row.ran_at)
-
-
 def _alarm_row(alarm: Alarm) -> StoredAlarm:
     cell, eager, d = alarm.cell, alarm.sibling, alarm.difference
     return StoredAlarm(
@@ -297,7 +338,7 @@ def _alarm_row(alarm: Alarm) -> StoredAlarm:
     )
 
 
-def _from_alarm_row(row: StoredAlarm) -> Alarm:
+def _from_alarm_row(row: NamedTuple) -> Alarm:
     cell = Side(row.backend, row.graph_mode, tuple(row.resolved_graph_modes), row.successes, row.trials, row.draft_tokens,
                 tuple(row.job_ids), tuple(row.sweep_ids))
     eager = Side(row.eager_backend, "NONE", tuple(row.eager_resolved_graph_modes), row.eager_successes, row.eager_trials,

@@ -39,14 +39,14 @@ def list_alarms(session: SessionDep, scope: ScopeDep, min_effect: MinEffect = MI
     Every stored build is read unless a filter narrows it; each cell is judged within its whole build and GPU
     kind (every sweep pooled), as stored whenever a result is (another ``min_effect`` judges the cells anew).
     """
-    return [out(a) for a in alarms.read(session=session, scope=scope, min_effect=min_effect).alarms]
+    return [out(a) for a in alarms.read(session=session, scope=scope, min_effect=min_effect, checks=False).alarms]
 
 
 @router.get("/alarms/counts", response_model=CheckCounts, responses=answers(422))
 def count_checks(session: SessionDep, scope: ScopeDep, min_effect: MinEffect = MIN_EFFECT) -> CheckCounts:
     """How many graphed cells in scope the alarm flagged, found within their interval, could not judge because their
     acceptance is degenerate, or could not pair with an eager sibling."""
-    return check_counts(alarms.read(session=session, scope=scope, min_effect=min_effect), scope)
+    return check_counts(alarms.read(session=session, scope=scope, min_effect=min_effect, checks=False), scope)
 
 
 def check_counts(judgement: alarms.Judgement, scope: CellScope) -> CheckCounts:

@@ -6,6 +6,7 @@ from dataclasses import replace
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from app import db
 from app.analysis.acceptance import lossless_share
 from app.analysis.fallback import pool_repeats, ratio
 from app.cells import identity, pooling
@@ -41,12 +42,13 @@ def load(*, session: Session, scope: CellScope, speedups: bool = True) -> list[P
     )
     cells: dict[tuple, PooledCell] = {}
     with_baselines: set[int] = set()
-    # Core rows, not ORM ones: thousands of them, and nothing here needs an identity map.
-    rows = session.connection().execute(scope.apply(stmt).order_by(Job.id)).all()
+    # Core rows, not ORM ones, as plain tuples (``app.db.plain``): thousands of them, and nothing here needs an
+    # identity map.
+    rows = db.plain(session.connection().execute(scope.apply(stmt).order_by(Job.id)))
     if scope.method is not None and speedups:
         # Apart: SQLite answers one query for "this method or none" by scanning every job, not the cell index.
         theirs = replace(scope, method=None).apply(stmt).where(Job.method.is_(None)).order_by(Job.id)
-        rows = sorted([*rows, *session.connection().execute(theirs).all()], key=lambda row: row.id)
+        rows = sorted([*rows, *db.plain(session.connection().execute(theirs))], key=lambda row: row.id)
     variants = identity.variants(session=session, hashes={row.config_hash for row in rows})
     for row in rows:
         variant = variants[row.config_hash]
@@ -120,7 +122,7 @@ def _lossless(session: Session, scope: CellScope, sweep_ids: set[int], cells: di
     stmt = replace(scope, method=None).apply(stmt)
     if scope.method is not None:
         stmt = stmt.where(or_(Job.method == scope.method, Job.method.is_(None)))
-    rows = session.execute(stmt).all()
+    rows = db.plain(session.connection().execute(stmt))
     variants = identity.variants(session=session, hashes={r.config_hash for r in rows})
     prints = {
         (r.sweep_id, r.repeat, identity.measured(r, variants[r.config_hash])): [q["fingerprint"] for q in r.requests or []]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app import db
 from app.analysis import verdicts
 from app.analysis.compare_cells import SEVERITY, Side, verdict
 from app.analysis.fallback import Ratio, ratio
@@ -21,6 +22,7 @@ from app.cells.identity import Identity
 from app.cells.pooling import PooledCell
 from app.cells.scope import CellScope
 from app.enums import JobState, Verdict
+from app.lru import LRU
 from app.models import Job, Result, Sweep
 from app.noise import service as noise_service
 from app.noise.service import ClassNoise
@@ -104,29 +106,18 @@ def histories(*, session: Session, head: list[PooledCell], exclude: set[str]) ->
     """Each head cell's tokens/s on the last ``verdicts.LOOKBACK`` other builds (not in ``exclude``: the two
     compared) that ran on its GPU kinds, oldest build first.
 
-    A build's point is the mean of its repeats' medians there (Conbench's per-commit mean), averaged in SQL:
-    one grouped query over the succeeded jobs of the head cells' GPU kinds, backends and graph modes, so a
-    page reads one row per build and config, not one per job. Builds are ordered by their first finished job.
-    Medians beyond ``MAX_TOKENS_PER_S`` are left out, as ``app.cells.pooling.add`` leaves them out: one stored 1e308
-    overflowed PostgreSQL's mean and refused every comparison of its GPU kind.
+    A build's point is the mean of its repeats' medians there (Conbench's per-commit mean), averaged in SQL per
+    build and config (``_build_means``), so a page reads one row per build and config, not one per job. Builds are
+    ordered by their first finished job. Medians beyond ``MAX_TOKENS_PER_S`` are left out, as
+    ``app.cells.pooling.add`` leaves them out: one stored 1e308 overflowed PostgreSQL's mean and refused every
+    comparison of its GPU kind.
     """
     if not head:
         return {}
     wanted = {c.identity for c in head}
     gpu_kinds = sorted({k[0] for k in wanted})
     recent = _last_builds(session=session, gpu_kinds=gpu_kinds, exclude=exclude)
-    first_finished = func.min(Job.finished_at)
-    stmt = (
-        select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash, first_finished.label("first"),
-               func.avg(Result.tokens_per_s).label("mean"), func.count().label("n"))
-        .join(Result, Result.job_id == Job.id)
-        .where(Job.state == JobState.SUCCEEDED, Job.build.in_(recent), Result.tokens_per_s > 0,
-               Result.tokens_per_s <= MAX_TOKENS_PER_S,
-               Job.gpu_kind.in_(gpu_kinds), Job.backend.in_(sorted({k[1] for k in wanted})),
-               Job.graph_mode.in_(sorted({k[2] for k in wanted})))
-        .group_by(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash)
-    )
-    rows = session.connection().execute(stmt).all()
+    rows = _build_means(session=session, builds=recent)
     variants = identity.variants(session=session, hashes={r.config_hash for r in rows})
     # (cell, build) -> [sum of tokens/s, repeats, first finished]: configs that differ only in what the identity
     # ignores (the timeout, rounds, window) fold into one point.
@@ -144,6 +135,43 @@ def histories(*, session: Session, head: list[PooledCell], exclude: set[str]) ->
         key: [total / n for total, n, _ in sorted(by_build.values(), key=lambda p: (p[2] is None, p[2] or 0))]
         for key, by_build in points.items()
     }
+
+
+# Each build's means (``_build_means``), kept per process and database. A succeeded job's result and its tokens/s
+# are written once (``draftbench rederive`` reads what ran again, never the speed), so a build's means move only
+# when one of its jobs succeeds or is removed, which its succeeded jobs' count, newest finish and ids tell.
+_MEANS: LRU[tuple, list] = LRU(256)
+
+
+def _build_means(*, session: Session, builds: list[str]) -> list:
+    """Per build, GPU kind, backend, graph mode and config hash: its succeeded jobs' mean tokens/s (``mean``), how many
+    (``n``) and the first one's finish (``first``); read in one grouped query for the builds not kept or moved since
+    (``_MEANS``), the others as kept."""
+    url = str(session.get_bind().url)
+    versions = {
+        build: (url, build, count, newest, ids) for build, count, newest, ids in session.execute(
+            select(Job.build, func.count(), func.max(Job.finished_at), func.sum(Job.id))
+            .where(Job.state == JobState.SUCCEEDED, Job.build.in_(builds)).group_by(Job.build))
+    }
+    kept = {build: _MEANS.get(key) for build, key in versions.items()}
+    missing = sorted(build for build, rows in kept.items() if rows is None)
+    if missing:
+        stmt = (
+            select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash,
+                   func.min(Job.finished_at).label("first"), func.avg(Result.tokens_per_s).label("mean"),
+                   func.count().label("n"))
+            .join(Result, Result.job_id == Job.id)
+            .where(Job.state == JobState.SUCCEEDED, Job.build.in_(missing), Result.tokens_per_s > 0,
+                   Result.tokens_per_s <= MAX_TOKENS_PER_S)
+            .group_by(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash)
+        )
+        read: dict[str, list] = {build: [] for build in missing}
+        for row in db.plain(session.connection().execute(stmt)):
+            read[row.build].append(row)
+        for build, rows in read.items():
+            _MEANS.put(versions[build], rows)
+            kept[build] = rows
+    return [row for rows in kept.values() for row in rows]
 
 
 def _last_builds(*, session: Session, gpu_kinds: list[str], exclude: set[str]) -> list[str]:

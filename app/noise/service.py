@@ -15,6 +15,7 @@ from datetime import datetime
 from sqlalchemy import func, literal, select
 from sqlalchemy.orm import Session
 
+from app import db
 from app.analysis.noise import (
     NoiseClass,
     Spread,
@@ -112,7 +113,7 @@ def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
     does.
     """
     round_list = Result.raw["rounds"] if rounds else literal(None)
-    rows = session.connection().execute(
+    rows = db.plain(session.connection().execute(
         select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency,
                Job.config_hash, Job.finished_at, Job.pair_id, Job.pair_order, Result.tokens_per_s,
                round_list.label("round_list"),
@@ -121,7 +122,7 @@ def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
         .outerjoin(Worker, Worker.id == Job.worker_id)
         .where(Job.state == JobState.SUCCEEDED)
         .order_by(Job.id)
-    ).all()
+    ))
     variants = identity.variants(session=session, hashes={row.config_hash for row in rows})
     cells: dict[tuple, _Cell] = {}
     for row in rows:

@@ -2,12 +2,11 @@
 misses in red."""
 
 from collections.abc import Sequence
-from functools import lru_cache
 
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from dashboards.figures import Drawing, drawable, to_svg, whiskers
+from dashboards.figures import Drawing, drawable, whiskers
 
 HELD, MISSED, ASKED = "#4c72b0", "#c44e52", "#222222"
 # The least half-height of the difference panel: a calibrated cell's differences (a few thousandths) read as
@@ -27,29 +26,32 @@ def calibration(positions: Sequence, label: str) -> Drawing | None:
     if not any(expected is not None or rate is not None for _, expected, rate, _, _, _ in points):
         return None
     missed = [number for number, *_, miss in points if miss]
-    return Drawing(_draw, (points,), f"{label}: acceptance rate asked against measured with 95 % intervals at "
+    return Drawing(_figure, (points,), f"{label}: acceptance rate asked against measured with 95 % intervals at "
                    f"{len(points)} draft positions, and measured minus asked; "
                    + (f"position {', '.join(map(str, missed))} missed" if missed else "no position missed"), SIZE)
 
 
-@lru_cache(maxsize=256)
-def _draw(points: tuple[tuple[int, float | None, float | None, float | None, float | None, bool], ...]) -> str:
-    # Fixed margins, not a layout engine (it measures every label twice: most of a drawing's time); the saved
-    # figure is cropped to what it holds.
+def _figure(points: tuple[tuple[int, float | None, float | None, float | None, float | None, bool], ...]) -> Figure:
+    # Fixed margins that hold the labels, not a layout engine (it measures every label twice: most of a drawing's time).
     fig = Figure(figsize=SIZE)
     rates, differences = fig.subplots(1, 2, gridspec_kw={"left": 0.09, "right": 0.99, "top": 0.97, "bottom": 0.27,
                                                         "wspace": 0.32})
-    for number, expected, rate, low, high, miss in points:
-        colour = MISSED if miss else HELD
-        if expected is not None:
-            rates.plot([number - 0.3, number + 0.3], [expected, expected], color=ASKED, linewidth=2)
-        if rate is not None:
-            rates.errorbar([number], [rate], yerr=whiskers([rate], [low], [high]), fmt="o", color=colour, capsize=4)
-        if rate is not None and expected is not None:
-            # The asked rate is a constant: the difference's interval is the measured one moved by it.
-            diff, diff_low, diff_high = (v - expected if v is not None else None for v in (rate, low, high))
-            differences.errorbar([number], [diff], yerr=whiskers([diff], [diff_low], [diff_high]), fmt="o", color=colour,
-                                 capsize=4)
+    # One artist per kind of mark (the asked rates; the points that hold, the misses), not one per position.
+    asked = [(number, expected) for number, expected, *_ in points if expected is not None]
+    if asked:
+        rates.hlines([e for _, e in asked], [n - 0.3 for n, _ in asked], [n + 0.3 for n, _ in asked], color=ASKED, linewidth=2)
+    for missed, colour in ((False, HELD), (True, MISSED)):
+        measured = [(number, rate, low, high) for number, _, rate, low, high, miss in points if miss == missed and rate is not None]
+        if measured:
+            numbers, values, lows, highs = zip(*measured, strict=True)
+            rates.errorbar(numbers, values, yerr=whiskers(values, lows, highs), fmt="o", color=colour, capsize=4)
+        # The asked rate is a constant: the difference's interval is the measured one moved by it.
+        moved = [(number, *(v - expected if v is not None else None for v in (rate, low, high)))
+                 for number, expected, rate, low, high, miss in points
+                 if miss == missed and rate is not None and expected is not None]
+        if moved:
+            numbers, values, lows, highs = zip(*moved, strict=True)
+            differences.errorbar(numbers, values, yerr=whiskers(values, lows, highs), fmt="o", color=colour, capsize=4)
     numbers = [p[0] for p in points]
     for ax in (rates, differences):
         ax.set_xticks(numbers)
@@ -67,4 +69,4 @@ def _draw(points: tuple[tuple[int, float | None, float | None, float | None, flo
                         Line2D([], [], color=HELD, marker="o", linestyle="none", label="measured, 95 % interval holds it"),
                         Line2D([], [], color=MISSED, marker="o", linestyle="none", label="miss: interval excludes it")],
                loc="lower center", bbox_to_anchor=(0.5, 0.0), ncols=3, fontsize=8, frameon=False)
-    return to_svg(fig)
+    return fig

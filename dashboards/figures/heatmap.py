@@ -1,14 +1,12 @@
 """Backend x graph mode heatmaps of one metric, one panel per GPU x method, with the cells' marks written in."""
 
-from functools import lru_cache
-
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from dashboards.figures import Drawing, drawable, to_svg
-from dashboards.frames import known, known_float
+from dashboards.figures import Drawing, drawable, text_inches
+from dashboards.frames import columns, known, known_float
 
 METRICS = {
     "acceptance": ("acceptance rate (accepted / draft tokens)", "{:.3f}"),
@@ -19,66 +17,89 @@ METRICS = {
 # Fixed ends where the metric has natural ones, so one colour means one value on every panel.
 SCALES = {"acceptance": (0.0, 1.0)}
 GRAPH_MODES = ["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
-# Inches: the least height of a panel.
-MIN_HEIGHT = 3.0
+# What a square reads of a cell, after the metric.
+COLUMNS = ("backend", "graph_mode", "downgraded", "draft_eager", "alarm", "degenerate", "tokens_per_s", "speculative",
+           "crash_kind", "ran", "died")
+# Points: the tick labels' and the cells' size, the title's, the key's.
+SMALL, TITLE_SIZE, KEY_SIZE = 8, 10, 7
+# Inches: a square per graph mode and backend; beside the squares the tick labels' gap (their ticks and pad take 0.1),
+# the colour bar's gap, width and the room for its ticks; above them the title; below the two-line mode names, the x
+# label and the key.
+SQUARE_WIDTH, SQUARE_HEIGHT, GAP, BAR_GAP, BAR_WIDTH, BAR_TICKS, TOP, BOTTOM = 1.9, 0.75, 0.2, 0.15, 0.15, 0.55, 0.4, 0.85
+KEY = "v downgraded · E draft eager · ! alarm · 0/1 degenerate · grey: no result"
+X_LABEL = "graph mode requested"
 
 
 def heatmap(frame: pd.DataFrame, metric: str, title: str) -> Drawing:
     """``frame``: ``cells_frame`` rows of one GPU x method. Colour: ``metric``; text: value and marks
     (``v`` downgraded, ``E`` draft eager, ``!`` alarm, ``0/1`` degenerate, crash kind for cells that only died;
     by speedup, ``baseline`` for a baseline that ran and ``no baseline ran`` for a cell that ran without one)."""
-    modes = [m for m in GRAPH_MODES if m in set(frame["graph_mode"])]
-    backends = sorted(set(frame["backend"]))
+    rows = columns(frame, (metric, *COLUMNS))
+    modes = [m for m in GRAPH_MODES if m in {r[2] for r in rows}]
+    backends = sorted({r[1] for r in rows})
     cells = []
-    for r in frame.itertuples():
-        stored = known_float(getattr(r, metric))
+    for shown, backend, mode, downgraded, eager, alarm, degenerate, tokens_per_s, speculative, crash_kind, ran, died in rows:
+        stored = known_float(shown)
         value = drawable(stored)
-        marks = " ".join(m for m, on in (("v", r.downgraded), ("E", r.draft_eager), ("!", known(r.alarm)),
-                                        ("0/1", r.degenerate)) if on)
+        marks = " ".join(m for m, on in (("v", known(downgraded)), ("E", known(eager)), ("!", known(alarm)),
+                                        ("0/1", known(degenerate))) if on)
         if value is not None:
             text = METRICS[metric][1].format(value)
         elif stored is not None:
             text = "off scale"
-        elif metric == "speedup" and known_float(r.tokens_per_s) is not None:
+        elif metric == "speedup" and known_float(tokens_per_s) is not None:
             # A speedup divides by the baseline: a baseline has none, nor a cell whose baseline did not run.
-            text = "no baseline ran" if r.speculative else "baseline"
+            text = "no baseline ran" if known(speculative) else "baseline"
         else:
-            text = known(r.crash_kind) or "no data"
-        cells.append((backends.index(r.backend), modes.index(r.graph_mode), value,
-                      f"{text}\n{marks}" if marks else text, bool(r.ran == 0 and r.died)))
-    return Drawing(_draw, (tuple(backends), tuple(modes), tuple(cells), metric, title),
+            text = known(crash_kind) or "no data"
+        cells.append((backends.index(backend), modes.index(mode), value,
+                      f"{text}\n{marks}" if marks else text, bool(ran == 0 and known(died))))
+    return Drawing(_figure, (tuple(backends), tuple(modes), tuple(cells), metric, title),
                    f"{title}: {METRICS[metric][0]} of {len(cells)} cells, {len(backends)} backends by {len(modes)} graph modes, "
-                   "each square with its value and marks", _size(len(backends), len(modes)))
+                   "each square with its value and marks", _layout(tuple(backends), tuple(modes), metric, title)[0])
 
 
-def _size(backends: int, modes: int) -> tuple[float, float]:
-    # At least MIN_HEIGHT tall: the colour bar's label runs along it, and a one-backend panel is shorter than it.
-    return (1.9 * modes + 2.6, max(0.75 * backends + 1.6, MIN_HEIGHT))
+def _mode_name(mode: str) -> str:
+    return mode.replace("_", "_\n", 1) if len(mode) > 10 else mode
 
 
-@lru_cache(maxsize=512)
-def _draw(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, metric: str, title: str) -> str:
+def _layout(backends: tuple[str, ...], modes: tuple[str, ...], metric: str,
+            title: str) -> tuple[tuple[float, float], tuple[float, float, float, float], tuple[float, float, float, float]]:
+    """(the figure's size in inches, the squares' box and the colour bar's in fractions of it). The squares are at
+    least as tall as the colour bar's label, which runs along the bar; the figure as wide as the title and the key,
+    which start at the squares' left edge."""
+    left = text_inches(backends, SMALL) + GAP
+    width, height = SQUARE_WIDTH * len(modes), max(SQUARE_HEIGHT * len(backends), text_inches([METRICS[metric][0]], SMALL) + 0.2)
+    right = BAR_GAP + BAR_WIDTH + BAR_TICKS + SMALL / 72
+    total = left + max(width + right, text_inches([title], TITLE_SIZE), text_inches([KEY], KEY_SIZE)) + 0.1
+    tall = height + TOP + BOTTOM
+    return ((total, tall), (left / total, BOTTOM / tall, width / total, height / tall),
+            ((left + width + BAR_GAP) / total, BOTTOM / tall, BAR_WIDTH / total, height / tall))
+
+
+def _figure(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, metric: str, title: str) -> Figure:
     grid = np.full((len(backends), len(modes)), np.nan)
     for row, col, value, _, _ in cells:
         grid[row, col] = np.nan if value is None else value
-    fig = Figure(figsize=_size(len(backends), len(modes)))
-    ax = fig.subplots()
+    size, squares, bar_box = _layout(backends, modes, metric, title)
+    fig = Figure(figsize=size)
+    ax = fig.add_axes(squares)
     low, high = SCALES.get(metric, (None, None))
     image = ax.imshow(np.ma.masked_invalid(grid), cmap=colormaps["viridis"].with_extremes(bad="#dddddd"), aspect="auto",
                       vmin=low, vmax=high)
     for row, col, value, text, dead in cells:
         light = value is not None and image.norm(value) < 0.5
-        ax.text(col, row, text, ha="center", va="center", fontsize=8,
+        ax.text(col, row, text, ha="center", va="center", fontsize=SMALL,
                 color="white" if light or dead else "black", fontweight="bold" if "!" in text else "normal",
                 bbox={"facecolor": "#424242", "edgecolor": "none"} if dead else None)
-    ax.set_xticks(range(len(modes)), [m.replace("_", "_\n", 1) if len(m) > 10 else m for m in modes], fontsize=8)
-    ax.set_yticks(range(len(backends)), backends, fontsize=8)
-    ax.set_xlabel("graph mode requested")
-    ax.set_title(title, fontsize=10)
-    bar = fig.colorbar(image, ax=ax, shrink=0.9)
-    bar.set_label(METRICS[metric][0], fontsize=8)
-    # The key hangs under the axis label, wherever the tick labels put it, so it never overlaps them.
-    ax.annotate("v downgraded · E draft eager · ! alarm · 0/1 degenerate · grey: no result", xy=(0.5, 0),
-                xycoords=ax.xaxis.label, xytext=(0, -3), textcoords="offset points", ha="center", va="top",
-                fontsize=7, color="#444")
-    return to_svg(fig)
+    ax.set_xticks(range(len(modes)), [_mode_name(m) for m in modes], fontsize=SMALL)
+    ax.set_yticks(range(len(backends)), backends, fontsize=SMALL)
+    ax.set_xlabel(X_LABEL)
+    ax.set_title(title, fontsize=TITLE_SIZE, loc="left")
+    bar = fig.colorbar(image, cax=fig.add_axes(bar_box))
+    bar.ax.tick_params(labelsize=SMALL)
+    bar.set_label(METRICS[metric][0], fontsize=SMALL)
+    # The key hangs under the axis label, wherever the tick labels put it, from the squares' left edge.
+    ax.annotate(KEY, xy=(0, 0), xycoords=(ax.transAxes, ax.xaxis.label), xytext=(0, -3), textcoords="offset points",
+                ha="left", va="top", fontsize=KEY_SIZE, color="#444")
+    return fig

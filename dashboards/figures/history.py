@@ -1,14 +1,13 @@
 """A cell's acceptance and tokens/s across runs, with intervals, change points ringed in red."""
 
 from datetime import UTC, datetime
-from functools import lru_cache
 
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
 from matplotlib.figure import Figure
 
-from dashboards.figures import Drawing, drawable, to_svg, whiskers
+from dashboards.figures import Drawing, drawable, grid, legend_inches, whiskers
 from dashboards.frames import known_time
 
 # Matplotlib places dates from year 1 to 9999, and its ticks and margins reach past a point at either end: a
@@ -20,7 +19,7 @@ MIN_PAD_DAYS = 1 / 24
 # The least height of the acceptance axis (a rate), and of the tokens/s axis as a share of its middle.
 MIN_ACCEPTANCE_SPAN = 0.1
 MIN_SPAN_SHARE = 0.2
-LEGEND_COLUMNS = 2
+LEGEND_COLUMNS, LEGEND_SIZE = 2, 7
 
 
 def history(series: list[tuple[str, pd.DataFrame]]) -> Drawing | None:
@@ -40,25 +39,29 @@ def history(series: list[tuple[str, pd.DataFrame]]) -> Drawing | None:
         frozenset(placed), "commit date, or when it ran for series without commit dates (UTC)")
     if not lines:
         return None
-    return Drawing(_draw, (tuple(lines), axis), f"Acceptance rate and output tokens/s with 95 % intervals against {axis}, "
+    return Drawing(_figure, (tuple(lines), axis), f"Acceptance rate and output tokens/s with 95 % intervals against {axis}, "
                    f"{len(lines)} series: {'; '.join(label for label, _ in lines)}; change points ringed in red",
-                   _size(len(lines)))
+                   _size(tuple(label for label, _ in lines)))
 
 
-def _size(lines: int) -> tuple[float, float]:
-    """One legend row per two series under both plots, so the figure grows with them."""
-    return (9, 6.2 + 0.2 * -(-lines // LEGEND_COLUMNS))
+def _size(labels: tuple[str, ...]) -> tuple[float, float]:
+    """One legend row per two series under both plots, so the figure grows with them; as wide as the legend."""
+    columns = min(LEGEND_COLUMNS, len(labels))
+    return (max(9, legend_inches(labels, LEGEND_SIZE, columns) + 0.2), 6.2 + 0.2 * -(-len(labels) // LEGEND_COLUMNS))
 
 
 def _x(when: datetime) -> float:
     return min(max(float(date2num(when)), FIRST), LAST)
 
 
-@lru_cache(maxsize=256)
-def _draw(lines: tuple, axis: str) -> str:
+def _figure(lines: tuple, axis: str) -> Figure:
     # The legend goes under both plots, whole (``_size``), so no entry sits on a point.
-    fig = Figure(figsize=_size(len(lines)), layout="constrained")
-    top, bottom = fig.subplots(2, 1, sharex=True)
+    size = _size(tuple(label for label, _ in lines))
+    fig = Figure(figsize=size)
+    # Inches: the title above; below, the dates (two lines and the year beside the last), the axis label and the
+    # legend's rows; beside, the y label and its ticks' labels; between the plots, nothing (they share the dates).
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw=grid(
+        size, left=0.95, right=0.3, top=0.4, bottom=0.8 + 0.16 * -(-len(lines) // LEGEND_COLUMNS), down=0.15, rows=2))
     for label, points in lines:
         when = [p[0] for p in points]
         for ax, offset, change_at in ((top, 1, 7), (bottom, 4, 8)):
@@ -83,9 +86,9 @@ def _draw(lines: tuple, axis: str) -> str:
     bottom.set_ylabel("output tokens/s")
     bottom.set_xlabel(f"{axis}; red ring: change point")
     top.set_title("History across runs (95 % intervals)", fontsize=10)
-    fig.legend(*top.get_legend_handles_labels(), loc="outside lower center", ncols=min(LEGEND_COLUMNS, len(lines)),
-               fontsize=7, frameon=False)
-    return to_svg(fig)
+    fig.legend(*top.get_legend_handles_labels(), loc="lower center", bbox_to_anchor=(0.5, 0.05 / size[1]),
+               ncols=min(LEGEND_COLUMNS, len(lines)), fontsize=LEGEND_SIZE, frameon=False)
+    return fig
 
 
 def _widen(ax: Axes, least: float | None) -> None:

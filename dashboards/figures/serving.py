@@ -1,7 +1,6 @@
 """Serving cells of one GPU x backend x graph mode x build against their clients: TTFT, TPOT and ITL (p50 and p99),
 tokens/s, the failed share and the speedup over the baseline of the same clients, a line per series, with intervals."""
 
-from functools import lru_cache
 
 import pandas as pd
 from matplotlib.axes import Axes
@@ -9,7 +8,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
-from dashboards.figures import Drawing, drawable, to_svg, whiskers
+from dashboards.figures import Drawing, drawable, grid, legend_inches, whiskers
 
 NAN = float("nan")
 # The frame's columns drawn (``dashboards.data.serving_frame``), each with ``_low`` and ``_high``, in this order.
@@ -28,7 +27,8 @@ BASELINE_COLOUR = "#555555"
 COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 # Octaves between the points of neighbouring series at one client count, so their whiskers stand apart.
 DODGE = 0.08
-LEGEND_COLUMNS = 3
+LEGEND_COLUMNS, LEGEND_SIZE = 3, 8
+PERCENTILES = ("p50 (latencies)", "p99 (latencies)")
 
 
 def serving_figure(frame: pd.DataFrame, title: str) -> Drawing | None:
@@ -45,20 +45,26 @@ def serving_figure(frame: pd.DataFrame, title: str) -> Drawing | None:
             lines.append((str(series), not bool(group["speculative"].iloc[0]), points))
     if not lines:
         return None
-    return Drawing(_draw, (tuple(lines), title), f"{title}: TTFT, TPOT and ITL (p50 and p99), output tokens/s, failed "
+    return Drawing(_figure, (tuple(lines), title), f"{title}: TTFT, TPOT and ITL (p50 and p99), output tokens/s, failed "
                    f"requests and speedup against clients at once, {len(lines)} series: "
-                   f"{'; '.join(series for series, _, _ in lines)}", _size(len(lines)))
+                   f"{'; '.join(series for series, _, _ in lines)}", _size(tuple(series for series, _, _ in lines)))
 
 
-def _size(lines: int) -> tuple[float, float]:
-    """The legend's rows (the series and the two percentile styles) under the six panels."""
-    return (12, 6.6 + 0.22 * -(-(lines + 2) // LEGEND_COLUMNS))
+def _size(series: tuple[str, ...]) -> tuple[float, float]:
+    """The legend's rows (the series and the two percentile styles) under the six panels; as wide as the legend."""
+    entries = (*series, *PERCENTILES)
+    columns = min(LEGEND_COLUMNS, len(entries))
+    return (max(12, legend_inches(entries, LEGEND_SIZE, columns) + 0.2), 6.6 + 0.22 * -(-len(entries) // LEGEND_COLUMNS))
 
 
-@lru_cache(maxsize=256)
-def _draw(lines: tuple, title: str) -> str:
-    fig = Figure(figsize=_size(len(lines)), layout="constrained")
-    axes = fig.subplots(2, 3).flatten()
+def _figure(lines: tuple, title: str) -> Figure:
+    size = _size(tuple(series for series, _, _ in lines))
+    rows = -(-(len(lines) + len(PERCENTILES)) // LEGEND_COLUMNS)
+    fig = Figure(figsize=size)
+    # Inches: the title above, the legend's rows with each panel's ticks and label below; beside each panel its
+    # y ticks' labels (up to "1.23457e+06" at 7 points), between the rows the x ticks, the label and the next title.
+    axes = fig.subplots(2, 3, gridspec_kw=grid(size, left=0.7, right=0.25, top=0.62, bottom=0.62 + 0.22 * rows,
+                                                across=0.85, down=0.75, columns=3, rows=2)).flatten()
     clients = sorted({p[0] for _, _, points in lines for p in points})
     colours = iter(COLOURS * len(lines))
     handles = []
@@ -76,11 +82,11 @@ def _draw(lines: tuple, title: str) -> str:
         axes[5].text(0.5, 0.5, "no baseline ran", transform=axes[5].transAxes, ha="center", va="center",
                      fontsize=8, color="#666")
     axes[5].axhline(1.0, color=BASELINE_COLOUR, linestyle=":", linewidth=1)
-    handles += [Line2D([], [], color="#222", linestyle="-", label="p50 (latencies)"),
-                Line2D([], [], color="#222", linestyle="--", label="p99 (latencies)")]
-    fig.suptitle(title, fontsize=10)
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(LEGEND_COLUMNS, len(handles)), fontsize=8, frameon=False)
-    return to_svg(fig)
+    handles += [Line2D([], [], color="#222", linestyle=style, label=label) for label, style in zip(PERCENTILES, ("-", "--"), strict=True)]
+    fig.suptitle(title, fontsize=10, y=1 - 0.1 / size[1], va="top")
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.05 / size[1]), ncols=min(LEGEND_COLUMNS, len(handles)),
+               fontsize=LEGEND_SIZE, frameon=False)
+    return fig
 
 
 def _line(ax: Axes, points: tuple, at: int, shift: float, colour: str, style: str, *, log: bool) -> None:

@@ -53,7 +53,7 @@ def compare_page(request: Request, session: SessionDep, filters: FiltersDep, bas
     counts = {}
     for change in changes:
         counts[change.verdict.value] = counts.get(change.verdict.value, 0) + 1
-    judged = [alarms.read(session=session, scope=scope) if scope is not None else None for scope in scopes]
+    judged = [alarms.read(session=session, scope=scope, checks=False) if scope is not None else None for scope in scopes]
     regressions = []
     if scopes[1] is not None:
         regressions = alert_service.concerning(alert_service.latest_open(session=session)[0], sweep_id=head, build=head_build)

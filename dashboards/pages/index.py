@@ -25,7 +25,7 @@ def index(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLR
     regressions, as_of = alert_service.latest_open(session=session)
     return render.page(request, "index.html", None, sweeps=rows, live=[w for w in fleet if w.alive],
                        dead=len(fleet) - sum(w.alive for w in fleet),
-                       judgement=alarms.read(session=session, scope=CellScope()),
+                       judgement=alarms.read(session=session, scope=CellScope(), checks=False),
                        misses=calibration.misses(session=session),
                        regressions=data.with_history_links(regressions), regressions_as_of=as_of,
                        refresh_s=settings.stall_check_seconds)

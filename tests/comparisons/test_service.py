@@ -50,6 +50,28 @@ def test_a_noise_model_calls_one_start_a_side(client: TestClient, dataset: Path)
     assert change.reasons[0] == "tokens/s 0.80x [0.78, 0.82] (noise model, 95 %): could detect 4 % or more; slower"
 
 
+def test_a_builds_kept_history_moves_when_one_of_its_jobs_succeeds_or_is_removed(client: TestClient, dataset: Path) -> None:
+    # Each build's means are kept per process (comparisons._MEANS) until its succeeded jobs' count, newest finish or
+    # ids move: a page then reads only the builds that moved.
+    worker = register_worker(client, builds=BUILDS)
+    run_cell(client, worker, dataset, "b0", [100.0])
+    base = run_cell(client, worker, dataset, "b5", [100.0])
+    head = run_cell(client, worker, dataset, "b6", [80.0])
+
+    def history() -> list[list[float]]:
+        with client.app.state.sessionmaker() as session:
+            *_, [change] = comparisons.between(session=session, base=CellScope(sweep_id=base), head=CellScope(sweep_id=head))
+            return list(comparisons.histories(session=session, head=[change.head], exclude={"b5", "b6"}).values())
+
+    assert history() == history() == [[100.0]]
+    later = run_cell(client, worker, dataset, "b0", [104.0])
+    assert history() == [[102.0]]
+    with client.app.state.sessionmaker() as session:
+        session.execute(update(Job).where(Job.sweep_id == later).values(state="cancelled"))
+        session.commit()
+    assert history() == [[100.0]]
+
+
 def test_without_history_one_repeat_a_side_is_not_enough_to_call(client: TestClient, dataset: Path) -> None:
     worker = register_worker(client, builds=BUILDS[:2])
     base = run_cell(client, worker, dataset, "b0", [100.0])

@@ -12,6 +12,10 @@ import httpx
 
 FIGURE = re.compile(r"<figure([^>]*)>\s*<img ([^>]*)>\s*</figure>", re.S)
 ATTRIBUTE = re.compile(r'([\w-]+)="([^"]*)"')
+TEXT = re.compile(r"<text\b[^>]*>(.*?)</text>", re.S)
+# An x tick's place and label; a bar's path, from its left edge to its right (``dashboards.figures.bars``).
+X_TICK = re.compile(r'<g id="xtick_\d+">.*?<use [^>]*x="([-\d.]+)".*?<text[^>]*>([^<]+)</text>', re.S)
+BAR = re.compile(r'<path d="M ([-\d.]+) [-\d.]+ \s*L ([-\d.]+) ')
 
 
 @dataclass(frozen=True)
@@ -27,8 +31,19 @@ class Shown:
         return self.figure.get("data-title")
 
     def texts(self) -> list[str]:
-        """The texts matplotlib wrote, a line each (as a comment before its glyphs)."""
-        return re.findall(r"<!-- (.*?) -->", self.svg, re.S)
+        return texts(self.svg)
+
+    def bars(self) -> list[float]:
+        """A bar figure's bars, top to bottom, each as long as it is drawn in its x axis' units (the axis' first two
+        ticks give the scale)."""
+        (x0, v0), (x1, v1) = [(float(x), float(label.replace(",", ""))) for x, label in X_TICK.findall(self.svg)[:2]]
+        group = self.svg[self.svg.index('<g id="PolyCollection_1">'):]
+        return [(float(end) - float(start)) * (v1 - v0) / (x1 - x0) for start, end in BAR.findall(group[:group.index("</g>")])]
+
+
+def texts(svg: str) -> list[str]:
+    """The texts matplotlib wrote in an SVG document, a line each (``<text>`` elements; a formula's parts joined)."""
+    return [html_lib.unescape(re.sub(r"<[^>]+>|\s*\n\s*", "", inner)) for inner in TEXT.findall(svg)]
 
 
 def figures(client: httpx.Client, page: str) -> list[Shown]:

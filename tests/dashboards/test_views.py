@@ -292,22 +292,26 @@ def test_the_fallback_csv_gives_each_cost_its_interval_and_reference(every_sweep
 
 
 def test_every_fallback_figure_draws_each_of_its_cells_in_a_row_of_its_own(every_sweep: TestClient) -> None:
-    # Batch 4's two calibration configs once shared a label, and their four cells were drawn into two rows.
+    # Batch 4's two calibration configs once shared a label, and their four cells were drawn into two rows: a bar
+    # reaching 14,703 labelled 9,183.
     html = every_sweep.get("/fallback").text
-    rows = [(cells[1], int(cells[6].split()[0])) for _, cells in tables(html)["costs"][1:]]
+    rows = Counter((cells[1], cells[2], cells[3]) for _, cells in tables(html)["costs"][1:])
+    speeds = {(cells[1], cells[2], cells[3]): int(cells[6].split()[0]) for _, cells in tables(html)["costs"][1:]}
     figures = shown.figures(every_sweep, html)
     titles = [figure.title for figure in figures]
     assert len(set(titles)) == len(titles) and sum("synthetic_acceptance_rates" in t for t in titles) == 2
-    ticks: Counter = Counter()
     drawn: Counter = Counter()
     for title, figure in zip(titles, figures, strict=True):
         _, label, _ = title.split(" · ")
-        texts = figure.texts()
-        ticks.update(label for t in texts if re.fullmatch(r"[A-Z_]+ / [A-Z_]+( -&gt; [A-Z_]+)?", t))  # a row's name
-        # Each bar's number, as the table writes it (the axis' own numbers are written without commas).
-        drawn.update((label, int(t.replace(",", ""))) for t in texts if re.fullmatch(r"\d{1,3}(,\d{3})+", t))
-    assert ticks == Counter(label for label, _ in rows)
-    assert drawn == Counter((label, speed) for label, speed in rows if speed >= 1000)
+        names = [t for t in figure.texts() if re.fullmatch(r"[A-Z_]+ / [A-Z_]+( -> [A-Z_]+)?", t)]  # a row's name
+        bars = figure.bars()
+        assert len(bars) == len(names), (title, names, bars)
+        for name, drawn_speed in zip(names, bars, strict=True):
+            backend, mode = name.split(" -> ")[0].split(" / ")
+            drawn[(label, backend, mode)] += 1
+            # Each bar as long as its row's tokens/s in the table (which writes it to the unit).
+            assert drawn_speed == pytest.approx(speeds[(label, backend, mode)], abs=1), (title, name)
+    assert drawn == rows
 
 
 def test_history_draws_each_calibration_config_as_its_own_series(every_sweep: TestClient) -> None:

@@ -7,6 +7,7 @@ import pandas as pd
 
 from dashboards.figures import Drawing
 from dashboards.figures.history import history
+from tests.dashboards.shown import texts
 
 WHEN = datetime(2026, 11, 30, 15, 57, tzinfo=UTC)
 
@@ -19,7 +20,7 @@ def _series(label: str, acceptance: float, when: datetime = WHEN) -> tuple[str, 
 
 
 def _texts(svg: str | Drawing) -> list[str]:
-    return re.findall(r"<!-- (.*?) -->", svg.svg() if isinstance(svg, Drawing) else svg)
+    return texts(svg.svg() if isinstance(svg, Drawing) else svg)
 
 
 def test_one_point_of_acceptance_1_reads_without_offset_notation_in_its_own_hours() -> None:

@@ -19,6 +19,7 @@ from dashboards.figures.bars import speed_bars
 from dashboards.figures.heatmap import METRICS, heatmap
 from dashboards.figures.history import history
 from dashboards.figures.throughput import throughput_by_cell
+from tests.dashboards.shown import texts
 
 S = JobState
 # One cell per state, then mixes: what a sweep's cells hold while it runs, after it, and once cancelled.
@@ -78,8 +79,8 @@ def _held_as(frame: pd.DataFrame, missing: object) -> pd.DataFrame:
 
 
 def _texts(drawing: Drawing) -> list[str]:
-    """The texts matplotlib wrote in the drawing's SVG, a line each (as a comment before its glyphs)."""
-    return re.findall(r"<!-- (.*?) -->", drawing.svg(), re.S)
+    """The texts matplotlib wrote in the drawing's SVG, a line each."""
+    return texts(drawing.svg())
 
 
 HOLDERS = pytest.mark.parametrize("missing", ["pandas", None, float("nan"), pd.NA], ids=["pandas", "None", "NaN", "NA"])
