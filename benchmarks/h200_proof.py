@@ -65,18 +65,6 @@ def main() -> None:
     if not running(args.work / "service.pid"):
         start(args.work, "service", [args.service_python, "-m", "app.cli", "serve", "--port", str(PORT)], env)
         wait(lambda: httpx.get(f"{server}/api/v1/sweeps", timeout=2).status_code == 200, 120)
-        # Every sweep before the worker: a base job claimed before its head sweep was submitted would run unpaired.
-        for sweep in args.sweeps:
-            # A paired sweep names its base by ${SWEEP_NAME} (the base's name, upper case, '-' as '_'), submitted before it.
-            body = string.Template(sweep.read_text()).substitute(models)
-            answer = httpx.post(f"{server}/api/v1/sweeps", content=body, timeout=60,
-                                headers={"Authorization": f"Bearer {TOKEN}", "content-type": "application/yaml"})
-            if answer.status_code != 201:
-                print(f"{sweep.name} refused ({answer.status_code}): {answer.text[:500]}", flush=True)
-                continue
-            submitted = answer.json()
-            models[f"SWEEP_{submitted['name'].upper().replace('-', '_')}"] = str(submitted["id"])
-            print(f"submitted {sweep.name}: sweep {submitted['id']}, {submitted['total']} jobs", flush=True)
         builds = [f"--build={BUILD}={args.python}"]
         for given in args.patch:
             label, _, patch = given.partition("=")
@@ -89,6 +77,19 @@ def main() -> None:
                                              "--gpu-kind", "auto", *gpus, "--quiet", "--heartbeat", "10"], env)
         wait(lambda: len(httpx.get(f"{server}/api/v1/builds", timeout=2).json()) >= len(builds), 300,
              alive=lambda: worker.poll() is None, log=args.work / "worker.log")
+        # A head right after its base: a base job claimed between the two would run unpaired (the service knows a build
+        # only once a worker has registered it).
+        for sweep in args.sweeps:
+            # A paired sweep names its base by ${SWEEP_NAME} (the base's name, upper case, '-' as '_'), submitted before it.
+            body = string.Template(sweep.read_text()).substitute(models)
+            answer = httpx.post(f"{server}/api/v1/sweeps", content=body, timeout=60,
+                                headers={"Authorization": f"Bearer {TOKEN}", "content-type": "application/yaml"})
+            if answer.status_code != 201:
+                print(f"{sweep.name} refused ({answer.status_code}): {answer.text[:500]}", flush=True)
+                continue
+            submitted = answer.json()
+            models[f"SWEEP_{submitted['name'].upper().replace('-', '_')}"] = str(submitted["id"])
+            print(f"submitted {sweep.name}: sweep {submitted['id']}, {submitted['total']} jobs", flush=True)
     deadline = time.monotonic() + args.budget_s
     while True:
         sweeps = httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()
