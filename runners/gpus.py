@@ -1,19 +1,21 @@
 """The GPUs of this host, from nvidia-smi: which kind each one is, and how workers split them.
 
-``kind_of`` and ``parse_nvidia_smi`` are pure (tests pass nvidia-smi's text in); ``list_gpus``
-is the only function here that runs a command.
+``kind_of``, ``parse_nvidia_smi`` and ``parse_memory_used`` are pure (tests pass nvidia-smi's text in);
+``list_gpus`` and ``memory_used`` are the only functions here that run a command.
 """
 
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.enums import GpuKind
 
 # nvidia-smi --query-gpu=index,uuid,name --format=csv,noheader
 QUERY = ["nvidia-smi", "--query-gpu=index,uuid,name", "--format=csv,noheader"]
+MEMORY_QUERY = ["nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv,noheader,nounits"]
 _SEPARATORS = re.compile(r"[\s\-_/]+")
 
 
@@ -73,6 +75,59 @@ def list_gpus() -> list[Gpu]:
     if out.returncode != 0:
         raise GpuError(f"nvidia-smi failed ({out.returncode}): {out.stderr.strip() or out.stdout.strip()}")
     return parse_nvidia_smi(out.stdout)
+
+
+def parse_memory_used(text: str) -> dict[str, int]:
+    """MiB in use per GPU, under its index and its UUID, from ``MEMORY_QUERY``'s output."""
+    used: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) != 3 or not parts[2].isdigit():
+            if line.strip():
+                raise GpuError(f"unexpected nvidia-smi line: {line!r}")
+            continue
+        used[parts[0]] = used[parts[1]] = int(parts[2])
+    return used
+
+
+def memory_used() -> dict[str, int]:
+    """MiB in use per GPU of this host (``parse_memory_used``); empty without nvidia-smi, or when it fails or
+    prints what it cannot read (a GPU without the figure): the worker then waits for nothing."""
+    if shutil.which("nvidia-smi") is None:
+        return {}
+    try:
+        out = subprocess.run(MEMORY_QUERY, capture_output=True, text=True, timeout=30)
+        return parse_memory_used(out.stdout) if out.returncode == 0 else {}
+    except (subprocess.TimeoutExpired, GpuError):
+        return {}
+
+
+def wait_for_release(
+    before: Mapping[str, int],
+    *,
+    read: Callable[[], Mapping[str, int]] = memory_used,
+    timeout_s: float = 60.0,
+    margin_mib: int = 1024,
+    poll_s: float = 0.5,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float:
+    """Wait until each GPU in ``before`` uses at most ``before[gpu] + margin_mib`` MiB again; the seconds waited.
+
+    Why: a cell's engine processes are killed when it ends, but the driver hands their memory back a moment
+    later. A cell forked from a build's fork server starts its engine within a second, and vLLM refuses to start
+    when less is free than ``gpu_memory_utilization`` asks for: two cells at 0.6 back to back would fail on
+    the first one's memory. Gives up after ``timeout_s`` (the memory is someone else's, or stays lost): the next
+    cell then starts and, if memory is short, fails with its own ``free_memory`` crash, which says so.
+    """
+    start = clock()
+    while True:
+        now = read()
+        if all(now.get(gpu, 0) <= used + margin_mib for gpu, used in before.items()):
+            return clock() - start
+        if clock() - start >= timeout_s:
+            return clock() - start
+        sleep(poll_s)
 
 
 def pick(gpus: Sequence[Gpu], ids: Sequence[str]) -> list[Gpu]:

@@ -200,6 +200,14 @@ class Worker:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpu_ids[: max(gpus_needed, 1)])
         return env
 
+    def _gpu_memory(self, gpus_needed: int) -> dict[str, int]:
+        """MiB in use on the GPUs a cell of ``gpus_needed`` runs on (all of the host's without ``--gpu``); empty on CPU."""
+        if not self.gpu_count:
+            return {}
+        used = gpus.memory_used()
+        mine = self.gpu_ids[: max(gpus_needed, 1)] if self.gpu_ids else sorted(key for key in used if key.isdigit())
+        return {gpu: used[gpu] for gpu in mine if gpu in used}
+
     def run_job(self, job: ClaimedJob) -> JobOutcome | None:
         """Run one claimed job's cell and report its outcome; None when the service took the job back meanwhile."""
         try:
@@ -260,6 +268,7 @@ class Worker:
         spec_path, result_path = folder / "spec.json", folder / "result.json"
         spec_path.write_text(json.dumps(spec.model_dump(mode="json")))
         env = self.cell_env(gpus_needed, spec.env)
+        memory_before = self._gpu_memory(gpus_needed)
         finished = execute.run(
             [str(build.python), str(CELL_SCRIPT), str(spec_path), str(result_path)],
             log_path=log_path,
@@ -270,6 +279,10 @@ class Worker:
             should_stop=lambda: beat.must_stop.is_set() or self.stopping.is_set(),
             fork_server=self.fork_servers.get(str(build.python), env, build.label) if self.fork_servers else None,
         )
+        if memory_before:
+            waited = gpus.wait_for_release(memory_before)
+            if waited > 1.0:
+                log.info("the cell's GPU memory came back %.1f s after it ended (waits at most 60 s)", waited)
         outcome = outcome_of(
             spec,
             log=_read(log_path),

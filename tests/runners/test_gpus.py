@@ -95,3 +95,26 @@ def test_groups_split_evenly_or_refuse() -> None:
         gpus.groups(ids, 3)
     with pytest.raises(GpuError, match="at least 1"):
         gpus.groups(ids, 0)
+
+
+def test_memory_used_is_read_per_gpu_under_its_index_and_its_uuid() -> None:
+    text = "0, GPU-aaa, 81234\n1, GPU-bbb, 0\n"
+    assert gpus.parse_memory_used(text) == {"0": 81234, "GPU-aaa": 81234, "1": 0, "GPU-bbb": 0}
+    with pytest.raises(gpus.GpuError, match="unexpected nvidia-smi line"):
+        gpus.parse_memory_used("0, GPU-aaa, [N/A]\n")
+
+
+def test_the_next_cell_waits_until_the_last_ones_memory_is_back() -> None:
+    # The killed engine's 84 GiB come back over three reads; GPU 1 (not the cell's) stays busy and is not waited for.
+    reads = iter([{"0": 86_000, "1": 50_000}, {"0": 40_000, "1": 50_000}, {"0": 1_500, "1": 50_000}])
+    clock = [0.0]
+    waited = gpus.wait_for_release({"0": 600}, read=lambda: next(reads), poll_s=0.5, clock=lambda: clock[0],
+                                   sleep=lambda s: clock.__setitem__(0, clock[0] + s))
+    assert waited == 1.0  # two sleeps of 0.5 s; 1500 MiB is within 600 + 1024
+
+
+def test_memory_that_never_comes_back_is_waited_for_at_most_the_timeout() -> None:
+    clock = [0.0]
+    waited = gpus.wait_for_release({"0": 600}, read=lambda: {"0": 90_000}, timeout_s=60, poll_s=0.5,
+                                   clock=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s))
+    assert waited == 60.0
