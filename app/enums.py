@@ -179,6 +179,7 @@ class Verdict(StrEnum):
     NOW_DOWNGRADED = "now_downgraded"  # vLLM ran another graph mode than requested, which it did not in the base
     NOW_EAGER_DRAFT = "now_eager_draft"  # the draft ran without CUDA graphs, which it did not in the base
     UNDECIDED = "undecided"  # tokens/s moved, but too few repeats and no history to call it
+    PENDING = "pending"  # a side has finished no run of the cell yet (queued, running, or cancelled before it ran)
     UNCHANGED = "unchanged"
     BETTER = "better"
     FIXED = "fixed"  # died in the base, runs in the head

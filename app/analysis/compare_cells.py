@@ -22,19 +22,22 @@ _BY_CHANGE = {
 
 @dataclass(frozen=True)
 class Side:
-    """A cell in one run: whether any repeat ran (else every one died), whether vLLM downgraded its graph mode,
-    and whether the draft ran eagerly beside a graphed target."""
+    """A cell in one run: whether any repeat ran, whether any died (crashed or timed out), whether vLLM downgraded
+    its graph mode, and whether the draft ran eagerly beside a graphed target. Neither ran nor died: nothing has
+    finished yet (queued, running, or cancelled before it ran)."""
 
     ran: bool
     downgraded: bool
     draft_eager: bool = False
+    died: bool = False
 
 
 def verdict(base: Side, head: Side, numbers: verdicts.Verdict | None) -> Verdict:
     """The first that holds, in this order:
 
-    1. ``newly_crashing``: the base ran, the head did not; ``fixed``: the other way round; both died:
-       ``unchanged`` (the crash view tells whether the cause moved);
+    1. ``pending``: a side has neither run nor died (nothing of it has finished: a head still queued is not a
+       crash); ``newly_crashing``: the base ran, the head died every time; ``fixed``: the other way round; both
+       died: ``unchanged`` (the crash view tells whether the cause moved);
     2. ``now_downgraded``: the head was downgraded and the base was not; ``now_eager_draft``: the head's
        draft ran eagerly and the base's did not (both are fallbacks a number may hide);
     3. the change of ``numbers`` (``verdicts.cell_verdict``): ``worse``, ``undecided``, ``better`` or
@@ -42,6 +45,8 @@ def verdict(base: Side, head: Side, numbers: verdicts.Verdict | None) -> Verdict
        read: every one was left out as impossible), never ``unchanged``, which would claim what nobody
        measured. O(1).
     """
+    if not (base.ran or base.died) or not (head.ran or head.died):
+        return Verdict.PENDING
     if base.ran and not head.ran:
         return Verdict.NEWLY_CRASHING
     if head.ran and not base.ran:

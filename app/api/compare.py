@@ -40,7 +40,7 @@ def compare(session: SessionDep, base_sweep: SweepParam, head_sweep: SweepParam,
             alpha: AlphaParam = verdicts.SPEED_ALPHA) -> Comparison:
     """Every cell both sweeps ran (matched on what they measured, ``app.cells.identity``: not on rounds, window,
     warm-up or timeout), with its
-    verdict (``newly_crashing``, ``worse``, ``now_downgraded``, ``now_eager_draft``, ``undecided``, ``unchanged``,
+    verdict (``newly_crashing``, ``worse``, ``now_downgraded``, ``now_eager_draft``, ``undecided``, ``pending``, ``unchanged``,
     ``better``, ``fixed``), worst first; the graph-capture alarms whose cell or eager sibling ran in the head sweep
     (``base_alarms``: in the base), each judged within its whole build and GPU kind, with what the alarm made of
     the head's graphed cells (``alarm_checks``); and the open regressions whose newest cell ran in the head sweep. The rule is the

@@ -35,6 +35,7 @@ _HEADLINE = [  # what the first line counts, in this order
     (Verdict.FIXED, "fixed crash", "fixed crashes"),
     (Verdict.BETTER, "improvement", "improvements"),
     (Verdict.UNDECIDED, "cell too noisy to call", "cells too noisy to call"),
+    (Verdict.PENDING, "cell not finished", "cells not finished"),
 ]
 
 

@@ -89,7 +89,7 @@ def speed_ratio(base: PooledCell, head: PooledCell, numbers: verdicts.Verdict | 
 
 def _side(cell: PooledCell) -> Side:
     # An eager draft counts beside a graphed target only: with graph mode NONE every draft is eager.
-    return Side(bool(cell.ran), cell.downgraded, cell.draft_eager and cell.graph_mode != "NONE")
+    return Side(bool(cell.ran), cell.downgraded, cell.draft_eager and cell.graph_mode != "NONE", died=bool(cell.died))
 
 
 def between(*, session: Session, base: CellScope | None, head: CellScope | None,

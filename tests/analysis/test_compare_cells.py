@@ -4,7 +4,8 @@ from app.analysis.compare_cells import SEVERITY, Side, verdict
 from app.analysis.verdicts import CellSample, cell_verdict
 from app.enums import Verdict
 
-OK, DOWN, DEAD = Side(ran=True, downgraded=False), Side(ran=True, downgraded=True), Side(ran=False, downgraded=False)
+OK, DOWN, DEAD = Side(ran=True, downgraded=False), Side(ran=True, downgraded=True), Side(ran=False, downgraded=False, died=True)
+QUEUED = Side(ran=False, downgraded=False)
 EAGER = Side(ran=True, downgraded=False, draft_eager=True)
 EIGHT = [100.0 + i for i in range(8)]
 SAME = cell_verdict(CellSample(EIGHT), CellSample(EIGHT))
@@ -16,6 +17,14 @@ def test_crashes_come_before_any_number() -> None:
     assert verdict(OK, DEAD, None) is Verdict.NEWLY_CRASHING
     assert verdict(DEAD, OK, None) is Verdict.FIXED
     assert verdict(DEAD, DEAD, None) is Verdict.UNCHANGED
+
+
+def test_a_side_with_nothing_finished_is_pending_not_a_crash() -> None:
+    # Seen on the H200: an A/A head whose one job was still running was called newly crashing.
+    assert verdict(OK, QUEUED, None) is Verdict.PENDING
+    assert verdict(QUEUED, OK, None) is Verdict.PENDING
+    assert verdict(DEAD, QUEUED, None) is Verdict.PENDING
+    assert verdict(QUEUED, QUEUED, None) is Verdict.PENDING
 
 
 def test_a_new_downgrade_or_eager_draft_is_named_even_when_it_is_faster() -> None:

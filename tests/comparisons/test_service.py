@@ -101,6 +101,20 @@ def test_cells_that_differ_only_in_how_long_they_were_measured_are_compared(clie
     assert none == []
 
 
+def test_a_head_still_queued_or_running_is_pending_not_newly_crashing(client: TestClient, dataset: Path) -> None:
+    # Seen on the H200: an A/A head's only job was running when the comparison was read, and it said newly_crashing.
+    worker = register_worker(client, builds=BUILDS[:2])
+    base = run_cell(client, worker, dataset, "b0", [100.0])
+    head = submit(client, sweep_body(dataset, build="b1", repeats=1,
+                                     speculative=[{"method": "ngram", "num_speculative_tokens": 3}])).json()["id"]
+    with client.app.state.sessionmaker() as session:
+        *_, [queued] = comparisons.between(session=session, base=CellScope(sweep_id=base), head=CellScope(sweep_id=head))
+    claim(client, worker)
+    with client.app.state.sessionmaker() as session:
+        *_, [running] = comparisons.between(session=session, base=CellScope(sweep_id=base), head=CellScope(sweep_id=head))
+    assert (queued.verdict.value, running.verdict.value) == ("pending", "pending")
+
+
 def _store(client: TestClient, sweep_id: int, **values: object) -> list[int]:
     """Overwrite the stored results of a sweep, as rows from before the physical ceilings could hold them."""
     with client.app.state.sessionmaker.begin() as session:
