@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from app.analysis.verdicts import DEFAULT_THRESHOLD, MIN_HISTORY, REPEATS_FOR_TEST, THROUGHPUT_SPREAD, Change
+from app.ci.gate import FALLBACKS, slower_fallback
 from app.ci.looks import Looks
 from app.enums import Verdict
 from app.schemas.compare import CellChange, CellSide, Comparison, Interval, SpeedCall
@@ -74,7 +75,8 @@ def render(comparison: Comparison, context: Context, *, limit: int = LIMIT) -> s
 
 def _headline(comparison: Comparison, context: Context) -> str:
     counts: dict[str, int] = {**comparison.counts, "alarms": len(comparison.alarms)}
-    said = [f"{n} {one if n == 1 else many}" for what, one, many in _HEADLINE if (n := counts.get(what, 0))]
+    said = [f"{n} {one if n == 1 else many}" + _slower(comparison, what) for what, one, many in _HEADLINE
+            if (n := counts.get(what, 0))]
     bad = any(counts.get(v) for v in (Verdict.WORSE, Verdict.NEWLY_CRASHING, Verdict.NOW_DOWNGRADED, Verdict.NOW_EAGER_DRAFT))
     if not bad and not comparison.alarms:
         said.insert(0, "no regression")
@@ -89,6 +91,12 @@ def _headline(comparison: Comparison, context: Context) -> str:
             f"{escape(context.base_commit[:7])}, {', '.join(gpus)}, {build})")
 
 
+def _slower(comparison: Comparison, what: object) -> str:
+    """`` (1 slower)`` after a fallback's count where its cells' tokens/s were called slower."""
+    slower = sum(1 for c in comparison.changes if c.verdict == what and slower_fallback(c)) if what in FALLBACKS else 0
+    return f" ({slower} slower)" if slower else ""
+
+
 def _changed(comparison: Comparison, context: Context) -> list[str]:
     changes = comparison.changes
     worse = [c for c in changes if c.verdict is Verdict.WORSE]
@@ -98,8 +106,7 @@ def _changed(comparison: Comparison, context: Context) -> list[str]:
     lines += _section("New crashes", _crashes([c for c in changes if c.verdict is Verdict.NEWLY_CRASHING], context))
     lines += _section("Fixed crashes", [f"- {_where(c)}: runs again; the base died with {_crash(c.base)}"
                                         for c in changes if c.verdict is Verdict.FIXED])
-    lines += _section("Now running something else", [_fallback(c) for c in changes
-                                                       if c.verdict in (Verdict.NOW_DOWNGRADED, Verdict.NOW_EAGER_DRAFT)])
+    lines += _section("Now running something else", [_fallback(c) for c in changes if c.verdict in FALLBACKS])
     lines += _section("Graph-capture alarms (head)", [f"- {escape(a.sentence)}" for a in comparison.alarms])
     lines += _section("Improvements", _moves(better, changes, Change.BETTER))
     lines += _undecided([c for c in changes if c.verdict is Verdict.UNDECIDED])
@@ -254,10 +261,15 @@ def _crashes(cells: list[CellChange], context: Context) -> list[str]:
 
 
 def _fallback(cell: CellChange) -> str:
+    """What the cell runs now instead, and, where its tokens/s was called slower, the call with its interval."""
     if cell.verdict is Verdict.NOW_DOWNGRADED:
         ran, before = (", ".join(escape(m) for m in side.resolved_graph_modes) for side in (cell.head, cell.base))
-        return f"- {_where(cell)}: ran {ran} (the base ran {before})"
-    return f"- {_where(cell)}: the draft now runs eager (graphed in the base)"
+        line = f"- {_where(cell)}: ran {ran} (the base ran {before})"
+    else:
+        line = f"- {_where(cell)}: the draft now runs eager (graphed in the base)"
+    if slower_fallback(cell):
+        line += f", and it is **slower**: {escape(cell.tokens_per_s_call.sentence)}"
+    return line
 
 
 def _where(cell: CellChange) -> str:
@@ -294,7 +306,7 @@ def _row(c: CellChange) -> str:
 
 def _speed(side: CellSide) -> str:
     if side.tokens_per_s is None:
-        return escape(", ".join(sorted(side.crash_kinds)) or "died")
+        return escape(", ".join(sorted(side.crash_kinds)) or ("died" if side.died else "not finished"))
     return f"{side.tokens_per_s.value:.0f}"
 
 

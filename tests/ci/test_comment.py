@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from app.analysis.verdicts import Change, Rule
 from app.ci.comment import LIMIT, MARKER, Context, escape, render
+from app.ci.gate import FailOn, failures
 from app.enums import AlarmKind, Verdict
 from app.schemas.compare import Apart, CaptureAlarm, CellChange, CellSide, Comparison, FieldDifference, Interval, SpeedCall
 
@@ -152,6 +153,30 @@ def test_cells_undecided_under_the_model_say_how_much_their_starts_could_find() 
     body = render(_comparison(_plane(FLASH_ATTN_FULL=noisy[0], FLASHINFER_FULL=noisy[1])), CONTEXT)
     assert ("2 cells moved by more than 5% but inside the noise of their starts (these starts could detect 21 % to 33 %): "
             "more starts would tell; see the table.") in body
+
+
+def test_a_fallback_called_slower_is_named_slower_with_its_interval_and_fails_the_regression_check() -> None:
+    # The H200's eager DFlash draft (2026-12-03): FLASH_ATTN made to run the draft eagerly, 3 pairs of starts.
+    said = "tokens/s 0.76x [0.64, 0.90] (3 pairs of starts, 95 %): could detect 25 % or more; slower"
+    eager = _called(_cell("FLASH_ATTN", "FULL", Verdict.NOW_EAGER_DRAFT, speed=(0.76, 0.64, 0.90)), Change.WORSE,
+                    (0.76, 0.64, 0.90), 0.25, Rule.PAIRED)
+    eager = eager.model_copy(update={"tokens_per_s_call": eager.tokens_per_s_call.model_copy(update={"sentence": said})})
+    comparison = _comparison(_plane(FLASH_ATTN_FULL=eager))
+    body = render(comparison, CONTEXT)
+    assert body.startswith("**draftbench: 1 cell now with an eager draft (1 slower)** (")
+    assert ("- FLASH_ATTN FULL (dflash k=3, H200): the draft now runs eager (graphed in the base), and it is **slower**: "
+            "tokens/s 0.76x \\[0.64, 0.90\\] (3 pairs of starts, 95 %): could detect 25 % or more; slower") in body
+    assert failures(comparison, FailOn.REGRESSION) == ["1 now running something else, and slower"]
+    quiet = _called(eager, Change.UNCHANGED, (0.98, 0.9, 1.07), 0.25, Rule.PAIRED)
+    assert failures(_comparison(_plane(FLASH_ATTN_FULL=quiet)), FailOn.REGRESSION) == []
+    assert "slower" not in render(_comparison(_plane(FLASH_ATTN_FULL=quiet)), CONTEXT).split("<details>")[0]
+
+
+def test_a_side_with_nothing_finished_says_so_not_died() -> None:
+    queued = _side("pr-12", ran=False).model_copy(update={"died": 0})
+    body = render(_comparison(_plane(FLASH_ATTN_FULL=_cell("FLASH_ATTN", "FULL", Verdict.PENDING, head=queued))), CONTEXT)
+    assert body.startswith("**draftbench: no regression, 1 cell not finished** (")
+    assert "| pending | H200 | dflash k=3 | FLASH_ATTN | FULL | 1000 | not finished |" in body
 
 
 def test_cells_without_a_noise_model_say_so() -> None:

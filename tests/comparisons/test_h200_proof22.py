@@ -1,0 +1,53 @@
+"""Issue 22's proof on one H200 (2026-12-03, ``tests/data/h200-2026-12-03/proof22``, docs/h200-report.md): paired
+starts of each known slowdown against its base, and an A/A of one build, called as the compare API calls them."""
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.dashboards.h200 import DATA, imported_folder, in_process
+
+PROOF22 = DATA / "h200-2026-12-03" / "proof22"
+
+
+@pytest.fixture(scope="module")
+def h200(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('proof22') / 'proof22.db'}"
+    for folder in sorted(PROOF22.iterdir()):
+        imported_folder(url, folder)
+    yield from in_process(url)
+
+
+def _compare(client: TestClient, base: str, head: str) -> list[dict]:
+    ids = {s["name"]: s["id"] for s in client.get("/api/v1/sweeps").json()}
+    answer = client.get("/api/v1/compare", params={"base_sweep": ids[f"h200-proof22-{base}"],
+                                                   "head_sweep": ids[f"h200-proof22-{head}"]})
+    assert answer.status_code == 200, answer.text
+    return answer.json()["changes"]
+
+
+def test_the_eager_draft_fallback_is_called_slower_from_three_pairs(h200: TestClient) -> None:
+    # FLASH_ATTN made to run the DFlash draft eagerly: base 6445, 6203, 7544 tok/s; head 4579, 5528, 5238.
+    [cell] = _compare(h200, "eager-base", "eager-head")
+    call = cell["tokens_per_s_call"]
+    assert (cell["verdict"], call["rule"], call["pairs"], call["change"]) == ("now_eager_draft", "paired", 3, "worse")
+    assert (round(call["ratio"], 2), round(call["low"], 2), round(call["high"], 2)) == (0.76, 0.64, 0.90)
+
+
+def test_the_9ms_drafting_delay_is_called_worse_from_three_pairs(h200: TestClient) -> None:
+    # The 8B shape's draft cell: base 3543, 3793, 3788 tok/s; head (synchronize + 9 ms a drafting step) 2538, 2593, 2553.
+    [cell] = _compare(h200, "slow-base", "slow-head")
+    call = cell["tokens_per_s_call"]
+    assert (cell["verdict"], call["rule"], call["pairs"]) == ("worse", "paired", 3)
+    assert (round(call["ratio"], 2), round(call["low"], 2), round(call["high"], 2)) == (0.69, 0.65, 0.74)
+    assert call["detectable"] < 0.10
+
+
+def test_the_aa_calls_no_cell_and_a_cell_still_running_is_pending(h200: TestClient) -> None:
+    # Two pairs of three cells finished; the FLASHINFER draft cell's head was running when the lease ended.
+    cells = {(c["backend"], c["label"]): c for c in _compare(h200, "aa-small", "aa-small-again")}
+    assert cells.pop(("FLASHINFER", "draft_model k=3"))["verdict"] == "pending"
+    assert {key: (c["verdict"], c["tokens_per_s_call"]["pairs"]) for key, c in cells.items()} == {
+        ("FLASH_ATTN", "baseline"): ("unchanged", 2), ("FLASHINFER", "baseline"): ("unchanged", 2),
+        ("FLASH_ATTN", "draft_model k=3"): ("unchanged", 2)}
