@@ -24,6 +24,8 @@ SLOW_DRAFTING = {
 WHERE = {
     "slow-drafting-3.5ms.diff": SLOW_DRAFTING,
     "slow-drafting-9ms.diff": SLOW_DRAFTING,
+    "slow-drafting-gpu-3.8ms.diff": SLOW_DRAFTING,
+    "slow-drafting-gpu-11.5ms.diff": SLOW_DRAFTING,
     "dflash-draft-eager.diff": {
         "vllm/v1/attention/backends/flash_attn.py": ["def get_cudagraph_support("],
         "vllm/v1/attention/backends/triton_attn.py": [
@@ -34,6 +36,7 @@ WHERE = {
 }
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)")
 _SLEEP = re.compile(r"time\.sleep\(([\d.]+) / 1000\)")
+_SPIN = re.compile(r"_draftbench_spin\(([\d.]+)\)")
 
 
 @dataclass
@@ -107,3 +110,18 @@ def test_the_two_slow_drafting_sizes_differ_in_their_delay_alone() -> None:
         assert text.startswith(f"Every speculative drafting step of vLLM 0.26.0 costs {delay} ms more")
         bodies[name] = body.replace(f" {delay} ms more", " D ms more").replace(f"sleep({delay} /", "sleep(D /")
     assert bodies["slow-drafting-3.5ms.diff"] == bodies["slow-drafting-9ms.diff"]
+
+
+def test_the_two_gpu_spin_sizes_differ_in_their_delay_alone() -> None:
+    bodies = {}
+    for name in ("slow-drafting-gpu-3.8ms.diff", "slow-drafting-gpu-11.5ms.diff"):
+        text = (H200 / name).read_text()
+        delay = name.removeprefix("slow-drafting-gpu-").removesuffix("ms.diff")
+        body = text[text.index("--- a/"):]
+        # One spin per hook (the V1 and the V2 runner's drafter), each the file name's milliseconds; no host sleep or
+        # synchronize, whose lost overlap made the 9 ms sleep cost about 15 ms a step.
+        assert _SPIN.findall(body) == [delay, delay]
+        assert "time.sleep" not in body and "torch.cuda.synchronize" not in body
+        assert text.startswith(f"Every speculative drafting step of vLLM 0.26.0 keeps the GPU busy {delay} ms longer")
+        bodies[name] = body.replace(f" {delay} ms before", " D ms before").replace(f"_spin({delay})", "_spin(D)")
+    assert bodies["slow-drafting-gpu-3.8ms.diff"] == bodies["slow-drafting-gpu-11.5ms.diff"]
