@@ -99,29 +99,24 @@ def test_each_example_applies_at_the_lines_it_names(tmp_path: Path, base_python:
             assert built[hunk.new_start - 1:hunk.new_start - 1 + len(hunk.new)] == hunk.new
 
 
-def test_the_two_slow_drafting_sizes_differ_in_their_delay_alone() -> None:
-    bodies = {}
-    for name in ("slow-drafting-3.5ms.diff", "slow-drafting-9ms.diff"):
-        text = (H200 / name).read_text()
-        delay = name.removeprefix("slow-drafting-").removesuffix("ms.diff")
-        body = text[text.index("--- a/"):]
-        # One sleep per hook (the V1 and the V2 runner's drafter), each the file name's milliseconds.
-        assert _SLEEP.findall(body) == [delay, delay]
-        assert text.startswith(f"Every speculative drafting step of vLLM 0.26.0 costs {delay} ms more")
-        bodies[name] = body.replace(f" {delay} ms more", " D ms more").replace(f"sleep({delay} /", "sleep(D /")
-    assert bodies["slow-drafting-3.5ms.diff"] == bodies["slow-drafting-9ms.diff"]
+# The slow-drafting pairs: each size's file name is PREFIX + milliseconds + "ms.diff", its hooks (the V1 and the V2
+# runner's drafter) make one call each with those milliseconds, and its header begins with what a step costs. The sleep
+# pair waits for the GPU first; the spin pair must not (the 9 ms sleep's synchronize made it cost about 15 ms a step).
+SIZED = {
+    "slow-drafting-": (("3.5", "9"), _SLEEP, "costs {} ms more"),
+    "slow-drafting-gpu-": (("3.8", "11.5"), _SPIN, "keeps the GPU busy {} ms longer"),
+}
 
 
-def test_the_two_gpu_spin_sizes_differ_in_their_delay_alone() -> None:
-    bodies = {}
-    for name in ("slow-drafting-gpu-3.8ms.diff", "slow-drafting-gpu-11.5ms.diff"):
-        text = (H200 / name).read_text()
-        delay = name.removeprefix("slow-drafting-gpu-").removesuffix("ms.diff")
+@pytest.mark.parametrize("prefix", sorted(SIZED))
+def test_the_two_slow_drafting_sizes_differ_in_their_delay_alone(prefix: str) -> None:
+    delays, call, cost = SIZED[prefix]
+    bodies = []
+    for delay in delays:
+        text = (H200 / f"{prefix}{delay}ms.diff").read_text()
         body = text[text.index("--- a/"):]
-        # One spin per hook (the V1 and the V2 runner's drafter), each the file name's milliseconds; no host sleep or
-        # synchronize, whose lost overlap made the 9 ms sleep cost about 15 ms a step.
-        assert _SPIN.findall(body) == [delay, delay]
-        assert "time.sleep" not in body and "torch.cuda.synchronize" not in body
-        assert text.startswith(f"Every speculative drafting step of vLLM 0.26.0 keeps the GPU busy {delay} ms longer")
-        bodies[name] = body.replace(f" {delay} ms before", " D ms before").replace(f"_spin({delay})", "_spin(D)")
-    assert bodies["slow-drafting-gpu-3.8ms.diff"] == bodies["slow-drafting-gpu-11.5ms.diff"]
+        assert call.findall(body) == [delay, delay]
+        assert text.startswith(f"Every speculative drafting step of vLLM 0.26.0 {cost.format(delay)}")
+        assert ("torch.cuda.synchronize" in body) == (call is _SLEEP)
+        bodies.append(call.sub(lambda found: found[0].replace(found[1], "D"), body).replace(f" {delay} ms ", " D ms "))
+    assert bodies[0] == bodies[1]
