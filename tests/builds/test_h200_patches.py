@@ -24,6 +24,8 @@ SLOW_DRAFTING = {
 WHERE = {
     "slow-drafting-3.5ms.diff": SLOW_DRAFTING,
     "slow-drafting-9ms.diff": SLOW_DRAFTING,
+    "slow-drafting-gpu-3.8ms.diff": SLOW_DRAFTING,
+    "slow-drafting-gpu-11.5ms.diff": SLOW_DRAFTING,
     "dflash-draft-eager.diff": {
         "vllm/v1/attention/backends/flash_attn.py": ["def get_cudagraph_support("],
         "vllm/v1/attention/backends/triton_attn.py": [
@@ -34,6 +36,7 @@ WHERE = {
 }
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)")
 _SLEEP = re.compile(r"time\.sleep\(([\d.]+) / 1000\)")
+_SPIN = re.compile(r"_draftbench_spin\(([\d.]+)\)")
 
 
 @dataclass
@@ -96,14 +99,24 @@ def test_each_example_applies_at_the_lines_it_names(tmp_path: Path, base_python:
             assert built[hunk.new_start - 1:hunk.new_start - 1 + len(hunk.new)] == hunk.new
 
 
-def test_the_two_slow_drafting_sizes_differ_in_their_delay_alone() -> None:
-    bodies = {}
-    for name in ("slow-drafting-3.5ms.diff", "slow-drafting-9ms.diff"):
-        text = (H200 / name).read_text()
-        delay = name.removeprefix("slow-drafting-").removesuffix("ms.diff")
+# The slow-drafting pairs: each size's file name is PREFIX + milliseconds + "ms.diff", its hooks (the V1 and the V2
+# runner's drafter) make one call each with those milliseconds, and its header begins with what a step costs. The sleep
+# pair waits for the GPU first; the spin pair must not (the 9 ms sleep's synchronize made it cost about 15 ms a step).
+SIZED = {
+    "slow-drafting-": (("3.5", "9"), _SLEEP, "costs {} ms more"),
+    "slow-drafting-gpu-": (("3.8", "11.5"), _SPIN, "keeps the GPU busy {} ms longer"),
+}
+
+
+@pytest.mark.parametrize("prefix", sorted(SIZED))
+def test_the_two_slow_drafting_sizes_differ_in_their_delay_alone(prefix: str) -> None:
+    delays, call, cost = SIZED[prefix]
+    bodies = []
+    for delay in delays:
+        text = (H200 / f"{prefix}{delay}ms.diff").read_text()
         body = text[text.index("--- a/"):]
-        # One sleep per hook (the V1 and the V2 runner's drafter), each the file name's milliseconds.
-        assert _SLEEP.findall(body) == [delay, delay]
-        assert text.startswith(f"Every speculative drafting step of vLLM 0.26.0 costs {delay} ms more")
-        bodies[name] = body.replace(f" {delay} ms more", " D ms more").replace(f"sleep({delay} /", "sleep(D /")
-    assert bodies["slow-drafting-3.5ms.diff"] == bodies["slow-drafting-9ms.diff"]
+        assert call.findall(body) == [delay, delay]
+        assert text.startswith(f"Every speculative drafting step of vLLM 0.26.0 {cost.format(delay)}")
+        assert ("torch.cuda.synchronize" in body) == (call is _SLEEP)
+        bodies.append(call.sub(lambda found: found[0].replace(found[1], "D"), body).replace(f" {delay} ms ", " D ms "))
+    assert bodies[0] == bodies[1]
