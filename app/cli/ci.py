@@ -48,7 +48,8 @@ def ci(
     base_build: Annotated[str, typer.Option(help="Build label of the base")],
     server: Server = DEFAULT_SERVER,
     token: SubmitToken = "",
-    fail_on: Annotated[str, typer.Option(help="regression (cells worse, newly crashing, or falling back and slower), crash, any, or never")] = "regression",
+    fail_on: Annotated[str, typer.Option(
+        help="regression (cells worse, newly crashing, or falling back and slower), crash, any, or never")] = "regression",
     github_api: Annotated[str, typer.Option(help="GitHub's REST API")] = API_URL,
     github_token_env: Annotated[
         str, typer.Option(help="The environment variable holding the GitHub token (pull-requests: write)")

@@ -28,7 +28,8 @@ def compare(
     base: Annotated[str, typer.Argument(metavar="BASE", help="The base sweep's id", show_default=False)],
     head: Annotated[str, typer.Argument(metavar="HEAD", help="The head sweep's id", show_default=False)],
     server: Server = DEFAULT_SERVER,
-    fail_on: Annotated[str, typer.Option(help="regression (cells worse, newly crashing, or falling back and slower), crash, any, or never")] = "regression",
+    fail_on: Annotated[str, typer.Option(
+        help="regression (cells worse, newly crashing, or falling back and slower), crash, any, or never")] = "regression",
     output: Annotated[Path | None, typer.Option(dir_okay=False, help="Write the Markdown here instead of stdout")] = None,
 ) -> None:
     """Render the pull-request comment of two stored sweeps (what `draftbench ci` posts), running nothing."""
