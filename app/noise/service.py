@@ -19,18 +19,20 @@ from app import db
 from app.analysis.noise import (
     NoiseClass,
     Spread,
+    group_terms,
     log_values,
     method_class,
     min_detectable_effect,
     paired_aa_spread,
     pooled_spread,
+    pooled_terms,
 )
 from app.cells import identity
 from app.cells.pooling import PooledCell
 from app.enums import JobState
 from app.lru import LRU
 from app.models import Job, Result, Worker
-from app.schemas.physical import plausible_speed
+from app.schemas.physical import MAX_TOKENS_PER_S
 
 # Starts a side the model's smallest detectable change is given for (the page's columns, the API's list).
 MDE_STARTS = (3, 8)
@@ -59,7 +61,7 @@ class ClassNoise:
 class _Cell:
     noise_class: NoiseClass
     starts: list[float] = field(default_factory=list)  # each start's ln tokens/s (its rounds' median)
-    rounds: list[list[float]] = field(default_factory=list)  # each start's rounds' ln tokens/s
+    rounds: list[tuple[int, float]] = field(default_factory=list)  # each start's rounds' terms (``round_terms``)
     halves: dict[str, dict[int, float]] = field(default_factory=dict)  # pair id -> pair order -> ln tokens/s
 
     def differences(self) -> list[float]:
@@ -71,8 +73,8 @@ class _Cell:
 
 
 # The model of each database as of its succeeded jobs (their count and newest finish): it changes only when a job
-# succeeds, and reading every result's rounds costs seconds at 100k results. Keyed by what was read as well: the
-# verdicts need the spreads between starts alone, which read no rounds.
+# succeeds, and reading every start costs a few hundred ms at 100k results. Keyed by what was read as well: the
+# verdicts need the spreads between starts alone, which read no rounds' terms.
 _KNOWN: LRU[tuple, list[ClassNoise]] = LRU(8)
 
 
@@ -106,48 +108,78 @@ def _kept(session: Session, *, rounds: bool) -> list[ClassNoise]:
 
 def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
     """Every class's noise, in class order, from every cell of every build with at least two succeeded starts
-    (``rounds=False``: without the spread within a start, so without reading any result's rounds).
+    (``rounds=False``: without the spread within a start).
 
-    One query over the succeeded jobs (a few columns and, with ``rounds``, each result's rounds) and the variants of
-    their config hashes (``identity.variants``); nothing per cell. Speeds no run can make are left out, as pooling
-    does.
+    Two queries over the succeeded jobs with a plausible speed (``plausible_speed``, as pooling leaves the others
+    out): one row per start, of the few columns the spreads need (each start's rounds as the terms kept with it,
+    ``Result.round_speeds`` and ``round_squares``), and one per config and where it ran, for the newest finish, the
+    hosts and the GPU names (a finish per start costs a datetime each). Nothing per cell.
+
+    A cell is a build's starts of one measured identity (``identity.measured``). A config's GPU kind, backend,
+    graph mode, method, mode and concurrency are its job's columns and in its identity, so configs that differ in
+    one of them are never one cell: only where two configs share all of them (and the build) is a variant read to
+    tell whether they measured the same (``_identities``). Reading every config's variant cost most of a second
+    at 100k results, where each build has configs of its own.
     """
-    round_list = Result.raw["rounds"] if rounds else literal(None)
-    rows = db.plain(session.connection().execute(
-        select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency,
-               Job.config_hash, Job.finished_at, Job.pair_id, Job.pair_order, Result.tokens_per_s,
-               round_list.label("round_list"),
-               Result.gpu_name, Worker.host)
-        .join(Result, Result.job_id == Job.id)
-        .outerjoin(Worker, Worker.id == Job.worker_id)
-        .where(Job.state == JobState.SUCCEEDED)
-        .order_by(Job.id)
+    plausible = (Job.state == JobState.SUCCEEDED, Result.tokens_per_s > 0, Result.tokens_per_s <= MAX_TOKENS_PER_S)
+    place = (Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency, Job.config_hash)
+    round_columns = (Result.round_speeds, Result.round_squares) if rounds else (literal(None), literal(None))
+    starts = session.connection().execute(
+        select(*place, Result.tokens_per_s, Job.pair_id, Job.pair_order, *round_columns)
+        .join(Result, Result.job_id == Job.id).where(*plausible).order_by(Job.id)
+    ).all()
+    where = db.plain(session.connection().execute(
+        select(*place, func.max(Job.finished_at).label("newest"), Result.gpu_name, Worker.host)
+        .join(Result, Result.job_id == Job.id).outerjoin(Worker, Worker.id == Job.worker_id).where(*plausible)
+        .group_by(*place, Result.gpu_name, Worker.host)
     ))
-    variants = identity.variants(session=session, hashes={row.config_hash for row in rows})
+    cell_of = _identities(session, {tuple(row[:8]) for row in starts})
     cells: dict[tuple, _Cell] = {}
-    for row in rows:
-        if not plausible_speed(row.tokens_per_s) or row.tokens_per_s <= 0:
-            continue
-        key = (row.build, identity.measured(row, variants[row.config_hash]))
-        serving = row.mode == "serve"
-        cell = cells.setdefault(key, _Cell(NoiseClass(row.gpu_kind, method_class(row.method), row.mode,
-                                                      row.concurrency if serving else None)))
-        cell.starts.append(math.log(row.tokens_per_s))
-        if row.pair_id is not None:
-            cell.halves.setdefault(row.pair_id, {})[row.pair_order] = cell.starts[-1]
+    for *place, speed, pair_id, pair_order, speeds, squares in starts:
+        key = cell_of[tuple(place)]
+        cell = cells.get(key)
+        if cell is None:
+            _, gpu_kind, _, _, method, mode, concurrency, _ = place
+            serving = mode == "serve"
+            cell = cells[key] = _Cell(NoiseClass(gpu_kind, method_class(method), mode, concurrency if serving else None))
+        start = math.log(speed)
+        cell.starts.append(start)
+        if pair_id is not None:
+            cell.halves.setdefault(pair_id, {})[pair_order] = start
         if rounds:
-            cell.rounds.append(log_values(round_speeds(row.round_list)))
-        if row.finished_at is not None and (cell.newest is None or row.finished_at > cell.newest):
-            cell.newest = row.finished_at
+            cell.rounds.append((speeds or 0, squares or 0.0))
+    for row in where:
+        cell = cells[cell_of[tuple(row[:8])]]
+        if row.newest is not None and (cell.newest is None or row.newest > cell.newest):
+            cell.newest = row.newest
         cell.hosts |= {row.host} if row.host else set()
         cell.gpu_names |= {row.gpu_name} if row.gpu_name else set()
     return _pooled([c for c in cells.values() if len(c.starts) >= 2])
+
+
+def _identities(session: Session, places: set[tuple]) -> dict[tuple, tuple]:
+    """Each place (build, GPU kind, backend, graph mode, method, mode, concurrency, config hash) to its cell's key:
+    the place itself where no other config shares the rest of it, else the rest with the config's measured variant
+    (``identity.variants``, read for those configs alone)."""
+    configs: dict[tuple, set[str]] = defaultdict(set)
+    for place in places:
+        configs[place[:7]].add(place[7])
+    shared = {place[7] for place in places if len(configs[place[:7]]) > 1}
+    variants = identity.variants(session=session, hashes=shared)
+    return {place: (*place[:7], variants[place[7]].measured) if place[7] in shared else place for place in places}
 
 
 def round_speeds(rounds: list[dict] | None) -> list[float]:
     """Each stored round's tokens/s, ``output_tokens / seconds`` (as the service takes their median); rounds of no
     time are left out."""
     return [r["output_tokens"] / r["seconds"] for r in rounds or [] if r.get("seconds", 0) > 0]
+
+
+def round_terms(rounds: list[dict] | None) -> tuple[int, float]:
+    """A start's share of the spread within starts, kept with its result (``Result.round_speeds`` and
+    ``round_squares``): how many of its stored ``rounds`` measured a speed, and their ln tokens/s' squared deviations
+    from their mean (``group_terms``)."""
+    return group_terms(log_values(round_speeds(rounds)))
 
 
 def _pooled(cells: list[_Cell]) -> list[ClassNoise]:
@@ -161,7 +193,7 @@ def _pooled(cells: list[_Cell]) -> list[ClassNoise]:
         found.append(ClassNoise(
             noise_class,
             between=pooled_spread(c.starts for c in group),
-            within=pooled_spread(r for c in group for r in c.rounds),
+            within=pooled_terms(r for c in group for r in c.rounds),
             paired=paired_aa_spread([d for c in group for d in c.differences()]),
             newest=max(dates, default=None),
             hosts=tuple(sorted(set().union(*(c.hosts for c in group)))),
