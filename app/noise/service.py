@@ -9,13 +9,14 @@ method class x mode.
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, literal, select
+from sqlalchemy import String, func, literal, select, type_coerce
 from sqlalchemy.orm import Session
 
-from app import db
 from app.analysis.noise import (
     NoiseClass,
     Spread,
@@ -67,7 +68,8 @@ class _Cell:
     def differences(self) -> list[float]:
         """Each whole pair's second half less its first (ln tokens/s)."""
         return [h[1] - h[0] for h in self.halves.values() if len(h) == 2]
-    newest: datetime | None = None
+    newest: Any = None  # the newest finish: as the driver gives it while reading, then a datetime
+    workers: set[int] = field(default_factory=set)
     hosts: set[str] = field(default_factory=set)
     gpu_names: set[str] = field(default_factory=set)
 
@@ -110,10 +112,9 @@ def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
     """Every class's noise, in class order, from every cell of every build with at least two succeeded starts
     (``rounds=False``: without the spread within a start).
 
-    Two queries over the succeeded jobs with a plausible speed (``plausible_speed``, as pooling leaves the others
-    out): one row per start, of the few columns the spreads need (each start's rounds as the terms kept with it,
-    ``Result.round_speeds`` and ``round_squares``), and one per config and where it ran, for the newest finish, the
-    hosts and the GPU names (a finish per start costs a datetime each). Nothing per cell.
+    One query over the succeeded jobs with a plausible speed (``plausible_speed``, as pooling leaves the others
+    out), one row per start of the few columns the model needs (each start's rounds as the terms kept with it,
+    ``Result.round_speeds`` and ``round_squares``), and one over the workers for their hosts. Nothing per cell.
 
     A cell is a build's starts of one measured identity (``identity.measured``). A config's GPU kind, backend,
     graph mode, method, mode and concurrency are its job's columns and in its identity, so configs that differ in
@@ -124,37 +125,55 @@ def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
     plausible = (Job.state == JobState.SUCCEEDED, Result.tokens_per_s > 0, Result.tokens_per_s <= MAX_TOKENS_PER_S)
     place = (Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency, Job.config_hash)
     round_columns = (Result.round_speeds, Result.round_squares) if rounds else (literal(None), literal(None))
+    # Each finish as the driver gives it (SQLite: the stored UTC text, whose order is the time's): made a datetime
+    # once per cell (``_finish``), as making 100k of them cost more than the rest of the row.
+    finished = type_coerce(Job.finished_at, String).label("finished")
     starts = session.connection().execute(
-        select(*place, Result.tokens_per_s, Job.pair_id, Job.pair_order, *round_columns)
+        select(*place, Result.tokens_per_s, Job.pair_id, Job.pair_order, *round_columns, finished, Job.worker_id,
+               Result.gpu_name)
         .join(Result, Result.job_id == Job.id).where(*plausible).order_by(Job.id)
     ).all()
-    where = db.plain(session.connection().execute(
-        select(*place, func.max(Job.finished_at).label("newest"), Result.gpu_name, Worker.host)
-        .join(Result, Result.job_id == Job.id).outerjoin(Worker, Worker.id == Job.worker_id).where(*plausible)
-        .group_by(*place, Result.gpu_name, Worker.host)
-    ))
-    cell_of = _identities(session, {tuple(row[:8]) for row in starts})
+    cell_of = _identities(session, {row[:8] for row in starts})
     cells: dict[tuple, _Cell] = {}
-    for *place, speed, pair_id, pair_order, speeds, squares in starts:
-        key = cell_of[tuple(place)]
-        cell = cells.get(key)
+    of_place: dict[tuple, _Cell] = {}  # each place's cell, so a start costs one look-up
+    for row in starts:
+        place = row[:8]
+        cell = of_place.get(place)
         if cell is None:
-            _, gpu_kind, _, _, method, mode, concurrency, _ = place
-            serving = mode == "serve"
-            cell = cells[key] = _Cell(NoiseClass(gpu_kind, method_class(method), mode, concurrency if serving else None))
+            key = cell_of[place]
+            cell = cells.get(key)
+            if cell is None:
+                _, gpu_kind, _, _, method, mode, concurrency, _ = place
+                serving = mode == "serve"
+                cell = cells[key] = _Cell(NoiseClass(gpu_kind, method_class(method), mode, concurrency if serving else None))
+            of_place[place] = cell
+        speed, pair_id, pair_order, speeds, squares, finish, worker_id, gpu_name = row[8:]
         start = math.log(speed)
         cell.starts.append(start)
         if pair_id is not None:
             cell.halves.setdefault(pair_id, {})[pair_order] = start
         if rounds:
             cell.rounds.append((speeds or 0, squares or 0.0))
-    for row in where:
-        cell = cells[cell_of[tuple(row[:8])]]
-        if row.newest is not None and (cell.newest is None or row.newest > cell.newest):
-            cell.newest = row.newest
-        cell.hosts |= {row.host} if row.host else set()
-        cell.gpu_names |= {row.gpu_name} if row.gpu_name else set()
-    return _pooled([c for c in cells.values() if len(c.starts) >= 2])
+        if finish is not None and (cell.newest is None or finish > cell.newest):
+            cell.newest = finish
+        if worker_id is not None:
+            cell.workers.add(worker_id)
+        if gpu_name:
+            cell.gpu_names.add(gpu_name)
+    kept = [c for c in cells.values() if len(c.starts) >= 2]
+    hosts = dict(session.execute(select(Worker.id, Worker.host)).all()) if kept else {}
+    as_datetime = _finish(session)
+    for cell in kept:
+        cell.newest = as_datetime(cell.newest) if cell.newest is not None else None
+        cell.hosts = {hosts[w] for w in cell.workers if hosts.get(w)}
+    return _pooled(kept)
+
+
+def _finish(session: Session) -> Callable[[Any], datetime]:
+    """What turns a finish read as the driver gives it into the datetime ``Job.finished_at`` reads."""
+    dialect = session.get_bind().dialect
+    process = Job.__table__.c.finished_at.type.dialect_impl(dialect).result_processor(dialect, None)
+    return process or (lambda value: value)
 
 
 def _identities(session: Session, places: set[tuple]) -> dict[tuple, tuple]:
