@@ -247,6 +247,11 @@ class Result(Base):
     passes: Mapped[int | None] = mapped_column()
     requests_per_s: Mapped[float] = mapped_column(Float)
     rounds: Mapped[int] = mapped_column(default=1, server_default="1")
+    # The spread between the rounds of this start, kept as it is stored (``app.noise.service.round_terms``): how many
+    # rounds measured a speed and their ln tokens/s' squared deviations from their mean. ``/noise`` sums them over
+    # every start; reading each start's rounds from ``raw`` instead took seconds at 100k results.
+    round_speeds: Mapped[int | None] = mapped_column()
+    round_squares: Mapped[float | None] = mapped_column(Float)
     # Seconds inside measured rounds, and that over the cell's whole wall time (engine start included).
     measured_s: Mapped[float | None] = mapped_column(Float)
     efficiency: Mapped[float | None] = mapped_column(Float)

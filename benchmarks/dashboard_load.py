@@ -59,6 +59,7 @@ from app.api.main import create_app
 from app.config import Settings
 from app.crashes.excerpt import excerpt
 from app.models import Crash, CrashSignature, Job, JobLog, Result, Sweep, Worker
+from app.noise import service as noise
 from tests import scratchdb
 
 GPUS = ["H200", "H100", "B200"]
@@ -141,6 +142,9 @@ def seed(url: str, *, builds: int, sweeps: int, repeats: int, big_logs: int = 0,
                                 accepted = int(tokens * min(1.0, rate + rng.gauss(0, 0.005)))
                                 speed = (3000 + 1000 * MODES.index(mode)) * (0.6 if down else 1.0) * rng.uniform(0.9, 1.1)
                                 positions = _positions(accepted, tokens // 3)
+                                kept = _rounds(speed, rng)
+                                # As the service keeps them when it stores a result (migration 0021).
+                                round_speeds, round_squares = noise.round_terms(kept)
                                 rows.append({"job_id": job_id, "engine_start_s": 40.0, "generation_s": 10.0, "num_requests": 32,
                                              "output_tokens": 4096, "tokens_per_s": speed, "tokens_per_s_low": speed * 0.93,
                                              "tokens_per_s_high": speed * 1.06, "requests_per_s": 3.0, "rounds": 5,
@@ -154,7 +158,8 @@ def seed(url: str, *, builds: int, sweeps: int, repeats: int, big_logs: int = 0,
                                              "output_fingerprint": "f" * 16, "resolved_backend": backend,
                                              "resolved_graph_mode": "PIECEWISE" if down else mode, "graph_downgraded": down,
                                              "draft_eager": down or mode == "NONE", "vllm_version": build[5:], "gpu_name": f"NVIDIA {gpu}",
-                                             "versions": {}, "raw": {"rounds": _rounds(speed, rng)}, "ran": {}, "created_at": when})
+                                             "versions": {}, "raw": {"rounds": kept}, "ran": {}, "created_at": when,
+                                             "round_speeds": round_speeds, "round_squares": round_squares})
             results += len(rows)
             with engine.begin() as conn:
                 conn.execute(insert(Sweep), [{"id": sweep_id, "name": f"nightly-{s}", "build": build, "spec": {}, "tags": [],

@@ -1,5 +1,6 @@
 """Migrations on both databases: up from empty, down to base, and in step with the models."""
 
+import json
 import multiprocessing
 import shutil
 from pathlib import Path
@@ -10,9 +11,12 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.orm import Session
 
 from app import db
+from app.analysis.noise import log_values, pooled_spread
 from app.models import Base
+from app.noise import service as noise
 
 
 def _engine(url: str):
@@ -86,4 +90,25 @@ def test_a_database_of_results_from_an_old_revision_finds_its_alarms_and_alerts_
         assert conn.scalar(text("SELECT count(*) FROM alarm_checks")) > 0
         assert conn.scalar(text("SELECT count(*) FROM alert_snapshots")) == 1
         assert "tokens_per_s_level" in {column["name"] for column in inspect(conn).get_columns("results")}
+    engine.dispose()
+
+
+def test_results_stored_before_0021_get_the_round_terms_their_rounds_give(tmp_path: Path) -> None:
+    """0021 keeps each start's share of the spread within starts with its result, from its stored rounds, so the
+    noise model reads the same within-start spread from the columns as from every result's rounds."""
+    url = f"sqlite:///{tmp_path / 'noise.sqlite'}"
+    shutil.copy(Path(__file__).parent / "data" / "h200-proof-2026-12-01" / "noise.sqlite", tmp_path / "noise.sqlite")
+    db.upgrade(url)
+    engine = _engine(url)
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT raw, round_speeds, round_squares FROM results ORDER BY job_id")).all()
+    assert rows and all(speeds == 5 for _, speeds, _ in rows)
+    assert [noise.round_terms(json.loads(raw).get("rounds")) for raw, _, _ in rows] == [(n, s) for _, n, s in rows]
+    with Session(engine) as session:
+        found = noise.read(session=session)
+    assert found and all(c.within is not None for c in found)
+    # The spread within starts as the model read it before 0021: from each start's rounds.
+    every = [log_values(noise.round_speeds(json.loads(raw).get("rounds"))) for raw, _, _ in rows]
+    assert sum(c.within.values for c in found) == sum(len(r) for r in every)
+    assert pooled_spread(every).df == sum(c.within.df for c in found)
     engine.dispose()

@@ -63,15 +63,31 @@ def pooled_spread(groups: Iterable[Sequence[float]]) -> Spread | None:
     starts, a group is one cell's starts (one log median each); within a start, a group is one start's rounds.
     O(total values).
     """
+    return pooled_terms(map(group_terms, groups))
+
+
+def group_terms(group: Sequence[float]) -> tuple[int, float]:
+    """One group's share of :func:`pooled_spread`: its size and its squared deviations from its own mean (0 for
+    fewer than two values). Kept per start where the values are its rounds (``app.noise.service.round_terms``), so
+    the spread within starts sums them without reading any round again. O(len(group))."""
+    if len(group) < 2:
+        return len(group), 0.0
+    mean = math.fsum(group) / len(group)
+    return len(group), math.fsum((x - mean) ** 2 for x in group)
+
+
+def pooled_terms(terms: Iterable[tuple[int, float]]) -> Spread | None:
+    """:func:`pooled_spread` from each group's (size, squared deviations) (:func:`group_terms`), summed in order
+    as it sums them, so both give the same figure to the last bit. Groups of fewer than two values are left out;
+    None when no group is left."""
     squares, df, counted, values = 0.0, 0, 0, 0
-    for group in groups:
-        if len(group) < 2:
+    for size, group_squares in terms:
+        if size < 2:
             continue
-        mean = math.fsum(group) / len(group)
-        squares += math.fsum((x - mean) ** 2 for x in group)
-        df += len(group) - 1
+        squares += group_squares
+        df += size - 1
         counted += 1
-        values += len(group)
+        values += size
     if df == 0:
         return None
     return Spread(math.sqrt(squares / df), df, counted, values)

@@ -9,28 +9,31 @@ method class x mode.
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, literal, select
+from sqlalchemy import String, func, literal, select, type_coerce
 from sqlalchemy.orm import Session
 
-from app import db
 from app.analysis.noise import (
     NoiseClass,
     Spread,
+    group_terms,
     log_values,
     method_class,
     min_detectable_effect,
     paired_aa_spread,
     pooled_spread,
+    pooled_terms,
 )
 from app.cells import identity
 from app.cells.pooling import PooledCell
 from app.enums import JobState
 from app.lru import LRU
 from app.models import Job, Result, Worker
-from app.schemas.physical import plausible_speed
+from app.schemas.physical import MAX_TOKENS_PER_S
 
 # Starts a side the model's smallest detectable change is given for (the page's columns, the API's list).
 MDE_STARTS = (3, 8)
@@ -59,26 +62,30 @@ class ClassNoise:
 class _Cell:
     noise_class: NoiseClass
     starts: list[float] = field(default_factory=list)  # each start's ln tokens/s (its rounds' median)
-    rounds: list[list[float]] = field(default_factory=list)  # each start's rounds' ln tokens/s
+    rounds: list[tuple[int, float]] = field(default_factory=list)  # each start's rounds' terms (``round_terms``)
     halves: dict[str, dict[int, float]] = field(default_factory=dict)  # pair id -> pair order -> ln tokens/s
 
     def differences(self) -> list[float]:
         """Each whole pair's second half less its first (ln tokens/s)."""
         return [h[1] - h[0] for h in self.halves.values() if len(h) == 2]
-    newest: datetime | None = None
+    newest: Any = None  # the newest finish: as the driver gives it while reading, then a datetime
+    workers: set[int] = field(default_factory=set)
     hosts: set[str] = field(default_factory=set)
     gpu_names: set[str] = field(default_factory=set)
 
 
-# The model of each database as of its succeeded jobs (their count and newest finish): it changes only when a job
-# succeeds, and reading every result's rounds costs seconds at 100k results. Keyed by what was read as well: the
-# verdicts need the spreads between starts alone, which read no rounds.
+# The model of each database as of its results (their count and newest id): it changes only when a job succeeds,
+# which stores its result in the same transaction (``app.results.service.record``; a succeeded job and its result
+# are never changed or removed after), and reading every start costs a few hundred ms at 100k results. Counting the
+# succeeded jobs and their newest finish told the same but cost 35 ms a compare on PostgreSQL (an index scan of every
+# job), where the results' count and newest id cost 4. Keyed by what was read as well: the verdicts need the spreads
+# between starts alone, which read no rounds' terms.
 _KNOWN: LRU[tuple, list[ClassNoise]] = LRU(8)
 
 
 def model(*, session: Session) -> list[ClassNoise]:
-    """:func:`read`, kept per database and process until another job succeeds (two aggregates on
-    ``ix_jobs_build_finished`` tell)."""
+    """:func:`read`, kept per database and process until another job succeeds (the results' count and newest id
+    tell)."""
     return _kept(session, rounds=True)
 
 
@@ -95,8 +102,7 @@ def noise_class(cell: PooledCell) -> NoiseClass:
 
 
 def _kept(session: Session, *, rounds: bool) -> list[ClassNoise]:
-    key = (str(session.get_bind().url), rounds, *session.execute(
-        select(func.count(), func.max(Job.finished_at)).where(Job.state == JobState.SUCCEEDED)).one())
+    key = (str(session.get_bind().url), rounds, *session.execute(select(func.count(), func.max(Result.id))).one())
     found = _KNOWN.get(key)
     if found is None:
         found = read(session=session, rounds=rounds)
@@ -106,48 +112,95 @@ def _kept(session: Session, *, rounds: bool) -> list[ClassNoise]:
 
 def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
     """Every class's noise, in class order, from every cell of every build with at least two succeeded starts
-    (``rounds=False``: without the spread within a start, so without reading any result's rounds).
+    (``rounds=False``: without the spread within a start).
 
-    One query over the succeeded jobs (a few columns and, with ``rounds``, each result's rounds) and the variants of
-    their config hashes (``identity.variants``); nothing per cell. Speeds no run can make are left out, as pooling
-    does.
+    One query over the succeeded jobs with a plausible speed (``plausible_speed``, as pooling leaves the others
+    out), one row per start of the few columns the model needs (each start's rounds as the terms kept with it,
+    ``Result.round_speeds`` and ``round_squares``), and one over the workers for their hosts. Nothing per cell.
+
+    A cell is a build's starts of one measured identity (``identity.measured``). A config's GPU kind, backend,
+    graph mode, method, mode and concurrency are its job's columns and in its identity, so configs that differ in
+    one of them are never one cell: only where two configs share all of them (and the build) is a variant read to
+    tell whether they measured the same (``_identities``). Reading every config's variant cost most of a second
+    at 100k results, where each build has configs of its own.
     """
-    round_list = Result.raw["rounds"] if rounds else literal(None)
-    rows = db.plain(session.connection().execute(
-        select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency,
-               Job.config_hash, Job.finished_at, Job.pair_id, Job.pair_order, Result.tokens_per_s,
-               round_list.label("round_list"),
-               Result.gpu_name, Worker.host)
-        .join(Result, Result.job_id == Job.id)
-        .outerjoin(Worker, Worker.id == Job.worker_id)
-        .where(Job.state == JobState.SUCCEEDED)
-        .order_by(Job.id)
-    ))
-    variants = identity.variants(session=session, hashes={row.config_hash for row in rows})
+    plausible = (Job.state == JobState.SUCCEEDED, Result.tokens_per_s > 0, Result.tokens_per_s <= MAX_TOKENS_PER_S)
+    place = (Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency, Job.config_hash)
+    round_columns = (Result.round_speeds, Result.round_squares) if rounds else (literal(None), literal(None))
+    # Each finish as the driver gives it (SQLite: the stored UTC text, whose order is the time's): made a datetime
+    # once per cell (``_finish``), as making 100k of them cost more than the rest of the row.
+    finished = type_coerce(Job.finished_at, String).label("finished")
+    starts = session.connection().execute(
+        select(*place, Result.tokens_per_s, Job.pair_id, Job.pair_order, *round_columns, finished, Job.worker_id,
+               Result.gpu_name)
+        .join(Result, Result.job_id == Job.id).where(*plausible).order_by(Job.id)
+    ).all()
+    cell_of = _identities(session, {row[:8] for row in starts})
     cells: dict[tuple, _Cell] = {}
-    for row in rows:
-        if not plausible_speed(row.tokens_per_s) or row.tokens_per_s <= 0:
-            continue
-        key = (row.build, identity.measured(row, variants[row.config_hash]))
-        serving = row.mode == "serve"
-        cell = cells.setdefault(key, _Cell(NoiseClass(row.gpu_kind, method_class(row.method), row.mode,
-                                                      row.concurrency if serving else None)))
-        cell.starts.append(math.log(row.tokens_per_s))
-        if row.pair_id is not None:
-            cell.halves.setdefault(row.pair_id, {})[row.pair_order] = cell.starts[-1]
+    of_place: dict[tuple, _Cell] = {}  # each place's cell, so a start costs one look-up
+    for row in starts:
+        place = row[:8]
+        cell = of_place.get(place)
+        if cell is None:
+            key = cell_of[place]
+            cell = cells.get(key)
+            if cell is None:
+                _, gpu_kind, _, _, method, mode, concurrency, _ = place
+                serving = mode == "serve"
+                cell = cells[key] = _Cell(NoiseClass(gpu_kind, method_class(method), mode, concurrency if serving else None))
+            of_place[place] = cell
+        speed, pair_id, pair_order, speeds, squares, finish, worker_id, gpu_name = row[8:]
+        start = math.log(speed)
+        cell.starts.append(start)
+        if pair_id is not None:
+            cell.halves.setdefault(pair_id, {})[pair_order] = start
         if rounds:
-            cell.rounds.append(log_values(round_speeds(row.round_list)))
-        if row.finished_at is not None and (cell.newest is None or row.finished_at > cell.newest):
-            cell.newest = row.finished_at
-        cell.hosts |= {row.host} if row.host else set()
-        cell.gpu_names |= {row.gpu_name} if row.gpu_name else set()
-    return _pooled([c for c in cells.values() if len(c.starts) >= 2])
+            cell.rounds.append((speeds or 0, squares or 0.0))
+        if finish is not None and (cell.newest is None or finish > cell.newest):
+            cell.newest = finish
+        if worker_id is not None:
+            cell.workers.add(worker_id)
+        if gpu_name:
+            cell.gpu_names.add(gpu_name)
+    kept = [c for c in cells.values() if len(c.starts) >= 2]
+    hosts = dict(session.execute(select(Worker.id, Worker.host)).all()) if kept else {}
+    as_datetime = _finish(session)
+    for cell in kept:
+        cell.newest = as_datetime(cell.newest) if cell.newest is not None else None
+        cell.hosts = {hosts[w] for w in cell.workers if hosts.get(w)}
+    return _pooled(kept)
+
+
+def _finish(session: Session) -> Callable[[Any], datetime]:
+    """What turns a finish read as the driver gives it into the datetime ``Job.finished_at`` reads."""
+    dialect = session.get_bind().dialect
+    process = Job.__table__.c.finished_at.type.dialect_impl(dialect).result_processor(dialect, None)
+    return process or (lambda value: value)
+
+
+def _identities(session: Session, places: set[tuple]) -> dict[tuple, tuple]:
+    """Each place (build, GPU kind, backend, graph mode, method, mode, concurrency, config hash) to its cell's key:
+    the place itself where no other config shares the rest of it, else the rest with the config's measured variant
+    (``identity.variants``, read for those configs alone)."""
+    configs: dict[tuple, set[str]] = defaultdict(set)
+    for place in places:
+        configs[place[:7]].add(place[7])
+    shared = {place[7] for place in places if len(configs[place[:7]]) > 1}
+    variants = identity.variants(session=session, hashes=shared)
+    return {place: (*place[:7], variants[place[7]].measured) if place[7] in shared else place for place in places}
 
 
 def round_speeds(rounds: list[dict] | None) -> list[float]:
     """Each stored round's tokens/s, ``output_tokens / seconds`` (as the service takes their median); rounds of no
     time are left out."""
     return [r["output_tokens"] / r["seconds"] for r in rounds or [] if r.get("seconds", 0) > 0]
+
+
+def round_terms(rounds: list[dict] | None) -> tuple[int, float]:
+    """A start's share of the spread within starts, kept with its result (``Result.round_speeds`` and
+    ``round_squares``): how many of its stored ``rounds`` measured a speed, and their ln tokens/s' squared deviations
+    from their mean (``group_terms``)."""
+    return group_terms(log_values(round_speeds(rounds)))
 
 
 def _pooled(cells: list[_Cell]) -> list[ClassNoise]:
@@ -161,7 +214,7 @@ def _pooled(cells: list[_Cell]) -> list[ClassNoise]:
         found.append(ClassNoise(
             noise_class,
             between=pooled_spread(c.starts for c in group),
-            within=pooled_spread(r for c in group for r in c.rounds),
+            within=pooled_terms(r for c in group for r in c.rounds),
             paired=paired_aa_spread([d for c in group for d in c.differences()]),
             newest=max(dates, default=None),
             hosts=tuple(sorted(set().union(*(c.hosts for c in group)))),

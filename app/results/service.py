@@ -15,6 +15,7 @@ from app.crashes import service as crashes
 from app.enums import JobState
 from app.jobs import queue
 from app.models import Job, Result, Sweep, utcnow
+from app.noise import service as noise
 from app.results import baselines
 from app.schemas.cell import CellResult, JobOutcome, Resolved
 from app.schemas.result import ResultOut
@@ -60,6 +61,9 @@ def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: 
     counters = result.spec_decode
     throughput, passes = start_throughput(result)
     expected = expected_per_position(job.spec.get("speculative"))
+    raw = result.model_dump(mode="json")
+    # From the rounds as stored, as migration 0021 reads them for rows stored before.
+    round_speeds, round_squares = noise.round_terms(raw.get("rounds"))
     return Result(
         source="cell",  # the column's default, set here too: a row pooled before its flush reads it
         job=job,
@@ -74,6 +78,8 @@ def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: 
         passes=passes,
         requests_per_s=result.requests_per_s,
         rounds=throughput.n,
+        round_speeds=round_speeds,
+        round_squares=round_squares,
         measured_s=sum(r.seconds for r in result.rounds) or result.generation_s,
         efficiency=efficiency(sum(r.seconds for r in result.rounds) or result.generation_s, result.wall_s or 0.0),
         model_runner=result.model_runner,
@@ -100,7 +106,7 @@ def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: 
         vllm_version=result.versions.vllm,
         gpu_name=result.versions.gpu_name,
         versions=result.versions.model_dump(mode="json"),
-        raw=result.model_dump(mode="json"),
+        raw=raw,
         ran=resolved.model_dump(mode="json"),
         created_at=created_at,
     )
