@@ -155,7 +155,14 @@ def test_every_page_has_a_csv(h200: TestClient) -> None:
 
 def test_compare_a_sweep_with_itself_is_unchanged_everywhere(h200: TestClient) -> None:
     rows = tables(h200.get("/compare?base=1&head=1").text)["changes"][1:]
-    assert len(rows) == 24 and {cells[0] for _, cells in rows} == {"unchanged"}
+    # The lease ended with 3 of the matrix's 24 cells unfinished (2 cut while running, 1 never started): nothing
+    # was measured there on either side, so they are pending, never "unchanged".
+    verdicts = Counter(cells[0] for _, cells in rows)
+    assert len(rows) == 24 and verdicts == {"unchanged": 21, "pending": 3}
+    pending = {(cells[2], cells[3], cells[4], cells[12]) for _, cells in rows if cells[0] == "pending"}
+    assert pending == {("dflash k=3", "TRITON_ATTN", "FULL_AND_PIECEWISE", "not finished → not finished"),
+                       ("dflash k=3", "TRITON_ATTN", "FULL_DECODE_ONLY", "not finished → not finished"),
+                       ("draft_model k=3", "TRITON_ATTN", "FULL_AND_PIECEWISE", "not finished → not finished")}
 
 
 def test_compare_the_matrix_with_the_sweep_that_finished_it(h200: TestClient) -> None:
