@@ -3,7 +3,7 @@ one per cell with its repeats pooled, each against its baseline."""
 
 from dataclasses import replace
 
-from sqlalchemy import or_, select
+from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.orm import Session
 
 from app import db
@@ -13,6 +13,7 @@ from app.cells import identity, pooling
 from app.cells.pooling import PooledCell
 from app.cells.scope import CellScope
 from app.models import Crash, CrashSignature, Job, Result, Sweep
+from app.schemas.physical import MAX_TOKENS_PER_S
 
 _COLUMNS = (
     Job.id, Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.config_hash,
@@ -25,6 +26,12 @@ _COLUMNS = (
     Result.vllm_version, Result.gpu_name, Result.serving, Result.source,
     Crash.kind.label("crash_kind"), CrashSignature.signature, CrashSignature.title, Sweep.name.label("sweep_name"),
 )
+
+
+def plausible_speed_sql() -> ColumnElement[bool]:
+    """A stored tokens/s the statistics read, in SQL: above 0 and within ``MAX_TOKENS_PER_S``, as pooling keeps a
+    repeat (``app.cells.pooling``; rows stored before the ceilings may hold anything)."""
+    return and_(Result.tokens_per_s > 0, Result.tokens_per_s <= MAX_TOKENS_PER_S)
 
 
 def load(*, session: Session, scope: CellScope, speedups: bool = True) -> list[PooledCell]:

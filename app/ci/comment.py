@@ -77,7 +77,7 @@ def _headline(comparison: Comparison, context: Context) -> str:
     counts: dict[str, int] = {**comparison.counts, "alarms": len(comparison.alarms)}
     said = [f"{n} {one if n == 1 else many}" + _slower(comparison, what) for what, one, many in _HEADLINE
             if (n := counts.get(what, 0))]
-    bad = any(counts.get(v) for v in (Verdict.WORSE, Verdict.NEWLY_CRASHING, Verdict.NOW_DOWNGRADED, Verdict.NOW_EAGER_DRAFT))
+    bad = any(counts.get(v) for v in (Verdict.WORSE, Verdict.NEWLY_CRASHING, *FALLBACKS))
     if not bad and not comparison.alarms:
         said.insert(0, "no regression")
     if not comparison.changes:

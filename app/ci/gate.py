@@ -20,7 +20,7 @@ class FailOn(enum.StrEnum):
 _FAILING = {
     FailOn.REGRESSION: {Verdict.WORSE, Verdict.NEWLY_CRASHING},
     FailOn.CRASH: {Verdict.NEWLY_CRASHING},
-    FailOn.ANY: {Verdict.WORSE, Verdict.NEWLY_CRASHING, Verdict.NOW_DOWNGRADED, Verdict.NOW_EAGER_DRAFT},
+    FailOn.ANY: {Verdict.WORSE, Verdict.NEWLY_CRASHING, *FALLBACKS},
     FailOn.NEVER: set(),
 }
 

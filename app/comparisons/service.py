@@ -26,7 +26,6 @@ from app.lru import LRU
 from app.models import Job, Result, Sweep
 from app.noise import service as noise_service
 from app.noise.service import ClassNoise
-from app.schemas.physical import MAX_TOKENS_PER_S
 
 
 @dataclass(frozen=True)
@@ -161,8 +160,7 @@ def _build_means(*, session: Session, builds: list[str]) -> list:
                    func.min(Job.finished_at).label("first"), func.avg(Result.tokens_per_s).label("mean"),
                    func.count().label("n"))
             .join(Result, Result.job_id == Job.id)
-            .where(Job.state == JobState.SUCCEEDED, Job.build.in_(missing), Result.tokens_per_s > 0,
-                   Result.tokens_per_s <= MAX_TOKENS_PER_S)
+            .where(Job.state == JobState.SUCCEEDED, Job.build.in_(missing), cells.plausible_speed_sql())
             .group_by(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash)
         )
         read: dict[str, list] = {build: [] for build in missing}

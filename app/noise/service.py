@@ -30,10 +30,10 @@ from app.analysis.noise import (
 )
 from app.cells import identity
 from app.cells.pooling import PooledCell
+from app.cells.service import plausible_speed_sql
 from app.enums import JobState
 from app.lru import LRU
 from app.models import Job, Result, Worker
-from app.schemas.physical import MAX_TOKENS_PER_S
 
 # Starts a side the model's smallest detectable change is given for (the page's columns, the API's list).
 MDE_STARTS = (3, 8)
@@ -114,7 +114,7 @@ def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
     """Every class's noise, in class order, from every cell of every build with at least two succeeded starts
     (``rounds=False``: without the spread within a start).
 
-    One query over the succeeded jobs with a plausible speed (``plausible_speed``, as pooling leaves the others
+    One query over the succeeded jobs with a plausible speed (``plausible_speed_sql``, as pooling leaves the others
     out), one row per start of the few columns the model needs (each start's rounds as the terms kept with it,
     ``Result.round_speeds`` and ``round_squares``), and one over the workers for their hosts. Nothing per cell.
 
@@ -124,7 +124,7 @@ def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
     tell whether they measured the same (``_identities``). Reading every config's variant cost most of a second
     at 100k results, where each build has configs of its own.
     """
-    plausible = (Job.state == JobState.SUCCEEDED, Result.tokens_per_s > 0, Result.tokens_per_s <= MAX_TOKENS_PER_S)
+    plausible = (Job.state == JobState.SUCCEEDED, plausible_speed_sql())
     place = (Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency, Job.config_hash)
     round_columns = (Result.round_speeds, Result.round_squares) if rounds else (literal(None), literal(None))
     # Each finish as the driver gives it (SQLite: the stored UTC text, whose order is the time's): made a datetime
