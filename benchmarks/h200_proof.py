@@ -54,6 +54,11 @@ def main() -> None:
                         help="A build LABEL: vLLM with the diff FILE applied (again for more builds)")
     parser.add_argument("--budget-s", type=float, default=540.0)
     parser.add_argument("--gpus", default="all", help="The worker's --gpus; empty: one worker for the whole host")
+    parser.add_argument("--import", dest="imports", action="append", default=[], type=Path, metavar="FOLDER",
+                        help="An exported sweep stored before the service starts (an earlier session's history)")
+    parser.add_argument("--ci", metavar="SWEEP:BASE:HEAD:MINUTES",
+                        help="Also run `draftbench ci --mde 5%% --budget-gpu-minutes MINUTES` on SWEEP, build HEAD against BASE, "
+                        "in the background; its comment and log go to --out")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -63,8 +68,15 @@ def main() -> None:
                         "PYTHONPATH": f"{os.environ.get('PYTHONPATH', '')}:{ROOT}"}
     models = make_models(args.work, args.python)
     if not running(args.work / "service.pid"):
+        for folder in args.imports:
+            subprocess.run([args.service_python, "-m", "app.cli", "import", str(folder)], cwd=ROOT, env=env, check=True)
         start(args.work, "service", [args.service_python, "-m", "app.cli", "serve", "--port", str(PORT)], env)
         wait(lambda: httpx.get(f"{server}/api/v1/sweeps", timeout=2).status_code == 200, 120)
+        for sweep in httpx.get(f"{server}/api/v1/sweeps", timeout=30).json():
+            # An imported sweep's cells that never ran stay queued: history to read here, not work for this worker.
+            if "imported" in sweep["tags"] and sweep["counts"].get("queued"):
+                httpx.post(f"{server}/api/v1/sweeps/{sweep['id']}/cancel", headers={"Authorization": f"Bearer {TOKEN}"},
+                           timeout=60).raise_for_status()
         builds = [f"--build={BUILD}={args.python}"]
         for given in args.patch:
             label, _, patch = given.partition("=")
@@ -90,6 +102,8 @@ def main() -> None:
             submitted = answer.json()
             models[f"SWEEP_{submitted['name'].upper().replace('-', '_')}"] = str(submitted["id"])
             print(f"submitted {sweep.name}: sweep {submitted['id']}, {submitted['total']} jobs", flush=True)
+        if args.ci:
+            start_ci(args.work, args.ci, models, server, env, args.service_python)
     deadline = time.monotonic() + args.budget_s
     while True:
         sweeps = httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()
@@ -101,6 +115,17 @@ def main() -> None:
         time.sleep(20)
     table(server)
     compared(server)
+
+
+def start_ci(work: Path, given: str, models: dict[str, str], server: str, env: dict[str, str], python: str) -> None:
+    """``draftbench ci`` as a pull request's check runs it, with no GitHub to post to (the comment is saved)."""
+    sweep, base, head, minutes = given.split(":")
+    spec = work / "ci-sweep.yaml"
+    spec.write_text(string.Template(Path(sweep).read_text()).substitute(models))
+    start(work, "ci", [python, "-m", "app.cli", "ci", "--sweep", str(spec), "--repo", "draftbench/h200-proof", "--pr", "22",
+                       "--head", "0" * 40, "--base", "1" * 40, "--build", head, "--base-build", base, "--server", server,
+                       "--token", TOKEN, "--github-api", "http://127.0.0.1:9", "--comment-file", str(work / "ci-comment.md"),
+                       "--poll", "10", "--mde", "5%", "--budget-gpu-minutes", minutes], env | {"GITHUB_TOKEN": ""})
 
 
 def make_models(work: Path, python: str) -> dict[str, str]:
@@ -163,7 +188,7 @@ def keep(work: Path, out: Path) -> None:
         source.backup(target)
     source.close()
     target.close()
-    for name in ("service.log", "worker.log"):
+    for name in ("service.log", "worker.log", "ci.log", "ci-comment.md"):
         if (work / name).exists():
             shutil.copy(work / name, out / name)
 

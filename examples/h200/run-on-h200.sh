@@ -7,6 +7,8 @@
 #   PHASE=peer: waits at most BUDGET seconds for the sweeps, stops the worker, and runs
 #     benchmarks/peer_check.py (vllm bench throughput on both GPUs at once, then vllm bench serve).
 # Everything it keeps goes to $OUT: the database, the service's and worker's logs, peer.tar.
+# IMPORTS: exported sweep folders stored first (an earlier session's history, which the noise model reads);
+# CI_CHECK="SWEEP:BASE:HEAD:MINUTES": `draftbench ci` on examples/h200/SWEEP.yaml beside the sweeps.
 # Call it again on the same warm machine to wait for the rest.
 set -euo pipefail
 export PYTHONPATH=/tmp/site:$PWD NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -22,6 +24,7 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 SWEEPS=${SWEEPS:-"peer shape-8b serving matrix-rest repeats"}
 python3 -m benchmarks.h200_proof --work /tmp/h200 --out "$OUT" --python "$(command -v python3)" --service-python python3 \
   --budget-s "${BUDGET:-480}" $(for p in ${PATCHES:-}; do echo --patch "$p"; done) \
+  $(for f in ${IMPORTS:-}; do echo --import "$f"; done) ${CI_CHECK:+--ci "examples/h200/${CI_CHECK%%:*}.yaml:${CI_CHECK#*:}"} \
   $(for s in $SWEEPS; do echo examples/h200/$s.yaml; done)
 if [ "${PHASE:-sweeps}" = peer ]; then
   kill $(cat /tmp/h200/worker.pid) 2>/dev/null || true
