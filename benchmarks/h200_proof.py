@@ -87,8 +87,11 @@ def main() -> None:
         gpus = ["--gpus", args.gpus] if args.gpus else []
         worker = start(args.work, "worker", [args.service_python, "-m", "app.cli", "worker", "--server", server, *builds,
                                              "--gpu-kind", "auto", *gpus, "--quiet", "--heartbeat", "10"], env)
-        wait(lambda: len(httpx.get(f"{server}/api/v1/builds", timeout=2).json()) >= len(builds), 300,
-             alive=lambda: worker.poll() is None, log=args.work / "worker.log")
+        # The worker's own builds, not the count of known ones: an imported sweep makes its build known before any worker
+        # runs it, and a sweep submitted before the worker registers its build is refused.
+        labels = {b.removeprefix("--build=").partition("=")[0] for b in builds}
+        wait(lambda: labels <= {b for w in httpx.get(f"{server}/api/v1/workers", timeout=2).json() if w["alive"] for b in w["builds"]},
+             300, alive=lambda: worker.poll() is None, log=args.work / "worker.log")
         # A head right after its base: a base job claimed between the two would run unpaired (the service knows a build
         # only once a worker has registered it).
         for sweep in args.sweeps:

@@ -51,3 +51,17 @@ def test_the_aa_calls_no_cell_and_a_cell_still_running_is_pending(h200: TestClie
     assert {key: (c["verdict"], c["tokens_per_s_call"]["pairs"]) for key, c in cells.items()} == {
         ("FLASH_ATTN", "baseline"): ("unchanged", 2), ("FLASHINFER", "baseline"): ("unchanged", 2),
         ("FLASH_ATTN", "draft_model k=3"): ("unchanged", 2)}
+
+
+def test_a_fresh_machines_first_start_compiles_for_minutes(tmp_path) -> None:
+    # 2026-12-03, the evening session (tests/data/h200-2026-12-03b): the 10 % check's base starts on two fresh machines
+    # before the lease ended. The first start of each compiled the 8B graphs (187-201 s of engine start), the next
+    # ones read them from the cache (35-48 s); the first measured lower on both machines (3003 and 3253 tok/s).
+    url = f"sqlite:///{tmp_path / 'evening.db'}"
+    for folder in sorted((DATA / "h200-2026-12-03b").iterdir()):
+        imported_folder(url, folder)
+    for client in in_process(url):
+        rows = sorted(client.get("/api/v1/results").json(), key=lambda r: (r["sweep_id"], r["repeat"]))
+    assert [round(r["tokens_per_s"]) for r in rows] == [3003, 3219, 3524, 3253, 3547]
+    assert [r["engine_start_s"] > 180 for r in rows] == [True, False, False, True, False]
+    assert max(r["engine_start_s"] for r in rows if r["engine_start_s"] < 180) < 50
