@@ -85,5 +85,5 @@ def heartbeat(worker_id: PathWorker, body: HeartbeatRequest, session: SessionDep
 
 @router.get("/builds", response_model=list[BuildOut], responses=answers(422))
 def list_builds(session: SessionDep) -> list[BuildOut]:
-    """Builds some worker registered, with the vLLM version first recorded for each."""
+    """Builds some worker registered or an imported sweep ran on, with the vLLM version first recorded for each."""
     return [BuildOut.model_validate(b) for b in service.list_builds(session=session)]

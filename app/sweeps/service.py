@@ -210,7 +210,7 @@ def _check_references(*, session: Session, spec: SweepSpec) -> None:
     if spec.build not in labels:
         raise InputError(
             ["build"],
-            f"build {spec.build!r} is not registered by any worker",
+            f"build {spec.build!r} is unknown: no worker has registered it and no imported sweep ran on it",
             allowed=labels or ["(no build registered yet: start a worker)"],
         )
     dataset = spec.workload.dataset
