@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--service-python", default=sys.executable, help="The interpreter of draftbench's service")
     parser.add_argument("--patch", action="append", default=[], metavar="LABEL=FILE",
                         help="A build LABEL: vLLM with the diff FILE applied (again for more builds)")
-    parser.add_argument("--budget-s", type=float, default=540.0)
+    parser.add_argument("--budget-s", type=float, default=540.0, help="Seconds from this start to the last poll")
     parser.add_argument("--gpus", default="all", help="The worker's --gpus; empty: one worker for the whole host")
     parser.add_argument("--import", dest="imports", action="append", default=[], type=Path, metavar="FOLDER",
                         help="An exported sweep stored before the service starts (an earlier session's history)")
@@ -60,6 +60,8 @@ def main() -> None:
                         help="Also run `draftbench ci --mde 5%% --budget-gpu-minutes MINUTES` on SWEEP, build HEAD against BASE, "
                         "in the background; its comment and log go to --out")
     args = parser.parse_args()
+    # The budget counts from here: making models and builds and starting the worker come out of it.
+    deadline = time.monotonic() + args.budget_s
     args.work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
     server = f"http://127.0.0.1:{PORT}"
@@ -107,7 +109,6 @@ def main() -> None:
             print(f"submitted {sweep.name}: sweep {submitted['id']}, {submitted['total']} jobs", flush=True)
         if args.ci:
             start_ci(args.work, args.ci, models, server, env, args.service_python)
-    deadline = time.monotonic() + args.budget_s
     while True:
         sweeps = httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()
         keep(args.work, args.out)

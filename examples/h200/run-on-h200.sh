@@ -11,6 +11,8 @@
 # CI_CHECK="SWEEP:BASE:HEAD:MINUTES": `draftbench ci` on examples/h200/SWEEP.yaml beside the sweeps.
 # Call it again on the same warm machine to wait for the rest.
 set -euo pipefail
+# BUDGET counts from here, the install included: a call that runs past the device's 600 s limit loses the machine.
+STARTED=$(date +%s)
 export PYTHONPATH=/tmp/site:$PWD NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 if [ ! -d /tmp/site/vllm ]; then bash .gpu/install.sh; fi
 if [ ! -d /tmp/site/alembic ]; then
@@ -23,7 +25,7 @@ if [ -n "${FRESH:-}" ] && [ -f /tmp/h200/service.pid ]; then kill $(cat /tmp/h20
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 SWEEPS=${SWEEPS:-"peer shape-8b serving matrix-rest repeats"}
 python3 -m benchmarks.h200_proof --work /tmp/h200 --out "$OUT" --python "$(command -v python3)" --service-python python3 \
-  --budget-s "${BUDGET:-480}" $(for p in ${PATCHES:-}; do echo --patch "$p"; done) \
+  --budget-s "$(( ${BUDGET:-480} - ($(date +%s) - STARTED) ))" $(for p in ${PATCHES:-}; do echo --patch "$p"; done) \
   $(for f in ${IMPORTS:-}; do echo --import "$f"; done) ${CI_CHECK:+--ci "examples/h200/${CI_CHECK%%:*}.yaml:${CI_CHECK#*:}"} \
   $(for s in $SWEEPS; do echo examples/h200/$s.yaml; done)
 if [ "${PHASE:-sweeps}" = peer ]; then
