@@ -4,9 +4,11 @@
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select, text
+from sqlalchemy.orm import Session
 
 from app.models import Job, utcnow
+from app.sweeps import pairing
 from tests.conftest import AUTH
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
 
@@ -155,3 +157,35 @@ def test_a_pair_no_live_worker_can_run_says_so(client, dataset) -> None:
     head = submit(client, sweep_body(dataset, build=HEAD, paired_with=base["id"])).json()
     assert head["warnings"] == [f"no live worker serves GPU kind cpu with build {HEAD} and {BASE} (paired runs need "
                                 "both on one worker): 4 job(s) wait until one registers"]
+
+
+def test_a_sweeps_partner_is_found_by_index_where_sqlites_statistics_count_unpaired_jobs_as_one_key(client, pair) -> None:
+    # At 100k mostly unpaired jobs, ANALYZE records ix_jobs_pair as 108000 rows a key (every NULL one key), and a join
+    # of the jobs with themselves on pair_id scanned all jobs once per job of the sweep: the sweep page took 10 s.
+    base, head = pair
+    engine = client.app.state.engine
+    sqlite = engine.dialect.name == "sqlite"
+    if sqlite:
+        with engine.begin() as conn:
+            conn.execute(text("ANALYZE"))
+            conn.execute(text("DELETE FROM sqlite_stat1 WHERE tbl = 'jobs'"))
+            conn.execute(text("INSERT INTO sqlite_stat1 VALUES ('jobs', 'ix_jobs_pair', '108000 108000'), "
+                              "('jobs', 'ix_jobs_sweep_id', '108000 432')"))
+        engine.dispose()  # new connections read the statistics
+    statements = []
+
+    def keep(conn, cursor, sql, params, *_) -> None:
+        if sql.lstrip().upper().startswith("SELECT"):
+            statements.append((sql, params))
+
+    event.listen(engine, "before_cursor_execute", keep)
+    with Session(engine) as session:
+        assert pairing.partner(session=session, sweep_id=head["id"]) == base["id"]
+        assert pairing.partner(session=session, sweep_id=base["id"]) == head["id"]
+    event.remove(engine, "before_cursor_execute", keep)
+    if sqlite:
+        with engine.connect() as conn:
+            plans = [[row[-1] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params).all()]
+                     for sql, params in statements]
+        # A scan inside another loop is the one per job of the sweep; a statement may scan once.
+        assert plans and not [plan for plan in plans if any(step.startswith("SCAN") for step in plan[1:])], plans
