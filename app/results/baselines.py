@@ -9,6 +9,7 @@ from app.analysis.fallback import RepeatSpeed, repeat_level
 from app.cells import identity
 from app.cells.pooling import impossible_counts
 from app.models import Job, Result, Sweep
+from app.results import counters
 from app.schemas.result import ResultOut
 
 
@@ -62,6 +63,7 @@ def to_out(rows: list[tuple[Result, Job, Sweep]], bases: dict[int, Result]) -> l
                 # A row from before impossible counts were refused has no intervals to show.
                 per_position=[] if impossible_counts(result)
                 else list(per_position(result.accepted_per_position, result.num_drafts)),
+                counter_problems=counters.problems(result, job),
                 degenerate=is_degenerate(result.num_accepted_tokens, result.num_draft_tokens),
                 tokens_per_s_level=repeat_level(RepeatSpeed(result.tokens_per_s, result.tokens_per_s_low,
                                                             result.tokens_per_s_high, result.rounds,

@@ -66,6 +66,9 @@ class ResultOut(BaseModel):
     mean_acceptance_length_high: float | None
     # Per draft position: [rate, low, high] (Wilson 95%), rate = accepted at the position / drafts.
     per_position: list[tuple[float, float, float]] = []
+    # The rules of vLLM's counters this result breaks, as sentences (``app.analysis.counters``); empty when they agree
+    # or the result counted nothing. Read from the stored counters on every read.
+    counter_problems: list[str] = []
     # Against the sweep's baseline cell (same GPU, backend, graph mode and repeat), when it ran.
     speedup: float | None = None
     lossless_share: float | None = None

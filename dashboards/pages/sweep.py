@@ -1,5 +1,6 @@
 """``/sweeps/{id}``: one sweep's cells (repeats pooled, with their intervals) and throughput chart, with the
-graph-capture alarms, calibration misses and open regressions of what it ran."""
+graph-capture alarms, calibration misses, results whose spec-decode counters disagree and open regressions of what
+it ran."""
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
@@ -9,6 +10,7 @@ from app.alerts import service as alert_service
 from app.cells.scope import CellScope
 from app.lru import LRU
 from app.results import calibration
+from app.results import counters as result_counters
 from app.sessions import SessionDep, SettingsDep
 from app.sweeps import service as sweeps
 from dashboards import data, render
@@ -29,7 +31,9 @@ def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: S
     matrix = finished.get(summary.id)
     if matrix is None:
         cells = data.cells(session=session, scope=CellScope(sweep_id=summary.id))
-        matrix = {"cells": cells, "chart": throughput_by_cell(data.cells_frame(cells))}
+        # Kept with a finished sweep's matrix too: a stored result's counters never change.
+        matrix = {"cells": cells, "chart": throughput_by_cell(data.cells_frame(cells)),
+                  "counter_problems": result_counters.of_sweep(session=session, sweep_id=summary.id)}
         if is_over(summary.counts):
             finished.put(summary.id, matrix)
     if format == "csv":

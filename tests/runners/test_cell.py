@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from app.analysis.counters import counter_problems
 from app.schemas.cell import CELL_SCHEMA_VERSION, CellResult
 from app.vllmlog.ran import parse_log
 from runners import cell, cellkit
@@ -50,6 +51,19 @@ def test_ngram_cell_reports_consistent_counters(ngram_cell):
     first, passes = result.rounds[0], result.rounds[0].num_requests // len(result.requests)
     assert passes * sum(r.num_drafts for r in result.requests) == first.spec_decode.num_drafts
     assert passes * sum(r.num_accepted_tokens for r in result.requests) == first.spec_decode.num_accepted_tokens
+
+
+def test_real_vllm_counters_pass_the_consistency_check_in_every_round(ngram_cell, self_draft_cell, perturbed_draft_cell):
+    """What the service shows as a result's ``counter_problems`` is empty for real vLLM's counters: an ngram cell (drafts
+    may be shorter than k), the target drafting itself (everything accepted) and a perturbed draft (a middle acceptance,
+    positions falling)."""
+    for run in (ngram_cell, self_draft_cell, perturbed_draft_cell):
+        result, method = finished(run), run.spec["speculative"]["method"]
+        assert result.spec_decode is not None and result.spec_decode.num_drafts > 0
+        for counters in (result.spec_decode, *(r.spec_decode for r in result.rounds)):
+            assert counter_problems(counters, k=NUM_SPECULATIVE_TOKENS, method=method) == [], (method, counters)
+    middle = finished(perturbed_draft_cell).spec_decode.accepted_per_position
+    assert middle[0] > middle[-1] > 0, middle
 
 
 def test_cell_measures_the_workload_in_rounds_inside_one_engine(ngram_cell):
