@@ -12,11 +12,13 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     computed_field,
     field_validator,
     model_serializer,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from app.config import DEFAULT_CELL_TIMEOUT_S
 from app.enums import AttentionBackend, GpuKind, GraphMode, JobState, Mode, SpecMethod, SweepState
@@ -27,16 +29,42 @@ from app.schemas.physical import Rate
 from app.schemas.text import stored
 
 _RATES = TypeAdapter(Annotated[list[Rate], Field(max_length=64)])
+MAX_K = 64
+K = Annotated[int, Field(ge=1, le=MAX_K)]
+_K = TypeAdapter(K)
+# num_speculative_tokens as an axis: its schema; what checks it is SpeculativeConfig._k_or_axis.
+KS = Annotated[list[K], Field(min_length=1, max_length=MAX_K, json_schema_extra={"uniqueItems": True})]
+K_ALLOWED = f"an integer from 1 to {MAX_K}, or a non-empty list of distinct integers from 1 to {MAX_K}"
 
 
 class SpeculativeConfig(Input):
-    """One vLLM ``speculative_config``; keys beyond these pass through to vLLM unchanged."""
+    """One vLLM ``speculative_config``; keys beyond these pass through to vLLM unchanged.
+
+    ``num_speculative_tokens`` may be a list, an axis of the sweep: the config is one cell per k
+    (app.sweeps.matrix.each_k), each cell's config holding one integer. The list is kept ascending.
+    """
 
     model_config = ConfigDict(extra="allow")
 
     method: SpecMethod
-    num_speculative_tokens: int = Field(ge=1, le=64)
+    num_speculative_tokens: K | KS = Field(description=f"k: {K_ALLOWED} (a list is an axis: one cell per k, ascending)")
     model: stored(Sweep.spec, 1024) | None = None
+
+    @field_validator("num_speculative_tokens", mode="wrap")
+    @classmethod
+    def _k_or_axis(cls, value: Any, _: ValidatorFunctionWrapHandler) -> int | list[int]:
+        # One refusal for every wrong k, naming what is allowed, instead of a union's error per member; a plain
+        # integer is read as it always was (the same lax integer), so that its dumps and hashes stay.
+        if not isinstance(value, list):
+            return _k(value, "")
+        if not 1 <= len(value) <= MAX_K:  # more than MAX_K cannot be distinct
+            raise PydanticCustomError("k_axis", "must be {allowed}; got a list of {n} values", {"allowed": K_ALLOWED, "n": len(value)})
+        ks = [_k(item, f"[{index}]") for index, item in enumerate(value)]
+        twice = sorted({k for k in ks if ks.count(k) > 1})  # at most MAX_K x MAX_K steps
+        if twice:
+            raise PydanticCustomError("k_axis", "must be {allowed}; {twice} given twice",
+                                      {"allowed": K_ALLOWED, "twice": ", ".join(map(str, twice))})
+        return sorted(ks)
 
     @field_validator("model")
     @classmethod
@@ -58,6 +86,14 @@ class SpeculativeConfig(Input):
                 where = "".join(f"[{part}]" for part in error["loc"])
                 raise ValueError(f"synthetic_acceptance_rates{where}: {error['msg']}") from None
         return self
+
+
+def _k(value: Any, where: str) -> int:
+    try:
+        return _K.validate_python(value)
+    except ValidationError as exc:
+        raise PydanticCustomError("k_axis", "must be {allowed}; {where}{problem}", {
+            "allowed": K_ALLOWED, "where": f"{where}: " if where else "", "problem": exc.errors()[0]["msg"]}) from None
 
 
 class SweepSpec(Input):

@@ -8,7 +8,7 @@ from typing import Any
 
 from app.enums import AttentionBackend, GpuKind, Mode
 from app.schemas.cell import CellSpec
-from app.schemas.sweep import SweepSpec
+from app.schemas.sweep import SpeculativeConfig, SweepSpec
 
 
 @dataclass(frozen=True)
@@ -30,10 +30,11 @@ def expand(spec: SweepSpec) -> list[Cell]:
     """The cartesian product GPU kind x backend x graph mode x speculative config (plus baselines)
     x env combination x concurrency (serve mode).
 
-    Backend/GPU pairs that cannot run (``runs_on``) are left out; repeats are not cells, the
-    caller makes one job per cell and repeat.
+    A config whose ``num_speculative_tokens`` is a list is one config per k, in its place and in
+    ascending k (``each_k``). Backend/GPU pairs that cannot run (``runs_on``) are left out; repeats
+    are not cells, the caller makes one job per cell and repeat.
     """
-    speculative: list[dict[str, Any] | None] = [s.model_dump(exclude_none=True) for s in spec.speculative]
+    speculative: list[dict[str, Any] | None] = [config for draft in spec.speculative for config in each_k(draft)]
     if spec.baseline:
         speculative = [None, *speculative]
     cells = []
@@ -59,6 +60,26 @@ def expand(spec: SweepSpec) -> list[Cell]:
         )
         cells.append(Cell(index=len(cells), spec=cell))
     return cells
+
+
+def k_values(draft: SpeculativeConfig) -> list[int]:
+    """The config's k: its one integer, or each of its list (ascending: the schema sorts it)."""
+    k = draft.num_speculative_tokens
+    return [k] if isinstance(k, int) else list(k)
+
+
+def each_k(draft: SpeculativeConfig, *, mode: str = "python") -> list[dict[str, Any]]:
+    """The config as vLLM takes it (``model_dump(exclude_none=True)``), once per k of ``k_values``.
+
+    A config with one integer is its dump unchanged, so its cells and config hashes are what they were.
+    """
+    dumped = draft.model_dump(exclude_none=True, mode=mode)
+    return [{**dumped, "num_speculative_tokens": k} for k in k_values(draft)]
+
+
+def speculative_count(spec: SweepSpec) -> int:
+    """How many speculative configs ``expand`` crosses with the other axes: one per k, and the baseline."""
+    return sum(len(k_values(draft)) for draft in spec.speculative) + spec.baseline
 
 
 def env_combinations(env: dict[str, list[str]]) -> list[dict[str, str]]:

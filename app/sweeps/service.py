@@ -100,7 +100,7 @@ def job_count(spec: SweepSpec, *, max_jobs: int) -> int:
     x every GPU costs nothing); InputError when no cell can run or there are more than ``max_jobs``."""
     pairs = sum(matrix.runs_on(backend, gpu) for gpu in spec.gpu_kinds for backend in spec.backends)
     axes = math.prod(len(values) for values in spec.env.values()) * len(matrix.concurrencies(spec))
-    count = pairs * len(spec.graph_modes) * (len(spec.speculative) + spec.baseline) * axes
+    count = pairs * len(spec.graph_modes) * matrix.speculative_count(spec) * axes
     if not count:
         raise InputError(
             ["gpu_kinds"], "no cell can run: CPU_ATTN runs only on GPU kind 'cpu' and 'cpu' only with CPU_ATTN"
@@ -176,7 +176,8 @@ def check_inputs(spec: SweepSpec, *, settings: Settings) -> None:
     models: list[tuple[list[str | int], str | None]] = [(["model"], spec.model), (["tokenizer"], spec.tokenizer)]
     models += [(["engine_args", *loc], value) for loc, value in engine_args.references(spec.engine_args)]
     for index, draft in enumerate(spec.speculative):
-        refused = engine_args.speculative_problems(draft.model_dump(exclude_none=True, mode="json"))
+        # Its configs differ only in k, which the schema checked: the first stands for them all.
+        refused = engine_args.speculative_problems(matrix.each_k(draft, mode="json")[0])
         if refused:
             loc, msg, allowed = refused[0]
             raise InputError(["speculative", index, *loc], msg, allowed=allowed)

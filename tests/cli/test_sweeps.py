@@ -1,8 +1,12 @@
 """``draftbench submit`` prints the service's warnings: a sweep no live worker serves is accepted, and said so."""
 
+import json
+
 import httpx
 import yaml
+from typer.testing import CliRunner
 
+from app.cli.main import cli
 from tests.cli.test_errors import run
 from tests.conftest import AUTH, TOKEN
 from tests.dashboards.test_pages import matrix_rows
@@ -54,3 +58,18 @@ def test_status_and_the_sweep_page_give_one_job_the_same_interval(server: str, d
     done = run("status", str(sweep["id"]), "--server", server)
     assert done.returncode == 0, done.stderr
     assert f"{shown} (5)" in done.stdout
+
+
+def test_expand_writes_one_cell_per_k_of_a_list(tmp_path, dataset) -> None:
+    # In this process, not through the installed script: what is tested is this checkout's code.
+    path = tmp_path / "sweep.yaml"
+    body = sweep_body(dataset, repeats=2, speculative=[{"method": "ngram", "num_speculative_tokens": [4, 2], "prompt_lookup_max": 4}])
+    path.write_text(yaml.safe_dump(body))
+    done = CliRunner().invoke(cli, ["expand", str(path), str(tmp_path / "run")])
+    assert done.exit_code == 0, done.output
+    assert "2 cells x 2 repeats written" in done.output
+    cells = tmp_path / "run" / "cells"
+    written = {p.name: json.loads((p / "spec.json").read_text())["speculative"] for p in sorted(cells.iterdir())}
+    assert written == {name: {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": 4}
+                       for name, k in [("c0000-r0", 2), ("c0000-r1", 2), ("c0001-r0", 4), ("c0001-r1", 4)]}
+    assert json.loads((tmp_path / "run" / "sweep.json").read_text())["speculative"][0]["num_speculative_tokens"] == [2, 4]

@@ -48,3 +48,26 @@ def test_a_folder_runs_without_the_service_and_imports_as_it_ran(vllm_python, ti
         assert created and job.state.value == "succeeded"
         assert job.result.tokens_per_s == pytest.approx(sorted(r["output_tokens"] / r["seconds"] for r in result["rounds"])[1])
         assert job.result.resolved_backend == "CPU_ATTN" and job.result.num_draft_tokens > 0
+
+
+@pytest.mark.vllm
+def test_a_list_of_k_runs_one_cell_per_k_with_that_many_positions(vllm_python, tiny_model, tmp_path) -> None:
+    # The smallest such sweep: one ngram config with k [2, 1], two engine starts forked from one import of vLLM.
+    spec = SweepSpec.model_validate({
+        "name": "k-axis", "build": "vllm-cpu-offline", "model": str(tiny_model),
+        "workload": {"num_prompts": 2, "max_tokens": 16, "rounds": 1, "min_window_s": 0.1},
+        "speculative": [{"method": "ngram", "num_speculative_tokens": [2, 1], "prompt_lookup_max": 3, "prompt_lookup_min": 1}],
+        "backends": ["CPU_ATTN"], "graph_modes": ["NONE"], "gpu_kinds": ["cpu"],
+        "engine_args": dict(CPU_ENGINE_ARGS), "timeout_s": 600,
+    })
+    folder = tmp_path / "run"
+    assert write_cells(spec, folder) == 2
+    summaries = offline.run_folder(folder, python=str(vllm_python), pycache=tmp_path / "pycache")
+    assert [s["cell"] for s in summaries] == ["c0000-r0", "c0001-r0"]
+    for summary, k in zip(summaries, (1, 2), strict=True):
+        cell = folder / "cells" / summary["cell"]
+        assert summary["exit_code"] == 0, (cell / "cell.log").read_text()[-3000:]
+        assert json.loads((cell / "spec.json").read_text())["speculative"]["num_speculative_tokens"] == k
+        counters = json.loads((cell / "result.json").read_text())["spec_decode"]
+        assert len(counters["accepted_per_position"]) == k, counters
+        assert counters["num_draft_tokens"] > 0, counters

@@ -1,15 +1,17 @@
-"""The serving and environment axes: how they expand, and what a sweep may set."""
+"""The serving, environment and k axes: how they expand, and what a sweep may set."""
 
 import pytest
 
+from app.cells import identity
 from app.schemas.sweep import SweepSpec
 from app.sweeps import matrix
+from app.sweeps import service as sweeps
 from tests.conftest import AUTH
 from tests.factories import register_worker, submit, sweep_body
 
 
 def _spec(**overrides) -> SweepSpec:
-    return SweepSpec.model_validate(sweep_body("draftbench", repeats=1, **overrides))
+    return SweepSpec.model_validate(sweep_body("draftbench", **({"repeats": 1} | overrides)))
 
 
 def test_env_values_and_client_counts_multiply_the_cells() -> None:
@@ -52,3 +54,85 @@ def test_jobs_carry_their_mode_clients_and_env(client, dataset) -> None:
     assert sorted((j["spec"]["concurrency"], j["spec"]["env"]["VLLM_BATCH_INVARIANT"]) for j in jobs) == [(1, "1"), (16, "1")]
     statuses = sweep["jobs"]
     assert sorted(j["concurrency"] for j in statuses) == [1, 16] and {j["mode"] for j in statuses} == {"serve"}
+
+
+# The k axis: num_speculative_tokens as a list inside one speculative config.
+
+DRAFT = {"method": "draft_model", "model": "/models/tiny", "num_speculative_tokens": [4, 1, 2]}
+
+
+def _k_cells(**overrides) -> list[matrix.Cell]:
+    return matrix.expand(_spec(**({"speculative": [DRAFT], "gpu_kinds": ["H200"], "backends": ["FLASH_ATTN", "FLASHINFER"]}
+                                  | overrides)))
+
+
+def test_a_list_of_k_is_one_cell_per_k_ascending_within_each_backend() -> None:
+    cells = _k_cells()
+    # 1 GPU kind x 2 backends x 1 graph mode x 3 k = 6 cells, k ascending whatever the order written.
+    assert [(c.index, c.spec.backend, c.spec.speculative["num_speculative_tokens"]) for c in cells] == [
+        (0, "FLASH_ATTN", 1), (1, "FLASH_ATTN", 2), (2, "FLASH_ATTN", 4),
+        (3, "FLASHINFER", 1), (4, "FLASHINFER", 2), (5, "FLASHINFER", 4),
+    ]
+    variants = [identity.variant(matrix.canonical(c.spec)) for c in cells[:3]]
+    assert [identity.labels(variants)[v.measured] for v in variants] == ["draft_model k=1", "draft_model k=2", "draft_model k=4"]
+
+
+def test_each_k_of_a_list_is_the_cell_of_that_plain_k_to_the_hash() -> None:
+    [listed] = [c for c in _k_cells(backends=["FLASH_ATTN"]) if c.spec.speculative["num_speculative_tokens"] == 2]
+    [plain] = _k_cells(backends=["FLASH_ATTN"], speculative=[DRAFT | {"num_speculative_tokens": 2}])
+    assert matrix.canonical(listed.spec) == matrix.canonical(plain.spec)
+    assert matrix.config_hash(listed.spec) == matrix.config_hash(plain.spec)
+    assert matrix.canonical(plain.spec)["speculative"] == {"method": "draft_model", "model": "/models/tiny", "num_speculative_tokens": 2}
+
+
+def test_a_list_of_k_expands_in_its_place_among_the_configs_and_after_the_baseline() -> None:
+    ngram = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
+    cells = _k_cells(backends=["FLASH_ATTN"], baseline=True, speculative=[DRAFT | {"num_speculative_tokens": [2, 1]}, ngram])
+    assert [(c.method, c.spec.speculative and c.spec.speculative["num_speculative_tokens"]) for c in cells] == [
+        (None, None), ("draft_model", 1), ("draft_model", 2), ("ngram", 3)
+    ]
+
+
+def test_the_job_count_counts_each_k_as_expand_does() -> None:
+    spec = _spec(speculative=[DRAFT, {"method": "ngram", "num_speculative_tokens": 3}], gpu_kinds=["H200"],
+                 backends=["FLASH_ATTN", "FLASHINFER"], graph_modes=["NONE", "FULL"], baseline=True, repeats=2)
+    # 2 backends x 2 graph modes x (3 k + 1 ngram + 1 baseline) = 20 cells, x 2 repeats.
+    assert len(matrix.expand(spec)) == 20 and matrix.speculative_count(spec) == 5
+    assert sweeps.job_count(spec, max_jobs=2000) == 40
+
+
+def test_a_plain_k_dumps_as_an_integer_and_a_list_stays_sorted() -> None:
+    assert _spec().model_dump(mode="json")["speculative"][0]["num_speculative_tokens"] == 3
+    assert _spec(speculative=[DRAFT]).model_dump(mode="json")["speculative"][0]["num_speculative_tokens"] == [1, 2, 4]
+
+
+@pytest.mark.parametrize(
+    ("k", "fragment"),
+    [([], "got a list of 0 values"),
+     ([1, 0], "[1]: Input should be greater than or equal to 1"),
+     ([2, 65], "[1]: Input should be less than or equal to 64"),
+     ([1, 2, 2, 4, 4], "2, 4 given twice"),
+     ([1, "x"], "[1]: Input should be a valid integer"),
+     (list(range(1, 66)), "got a list of 65 values"),
+     (0, "Input should be greater than or equal to 1"),
+     ({"k": 1}, "Input should be a valid integer")],
+)
+def test_a_bad_k_is_422_naming_the_field_and_the_allowed_values(client, dataset, k, fragment) -> None:
+    register_worker(client)
+    response = submit(client, sweep_body(dataset, speculative=[DRAFT | {"num_speculative_tokens": k}]))
+    assert response.status_code == 422, response.text
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["body", "speculative", 0, "num_speculative_tokens"], error
+    assert "must be an integer from 1 to 64, or a non-empty list of distinct integers from 1 to 64" in error["msg"], error
+    assert fragment in error["msg"], error
+
+
+def test_a_sweep_with_a_list_of_k_reports_and_queues_each_k(client, dataset) -> None:
+    register_worker(client)
+    body = sweep_body(dataset, repeats=2, speculative=[{"method": "ngram", "num_speculative_tokens": [2, 1]}])
+    sweep = submit(client, body).json()
+    assert sweep["total"] == 4 and sweep["spec"]["speculative"][0]["num_speculative_tokens"] == [1, 2]
+    jobs = client.get("/api/v1/jobs", params={"sweep_id": sweep["id"]}, headers=AUTH).json()
+    assert sorted((j["cell_index"], j["repeat"], j["spec"]["speculative"]["num_speculative_tokens"]) for j in jobs) == [
+        (0, 0, 1), (0, 1, 1), (1, 0, 2), (1, 1, 2)
+    ]

@@ -39,3 +39,11 @@ def test_the_warm_up_defaults_to_one_whole_pass_and_an_explicit_count_stays() ->
     assert _cells(num_prompts=12)[0].spec.workload.warmup_prompts == 12
     assert _cells(num_prompts=12, warmup_prompts=3)[0].spec.workload.warmup_prompts == 3
     assert _cells(num_prompts=12, warmup_prompts=0)[0].spec.workload.warmup_prompts == 0
+
+
+def test_the_h200_sweeps_stored_before_lists_of_k_existed_dump_as_they_were_stored() -> None:
+    # A plain integer k reads and dumps as it always did: the stored spec, and so the Idempotency-Key's hash.
+    connection = sqlite3.connect(f"file:{PROOF}?mode=ro", uri=True)
+    specs = [json.loads(spec) for (spec,) in connection.execute("SELECT spec FROM sweeps")]
+    assert specs and all(isinstance(s["speculative"][0]["num_speculative_tokens"], int) for s in specs)
+    assert [SweepSpec.model_validate(spec).model_dump(mode="json") for spec in specs] == specs
