@@ -24,13 +24,7 @@ async def running(every_s: float, *jobs: tuple[str, Callable[[], object]]) -> As
         while True:
             await anyio.sleep(every_s)
             for name, job in jobs:
-                try:
-                    await anyio.to_thread.run_sync(job)
-                except SQLAlchemyError:
-                    # The database being away is the metrics' and the operator's business; try again next period.
-                    log.exception("%s failed", name)
-                except Exception:
-                    log.exception("%s failed (not the database): the next period tries again", name)
+                await once(name, job)
 
     async with anyio.create_task_group() as group:
         group.start_soon(loop)
@@ -38,3 +32,14 @@ async def running(every_s: float, *jobs: tuple[str, Callable[[], object]]) -> As
             yield
         finally:
             group.cancel_scope.cancel()
+
+
+async def once(name: str, job: Callable[[], object]) -> None:
+    """Run ``job`` once in a thread; an error is logged, never raised (the next period, if any, tries again)."""
+    try:
+        await anyio.to_thread.run_sync(job)
+    except SQLAlchemyError:
+        # The database being away is the metrics' and the operator's business; try again next period.
+        log.exception("%s failed", name)
+    except Exception:
+        log.exception("%s failed (not the database): the next period tries again", name)

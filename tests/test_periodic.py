@@ -34,3 +34,14 @@ def test_a_failing_job_is_logged_and_the_schedule_goes_on(caplog) -> None:
     anyio.run(main)
     assert runs["ok"] >= 3 and runs["db"] >= 3 and runs["bug"] >= 3
     assert "database failed" in caplog.text and "bug failed (not the database)" in caplog.text
+
+
+def test_once_runs_a_job_and_logs_its_failure_without_raising(caplog) -> None:
+    ran = []
+    anyio.run(periodic.once, "ok", lambda: ran.append(1))
+
+    def away() -> None:
+        raise OperationalError("SELECT 1", {}, Exception("connection refused"))
+
+    anyio.run(periodic.once, "noise model", away)
+    assert ran == [1] and "noise model failed" in caplog.text

@@ -29,6 +29,7 @@ from app.config import Settings, get_settings
 from app.jobs import stalled
 from app.lru import LRU
 from app.metrics.service import Metrics
+from app.noise import service as noise
 from dashboards import errors as dashboards_errors
 from dashboards.cache import FINISHED_SWEEPS, SHOWN_PAGES
 from dashboards.pages import router as dashboards_router
@@ -85,11 +86,14 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     gc.freeze()
     settings: Settings = app.state.settings
     sessions = app.state.sessionmaker
+    await periodic.once("noise model", lambda: noise.refresh(sessions))
     async with periodic.running(
         settings.stall_check_seconds,
         ("stalled-job check", lambda: stalled.check_once(sessions, lease_seconds=settings.lease_seconds)),
         # The overview page shows the open regressions as of the last refresh: reading every cell's history
         # (seconds over 100k results) is not the page's to do after each finished job.
         ("alerts refresh", lambda: alerts.refresh(sessions)),
+        # The verdicts' noise model likewise: a comparison reads it, kept until another job succeeds.
+        ("noise model refresh", lambda: noise.refresh(sessions)),
     ):
         yield

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import String, func, literal, select, type_coerce
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from app.analysis.noise import (
     NoiseClass,
@@ -31,6 +31,7 @@ from app.analysis.noise import (
 from app.cells import identity
 from app.cells.pooling import PooledCell
 from app.cells.service import plausible_speed_sql
+from app.db import session_scope
 from app.enums import JobState
 from app.lru import LRU
 from app.models import Job, Result, Worker
@@ -93,6 +94,14 @@ def spreads(*, session: Session) -> dict[NoiseClass, ClassNoise]:
     """Each class's noise as the verdicts read it: :func:`model` without the rounds (so without the spread within a
     start, which a verdict does not use), kept the same way."""
     return {c.noise_class: c for c in _kept(session, rounds=False)}
+
+
+def refresh(sessions: sessionmaker[Session]) -> None:
+    """:func:`spreads` in its own session, for the service's start and schedule (``app.periodic``): read again only
+    once another job has succeeded, so a comparison's first reader after it does not wait for every start's row
+    (0.5 to 0.7 s at 100k results)."""
+    with session_scope(sessions) as session:
+        spreads(session=session)
 
 
 def noise_class(cell: PooledCell) -> NoiseClass:
