@@ -4,16 +4,16 @@ than 100,000 results: the page's HTML, the figures in the window, and every figu
     .venv/bin/python -m benchmarks.dashboard_load --keep /tmp/seeded --only index   # seeds both databases once
     .venv/bin/python -m benchmarks.first_screen --keep /tmp/seeded                  # then times them here
 
-For each kept database, view and ``--starts`` times: ``draftbench serve`` starts on the database (nothing read,
-compiled or drawn yet in it: the slowest a reader can find a page), and Chromium, in a window of 1400 x 900 CSS
-pixels as a laptop shows, opens the view. Three times are taken from the navigation's start: ``html`` when the
-page's HTML is parsed (DOMContentLoaded); ``in view`` when every figure that lies in the window has loaded (its
-``<img>`` complete), which is when a reader sees the first screen whole; ``all`` when every figure of the page has
-loaded, after the page's lazy images are all asked for at once. The figures are ``loading="lazy"``: Chromium also
-asks for those near the window while the first screen loads, and the service draws them on its one interpreter, so
-they are paid for where they compete. Printed: the median and the largest over the starts, and how many figures were
-in the window and on the page. ``benchmarks/dashboard_load.py`` times the same views' steady state (p50, p95) and
-their first requests one after another in one process, without a browser.
+For each kept database, view and ``--starts`` times: ``draftbench serve`` starts on the database (no page read,
+compiled or drawn yet in it, the slowest a reader can find a page; its start reads the verdicts' noise model), and
+Chromium, in a window of 1400 x 900 CSS pixels as a laptop shows, opens the view. Three times are taken from the
+navigation's start: ``html`` when the page's HTML is parsed (DOMContentLoaded); ``in view`` when every figure that
+lies in the window has loaded (its ``<img>`` complete), which is when a reader sees the first screen whole; ``all``
+when every figure of the page has loaded, after the page's lazy images are all asked for at once. The figures are
+``loading="lazy"``: Chromium also asks for those near the window while the first screen loads, and the service draws
+them on its one interpreter, so they are paid for where they compete. Printed: the median and the largest over the
+starts, and how many figures were in the window and on the page. ``benchmarks/dashboard_load.py`` times the same
+views' steady state (p50, p95) and their first requests one after another in one process, without a browser.
 """
 
 import argparse
