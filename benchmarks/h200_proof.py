@@ -79,21 +79,20 @@ def main() -> None:
             if "imported" in sweep["tags"] and sweep["counts"].get("queued"):
                 httpx.post(f"{server}/api/v1/sweeps/{sweep['id']}/cancel", headers={"Authorization": f"Bearer {TOKEN}"},
                            timeout=60).raise_for_status()
-        builds = [f"--build={BUILD}={args.python}"]
+        builds = {BUILD: args.python}
         for given in args.patch:
             label, _, patch = given.partition("=")
             try:
-                builds.append(f"--build={label}={patched_build(args.work, label, Path(patch), args.python)}")
+                builds[label] = patched_build(args.work, label, Path(patch), args.python)
             except (BuildError, DiffError) as exc:
                 print(f"no build {label}: {exc}", flush=True)
         gpus = ["--gpus", args.gpus] if args.gpus else []
-        worker = start(args.work, "worker", [args.service_python, "-m", "app.cli", "worker", "--server", server, *builds,
+        worker = start(args.work, "worker", [args.service_python, "-m", "app.cli", "worker", "--server", server,
+                                             *(f"--build={label}={python}" for label, python in builds.items()),
                                              "--gpu-kind", "auto", *gpus, "--quiet", "--heartbeat", "10"], env)
         # The worker's own builds, not the count of known ones: an imported sweep makes its build known before any worker
         # runs it, and a sweep submitted before the worker registers its build is refused.
-        labels = {b.removeprefix("--build=").partition("=")[0] for b in builds}
-        wait(lambda: labels <= {b for w in httpx.get(f"{server}/api/v1/workers", timeout=2).json() if w["alive"] for b in w["builds"]},
-             300, alive=lambda: worker.poll() is None, log=args.work / "worker.log")
+        wait(lambda: builds.keys() <= served_builds(server), 300, alive=lambda: worker.poll() is None, log=args.work / "worker.log")
         # A head right after its base: a base job claimed between the two would run unpaired (the service knows a build
         # only once a worker has registered it).
         for sweep in args.sweeps:
@@ -119,6 +118,11 @@ def main() -> None:
         time.sleep(20)
     table(server)
     compared(server)
+
+
+def served_builds(server: str) -> set[str]:
+    """The builds the service's live workers registered."""
+    return {b for w in httpx.get(f"{server}/api/v1/workers", timeout=2).json() if w["alive"] for b in w["builds"]}
 
 
 def start_ci(work: Path, given: str, models: dict[str, str], server: str, env: dict[str, str], python: str) -> None:
