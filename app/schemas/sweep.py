@@ -85,6 +85,13 @@ class SpeculativeConfig(Input):
                 error = exc.errors()[0]
                 where = "".join(f"[{part}]" for part in error["loc"])
                 raise ValueError(f"synthetic_acceptance_rates{where}: {error['msg']}") from None
+            # vLLM takes exactly one rate per drafted position; on a k axis each cell takes the first k of them
+            # (app.sweeps.matrix.each_k), so the list covers the largest k.
+            ks = self.num_speculative_tokens
+            largest = ks if isinstance(ks, int) else max(ks)
+            if len(rates) != largest:
+                raise ValueError(f"synthetic_acceptance_rates: must give one rate per position up to num_speculative_tokens "
+                                 f"({largest}, the largest k); got {len(rates)}")
         return self
 
 

@@ -71,10 +71,14 @@ def k_values(draft: SpeculativeConfig) -> list[int]:
 def each_k(draft: SpeculativeConfig, *, mode: str = "python") -> list[dict[str, Any]]:
     """The config as vLLM takes it (``model_dump(exclude_none=True)``), once per k of ``k_values``.
 
-    A config with one integer is its dump unchanged, so its cells and config hashes are what they were.
+    A config with one integer is its dump unchanged, so its cells and config hashes are what they were. On a k axis,
+    ``synthetic_acceptance_rates`` (one rate per position up to the largest k: the schema checks it) gives each cell
+    its first k rates, as vLLM takes one per drafted position: position i's rate does not depend on k.
     """
     dumped = draft.model_dump(exclude_none=True, mode=mode)
-    return [{**dumped, "num_speculative_tokens": k} for k in k_values(draft)]
+    rates = dumped.get("synthetic_acceptance_rates")
+    return [{**dumped, "num_speculative_tokens": k, **({"synthetic_acceptance_rates": rates[:k]} if rates else {})}
+            for k in k_values(draft)]
 
 
 def speculative_count(spec: SweepSpec) -> int:

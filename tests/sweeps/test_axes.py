@@ -136,3 +136,29 @@ def test_a_sweep_with_a_list_of_k_reports_and_queues_each_k(client, dataset) -> 
     assert sorted((j["cell_index"], j["repeat"], j["spec"]["speculative"]["num_speculative_tokens"]) for j in jobs) == [
         (0, 0, 1), (0, 1, 1), (1, 0, 2), (1, 1, 2)
     ]
+
+
+SYNTHETIC = DRAFT | {"rejection_sample_method": "synthetic", "synthetic_acceptance_rates": [0.8, 0.6, 0.5, 0.3]}
+
+
+def test_on_a_k_axis_each_cell_takes_the_first_k_synthetic_rates() -> None:
+    # vLLM takes one rate per drafted position, and position i's rate is the same whatever k is.
+    cells = _k_cells(backends=["FLASH_ATTN"], speculative=[SYNTHETIC])
+    assert [(c.spec.speculative["num_speculative_tokens"], c.spec.speculative["synthetic_acceptance_rates"]) for c in cells] == [
+        (1, [0.8]), (2, [0.8, 0.6]), (4, [0.8, 0.6, 0.5, 0.3])]
+    [plain] = _k_cells(backends=["FLASH_ATTN"], speculative=[SYNTHETIC | {"num_speculative_tokens": 2,
+                                                                          "synthetic_acceptance_rates": [0.8, 0.6]}])
+    assert matrix.config_hash(plain.spec) == matrix.config_hash(cells[1].spec)
+
+
+@pytest.mark.parametrize(("k", "rates"), [([1, 2, 4], [0.8, 0.6, 0.5]), ([1, 2], [0.8, 0.6, 0.5]), (3, [0.8, 0.6])])
+def test_synthetic_rates_that_do_not_cover_the_largest_k_are_422(client, dataset, k, rates) -> None:
+    register_worker(client)
+    body = sweep_body(dataset, speculative=[SYNTHETIC | {"num_speculative_tokens": k, "synthetic_acceptance_rates": rates}])
+    response = submit(client, body)
+    assert response.status_code == 422, response.text
+    [error] = response.json()["detail"]
+    assert error["loc"][:3] == ["body", "speculative", 0], error
+    largest = k if isinstance(k, int) else max(k)
+    assert f"synthetic_acceptance_rates: must give one rate per position up to num_speculative_tokens ({largest}" in error["msg"]
+    assert f"got {len(rates)}" in error["msg"], error
