@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from app.analysis import request_acceptance
 from app.analysis.acceptance import per_position
 from app.analysis.alarms import is_degenerate
 from app.analysis.fallback import CellSpeed, Ratio, RepeatSpeed, repeat_interval, scaled_ends
@@ -54,6 +55,10 @@ class PooledCell:
     accepted: int = 0
     accepted_per_position: list[int] = field(default_factory=list)
     lengths: list[tuple[float, float | None, float | None]] = field(default_factory=list)
+    # The starts' requests by prompt category, summed (``app.analysis.request_acceptance.pool``); None where no start
+    # recorded per-request counters. ``recorded_starts`` of the starts that ran recorded them.
+    requests: request_acceptance.RequestAcceptance | None = None
+    recorded_starts: int = 0
     repeats: list[RepeatSpeed] = field(default_factory=list)
     # Starts run as one half of a pair (``app.sweeps.pairing``): each pair's id and that start's tokens/s.
     paired: dict[str, float] = field(default_factory=dict)
@@ -106,6 +111,12 @@ class PooledCell:
         return (1 + self.accepted / self.drafts, min(lows) if lows else None, max(highs) if highs else None)
 
     @property
+    def categories(self) -> list[request_acceptance.CategoryAcceptance]:
+        """Acceptance per prompt category over the pooled starts' requests (``request_acceptance.by_category``);
+        empty when none was recorded."""
+        return request_acceptance.by_category(self.requests) if self.requests else []
+
+    @property
     def per_position(self) -> tuple[tuple[float, float, float], ...]:
         """``A_i / D`` with Wilson's interval per draft position, over the summed counts."""
         return per_position(self.accepted_per_position, self.drafts)
@@ -151,6 +162,7 @@ class StoredResult(Protocol):
     num_draft_tokens: int
     num_accepted_tokens: int
     accepted_per_position: list[int] | None
+    request_acceptance: dict | None
     mean_acceptance_length: float | None
     mean_acceptance_length_low: float | None
     mean_acceptance_length_high: float | None
@@ -183,6 +195,9 @@ def add(cell: PooledCell, result: StoredResult, *, job_id: int, pair_id: str | N
             if i == len(cell.accepted_per_position):
                 cell.accepted_per_position.append(0)
             cell.accepted_per_position[i] += at
+        if (kept := request_acceptance.from_json(result.request_acceptance)) is not None:
+            cell.requests = request_acceptance.pool([kept] if cell.requests is None else [cell.requests, kept])
+            cell.recorded_starts += 1
         if result.mean_acceptance_length is not None:
             cell.lengths.append((result.mean_acceptance_length, result.mean_acceptance_length_low, result.mean_acceptance_length_high))
     speeds = (result.tokens_per_s, result.tokens_per_s_low, result.tokens_per_s_high)
