@@ -10,8 +10,8 @@ request's drafts, draft tokens and accepted tokens (sums of several results pool
 of the requests' acceptance rates.
 """
 
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.analysis.acceptance import acceptance_length, cluster_ratio_se
@@ -37,40 +37,71 @@ class CountedRequest(Protocol):
 @dataclass
 class CategorySums:
     """The requests of one category, summed: ``requests`` (n), drafts ``D = sum d_u``, draft tokens ``T = sum t_u``,
-    accepted ``A = sum a_u``, per position ``A_i``, and the sums behind the cluster intervals: ``sum a^2``,
-    ``sum a t``, ``sum t^2``, ``sum a d``, ``sum d^2``. The counter fields carry vLLM's names, so the sums are
-    counters for ``app.analysis.acceptance`` too."""
+    accepted ``A = sum a_u``, the sums behind the cluster intervals (``sum a^2``, ``sum a t``, ``sum t^2``,
+    ``sum a d``, ``sum d^2``) and per position ``A_i``. The counter fields carry vLLM's names, so the sums are
+    counters for ``app.analysis.acceptance`` too. Stored as one list of integers in this order (:meth:`to_list`):
+    pooling adds lists, and a page that pools thousands of results reads no field names."""
 
     requests: int = 0
     num_drafts: int = 0
     num_draft_tokens: int = 0
     num_accepted_tokens: int = 0
-    accepted_per_position: list[int] = field(default_factory=list)
     accepted_sq: int = 0
     accepted_x_draft_tokens: int = 0
     draft_tokens_sq: int = 0
     accepted_x_drafts: int = 0
     drafts_sq: int = 0
+    accepted_per_position: list[int] = field(default_factory=list)
+
+    def to_list(self) -> list[int]:
+        return [self.requests, self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens, self.accepted_sq,
+                self.accepted_x_draft_tokens, self.draft_tokens_sq, self.accepted_x_drafts, self.drafts_sq,
+                *self.accepted_per_position]
+
+    @classmethod
+    def from_list(cls, values: Sequence[int]) -> "CategorySums":
+        return cls(*values[:SCALARS], accepted_per_position=list(values[SCALARS:]))
+
+
+# The sums before the per-position counts in a stored list (CategorySums.to_list).
+SCALARS = 9
 
 
 @dataclass
 class RequestAcceptance:
-    """What a result keeps of its requests' counters: each category's sums, the histogram of per-request acceptance
-    rates ``a_u / t_u`` (``RATE_BINS`` bins over [0, 1]), the requests that drafted nothing (no rate) and those that
-    accepted more tokens than they drafted (``over``: a counting bug, in no bin)."""
+    """What a result keeps of its requests' counters: each category's sums (:meth:`CategorySums.to_list`), the
+    histogram of per-request acceptance rates ``a_u / t_u`` (``RATE_BINS`` bins over [0, 1]), the requests that
+    drafted nothing (no rate) and those that accepted more tokens than they drafted (``over``: a counting bug, in no
+    bin). Stored as it is (:meth:`to_json`, :func:`from_json`)."""
 
-    categories: dict[str, CategorySums] = field(default_factory=dict)
+    categories: dict[str, list[int]] = field(default_factory=dict)
     rate_bins: list[int] = field(default_factory=lambda: [0] * RATE_BINS)
     no_drafts: int = 0
     over: int = 0
 
+    def sums(self, name: str) -> CategorySums:
+        return CategorySums.from_list(self.categories[name])
+
     @property
     def total(self) -> CategorySums:
         """Every category's sums added up: what the requests count in all."""
-        return _sum(self.categories.values())
+        total: list[int] = []
+        for values in self.categories.values():
+            total = _added(total, values)
+        return CategorySums.from_list(total) if total else CategorySums()
+
+    def add(self, more: "RequestAcceptance") -> None:
+        """Add ``more``'s sums and bins to these, category by category (a category only one has counts as zero in the
+        other); per-position lists of unequal length as zero-padded."""
+        for name, values in more.categories.items():
+            mine = self.categories.get(name)
+            self.categories[name] = list(values) if mine is None else _added(mine, values)
+        self.rate_bins = [a + b for a, b in zip(self.rate_bins, more.rate_bins, strict=True)]
+        self.no_drafts += more.no_drafts
+        self.over += more.over
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"categories": self.categories, "rate_bins": self.rate_bins, "no_drafts": self.no_drafts, "over": self.over}
 
 
 @dataclass(frozen=True)
@@ -101,10 +132,9 @@ def summarise(requests: Iterable[CountedRequest]) -> RequestAcceptance | None:
             continue
         counted = True
         drafts, tokens, accepted = request.num_drafts, request.num_draft_tokens, request.num_accepted_tokens
-        one = CategorySums(1, drafts, tokens, accepted, list(request.accepted_per_position or []), accepted * accepted,
-                           accepted * tokens, tokens * tokens, accepted * drafts, drafts * drafts)
-        name = request.category or UNCATEGORISED
-        found.categories[name] = _sum([found.categories.get(name, CategorySums()), one])
+        one = CategorySums(1, drafts, tokens, accepted, accepted * accepted, accepted * tokens, tokens * tokens,
+                           accepted * drafts, drafts * drafts, list(request.accepted_per_position or []))
+        found.add(RequestAcceptance({request.category or UNCATEGORISED: one.to_list()}, [0] * RATE_BINS))
         if tokens == 0:
             found.no_drafts += 1
         elif accepted > tokens:
@@ -116,16 +146,13 @@ def summarise(requests: Iterable[CountedRequest]) -> RequestAcceptance | None:
 
 def pool(kept: Iterable[RequestAcceptance]) -> RequestAcceptance | None:
     """Several results' sums added up, category by category and bin by bin (a cell's starts, as
-    ``app.cells.pooling`` pools their counters); None when none was recorded."""
-    kept = list(kept)
-    if not kept:
-        return None
-    pooled = RequestAcceptance(
-        rate_bins=[sum(bins) for bins in zip(*(k.rate_bins for k in kept), strict=True)],
-        no_drafts=sum(k.no_drafts for k in kept), over=sum(k.over for k in kept),
-    )
-    for name in sorted({name for k in kept for name in k.categories}):
-        pooled.categories[name] = _sum(k.categories[name] for k in kept if name in k.categories)
+    ``app.cells.pooling`` pools their counters); None when none was recorded. The first is added to in place."""
+    pooled = None
+    for more in kept:
+        if pooled is None:
+            pooled = more
+        else:
+            pooled.add(more)
     return pooled
 
 
@@ -133,10 +160,7 @@ def from_json(stored: Mapping[str, Any] | None) -> RequestAcceptance | None:
     """``Result.request_acceptance`` as stored (:meth:`RequestAcceptance.to_json`); None for a result without it."""
     if not stored:
         return None
-    return RequestAcceptance(
-        categories={name: CategorySums(**sums) for name, sums in stored["categories"].items()},
-        rate_bins=list(stored["rate_bins"]), no_drafts=stored["no_drafts"], over=stored["over"],
-    )
+    return RequestAcceptance(dict(stored["categories"]), list(stored["rate_bins"]), stored["no_drafts"], stored["over"])
 
 
 def category_acceptance(name: str, sums: CategorySums) -> CategoryAcceptance | None:
@@ -176,7 +200,7 @@ def category_acceptance(name: str, sums: CategorySums) -> CategoryAcceptance | N
 
 def by_category(kept: RequestAcceptance) -> list[CategoryAcceptance]:
     """:func:`category_acceptance` of each category that drafted, by name."""
-    return [found for name in sorted(kept.categories) if (found := category_acceptance(name, kept.categories[name]))]
+    return [found for name in sorted(kept.categories) if (found := category_acceptance(name, kept.sums(name)))]
 
 
 def request_problems(kept: RequestAcceptance, totals) -> list[str]:
@@ -200,14 +224,8 @@ def request_problems(kept: RequestAcceptance, totals) -> list[str]:
     return problems
 
 
-def _sum(parts: Iterable[CategorySums]) -> CategorySums:
-    total = CategorySums()
-    for part in parts:
-        for name, value in vars(part).items():
-            if name == "accepted_per_position":
-                size = max(len(total.accepted_per_position), len(value))
-                mine = total.accepted_per_position + [0] * (size - len(total.accepted_per_position))
-                total.accepted_per_position = [a + b for a, b in zip(mine, value + [0] * (size - len(value)), strict=True)]
-            else:
-                setattr(total, name, getattr(total, name) + value)
-    return total
+def _added(left: Sequence[int], right: Sequence[int]) -> list[int]:
+    """Two stored lists of sums added element by element, the shorter zero-padded (per-position counts of unequal k)."""
+    if len(left) < len(right):
+        left, right = right, left
+    return [a + b for a, b in zip(left, [*right, *[0] * (len(left) - len(right))], strict=True)]

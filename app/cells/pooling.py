@@ -55,8 +55,9 @@ class PooledCell:
     accepted: int = 0
     accepted_per_position: list[int] = field(default_factory=list)
     lengths: list[tuple[float, float | None, float | None]] = field(default_factory=list)
-    # The starts' requests by prompt category, summed (``app.analysis.request_acceptance.pool``); None where no start
-    # recorded per-request counters. ``recorded_starts`` of the starts that ran recorded them.
+    # The starts' requests by prompt category, summed (``add_requests``); None where no start recorded per-request
+    # counters, or the page read none (``app.cells.service.with_requests``). ``recorded_starts`` of the starts that
+    # ran recorded them.
     requests: request_acceptance.RequestAcceptance | None = None
     recorded_starts: int = 0
     repeats: list[RepeatSpeed] = field(default_factory=list)
@@ -162,7 +163,6 @@ class StoredResult(Protocol):
     num_draft_tokens: int
     num_accepted_tokens: int
     accepted_per_position: list[int] | None
-    request_acceptance: dict | None
     mean_acceptance_length: float | None
     mean_acceptance_length_low: float | None
     mean_acceptance_length_high: float | None
@@ -195,9 +195,6 @@ def add(cell: PooledCell, result: StoredResult, *, job_id: int, pair_id: str | N
             if i == len(cell.accepted_per_position):
                 cell.accepted_per_position.append(0)
             cell.accepted_per_position[i] += at
-        if (kept := request_acceptance.from_json(result.request_acceptance)) is not None:
-            cell.requests = request_acceptance.pool([kept] if cell.requests is None else [cell.requests, kept])
-            cell.recorded_starts += 1
         if result.mean_acceptance_length is not None:
             cell.lengths.append((result.mean_acceptance_length, result.mean_acceptance_length_low, result.mean_acceptance_length_high))
     speeds = (result.tokens_per_s, result.tokens_per_s_low, result.tokens_per_s_high)
@@ -215,6 +212,14 @@ def add(cell: PooledCell, result: StoredResult, *, job_id: int, pair_id: str | N
     cell.vllm_versions.add(result.vllm_version or "?")
     if result.gpu_name:
         cell.gpu_names.add(result.gpu_name)
+
+
+def add_requests(cell: PooledCell, stored: dict | None) -> None:
+    """Pool one start's stored per-request sums (``Result.request_acceptance``) into ``cell``, by adding them
+    (``app.analysis.request_acceptance.pool``); a start without them (None) adds nothing and is not counted."""
+    if (kept := request_acceptance.from_json(stored)) is not None:
+        cell.requests = request_acceptance.pool([kept] if cell.requests is None else [cell.requests, kept])
+        cell.recorded_starts += 1
 
 
 def impossible_counts(row: StoredResult) -> str | None:

@@ -21,7 +21,7 @@ _COLUMNS = (
     Result.id.label("result_id"), Result.tokens_per_s, Result.tokens_per_s_low, Result.tokens_per_s_high,
     Result.tokens_per_s_level, Result.rounds,
     Result.num_drafts, Result.num_draft_tokens, Result.num_accepted_tokens, Result.accepted_per_position,
-    Result.request_acceptance, Result.mean_acceptance_length, Result.mean_acceptance_length_low, Result.mean_acceptance_length_high,
+    Result.mean_acceptance_length, Result.mean_acceptance_length_low, Result.mean_acceptance_length_high,
     Result.resolved_graph_mode, Result.resolved_draft_graph_mode, Result.graph_downgraded, Result.draft_eager,
     Result.vllm_version, Result.gpu_name, Result.serving, Result.source,
     Crash.kind.label("crash_kind"), CrashSignature.signature, CrashSignature.title, Sweep.name.label("sweep_name"),
@@ -76,6 +76,19 @@ def load(*, session: Session, scope: CellScope, speedups: bool = True) -> list[P
     if with_baselines:
         _lossless(session, scope, with_baselines, cells)
     return found if scope.method is None else [c for c in found if c.method == scope.method]
+
+
+def with_requests(*, session: Session, scope: CellScope, cells: list[PooledCell]) -> list[PooledCell]:
+    """``cells`` (``load`` of ``scope``) with their starts' requests by prompt category pooled (``PooledCell.requests``).
+    Apart from ``load``: only the pages that show them read the column (a few hundred bytes of JSON per result), and
+    only its stored values (one query, results without them left out). Returns ``cells``."""
+    by_job = {job_id: cell for cell in cells for job_id in cell.measured_in}
+    stmt = (select(Result.job_id, Result.request_acceptance).join(Job, Job.id == Result.job_id)
+            .where(Result.request_acceptance.is_not(None)))
+    for job_id, stored in session.execute(scope.apply(stmt).order_by(Result.job_id)).tuples():
+        if job_id in by_job:
+            pooling.add_requests(by_job[job_id], stored)
+    return cells
 
 
 def _add(cell: PooledCell, row) -> None:

@@ -2,6 +2,7 @@
 accepted what share of their draft tokens (``app.analysis.request_acceptance``'s fixed bins), one panel per cell."""
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from app.analysis.request_acceptance import RATE_BINS
 from app.cells.pooling import PooledCell
@@ -50,5 +51,6 @@ def _figure(panels: tuple[Panel, ...]) -> Figure:
         ax.set_xlabel("accepted / draft tokens per request" + (f" ({no_drafts} drafted nothing)" if no_drafts else ""),
                       fontsize=8)
         ax.set_ylabel("requests", fontsize=8)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no tick at half a request
         ax.tick_params(labelsize=8)
     return fig

@@ -24,6 +24,8 @@ def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metr
         return kept
     scope = filters.scope(default_builds=data.recent_builds(session=session))
     cells = data.cells(session=session, scope=scope)
+    if format == "html":
+        data.with_requests(session=session, scope=scope, found=cells)
     alarmed = alarms.by_cell(alarms.judge(cells).alarms)
     frame = data.cells_frame(cells, alarmed)
     if format == "csv":

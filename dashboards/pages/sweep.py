@@ -31,7 +31,8 @@ def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: S
     finished: LRU[int, dict] = request.app.state.finished_sweeps
     matrix = finished.get(summary.id)
     if matrix is None:
-        cells = data.cells(session=session, scope=CellScope(sweep_id=summary.id))
+        scope = CellScope(sweep_id=summary.id)
+        cells = data.with_requests(session=session, scope=scope, found=data.cells(session=session, scope=scope))
         # Kept with a finished sweep's matrix too: a stored result's counters never change.
         matrix = {"cells": cells, "chart": throughput_by_cell(data.cells_frame(cells)),
                   "request_chart": request_rates(cells),

@@ -33,14 +33,16 @@ def test_the_cluster_error_of_a_ratio_from_its_sums_alone() -> None:
 def test_requests_sum_by_category_with_their_squares_and_bins() -> None:
     kept = ra.summarise([*QA, IDLE])
     assert kept is not None
-    qa = kept.categories["qa"]
+    qa = kept.sums("qa")
     assert (qa.requests, qa.num_drafts, qa.num_draft_tokens, qa.num_accepted_tokens) == (2, 3, 6, 4)
     assert qa.accepted_per_position == [3, 1, 0]
     assert (qa.accepted_sq, qa.accepted_x_draft_tokens, qa.draft_tokens_sq, qa.accepted_x_drafts, qa.drafts_sq) == (
         10, 14, 20, 7, 5)
     # Rates 1/2 and 3/4: bins [0.5, 0.6) and [0.7, 0.8); the idle request has no rate.
     assert kept.rate_bins == [0, 0, 0, 0, 0, 1, 0, 1, 0, 0] and kept.no_drafts == 1 and kept.over == 0
-    assert kept.categories["coding"].requests == 1
+    assert kept.sums("coding").requests == 1
+    # Stored as one list per category: the sums, then the positions.
+    assert kept.to_json()["categories"]["qa"] == [2, 3, 6, 4, 10, 14, 20, 7, 5, 3, 1, 0]
     assert ra.from_json(kept.to_json()) == kept
 
 
@@ -52,7 +54,7 @@ def test_a_result_without_per_request_counts_is_not_recorded_rather_than_zero() 
 
 
 def test_a_category_interval_takes_the_request_as_the_unit() -> None:
-    found = ra.category_acceptance("qa", ra.summarise(QA).categories["qa"])
+    found = ra.category_acceptance("qa", ra.summarise(QA).sums("qa"))
     assert found is not None and found.requests == 2
     # Rate 4/6 +- 1.96/9 (the cluster error above), widened to hold Wilson's for 4 of 6.
     wilson_low, wilson_high = wilson_interval(4, 6)
@@ -69,6 +71,9 @@ def test_a_category_interval_takes_the_request_as_the_unit() -> None:
 def test_starts_pool_by_adding_their_sums() -> None:
     one, two = ra.summarise(QA[:1]), ra.summarise([QA[1], IDLE])
     assert ra.pool([one, two]) == ra.summarise([*QA, IDLE])
+    # A start of k = 2 beside one of k = 3: positions zero-padded.
+    short = ra.summarise([request("qa", 1, 2, 1, [1, 0])])
+    assert ra.pool([short, ra.summarise(QA)]).sums("qa").accepted_per_position == [4, 1, 0]
     assert [c.category for c in ra.by_category(ra.pool([one, two]))] == ["qa"]  # coding drafted nothing
 
 
@@ -89,4 +94,4 @@ def test_requests_that_disagree_with_the_runs_counters_are_flagged() -> None:
     problems = counter_problems(SimpleNamespace(num_drafts=1, num_draft_tokens=1, num_accepted_tokens=2,
                                                 accepted_per_position=[1, 1, 0]), k=3, method="ngram", requests=over)
     assert "1 request accepted more tokens than drafted" in problems
-    assert ra.category_acceptance("qa", over.categories["qa"]) is None
+    assert ra.category_acceptance("qa", over.sums("qa")) is None

@@ -35,8 +35,8 @@ def test_starts_pool_their_requests_by_category_and_a_start_without_them_is_not_
     job = Job(spec={})
     cell = PooledCell("build", "gpu", "backend", "graph_mode", "ngram", identity.variant(job.spec), "")
     recorded = CellResult.model_validate(cell_result(fingerprints="abcd") | {"requests": REQUESTS})
-    for index, result in enumerate((recorded, recorded, CellResult.model_validate(cell_result()))):
-        pooling.add(cell, results.result_row(job, result, Resolved(), created_at=utcnow()), job_id=index)
+    for result in (recorded, recorded, CellResult.model_validate(cell_result())):
+        pooling.add_requests(cell, results.result_row(job, result, Resolved(), created_at=utcnow()).request_acceptance)
     assert cell.recorded_starts == 2 and cell.requests is not None
     qa = {c.category: c for c in cell.categories}["qa"]
     # Two starts of two qa requests each, 10 of 15 accepted apiece.

@@ -71,7 +71,7 @@ def test_a_stored_result_has_acceptance_for_each_category_it_ran_and_requests_th
     row = results.result_row(Job(spec=two_category_cell.spec), result, Resolved(), created_at=utcnow())
     kept = request_acceptance.from_json(row.request_acceptance)
     assert kept is not None and sorted(kept.categories) == ["coding", "qa"]
-    assert sorted(c.requests for c in kept.categories.values()) == [4, 12]
+    assert sorted(kept.sums(name).requests for name in kept.categories) == [4, 12]
     # Summed over both rounds' passes, the requests are the run's counters.
     total = kept.total
     assert (total.requests, total.num_drafts, total.num_draft_tokens, total.num_accepted_tokens) == (
@@ -80,7 +80,7 @@ def test_a_stored_result_has_acceptance_for_each_category_it_ran_and_requests_th
     assert sum(kept.rate_bins) + kept.no_drafts == 16 and kept.over == 0
     assert counter_problems(row, k=NUM_SPECULATIVE_TOKENS, method="ngram", requests=kept) == []
     for found in request_acceptance.by_category(kept):
-        sums = kept.categories[found.category]
+        sums = kept.sums(found.category)
         assert found.rate_low <= found.rate == sums.num_accepted_tokens / sums.num_draft_tokens <= found.rate_high
 
 
