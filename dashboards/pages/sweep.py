@@ -48,8 +48,9 @@ def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: S
     views = Filters(sweep_id=summary.id)
     # Not kept with the finished matrix: another sweep of the build, or of a later one, changes them.
     regressions, as_of = alert_service.latest_open(session=session)
-    return render.page(request, "sweep.html", None, drawings=[matrix["chart"], matrix["request_chart"]],
-                       sweep=summary, warnings=warnings, views=views,
+    # The per-request histogram is figure 2 where it is drawn: a page keeps no trailing figure it does not draw.
+    drawings = [matrix["chart"], matrix["request_chart"]] if matrix["request_chart"] else [matrix["chart"]]
+    return render.page(request, "sweep.html", None, drawings=drawings, sweep=summary, warnings=warnings, views=views,
                        judgement=alarms.read(session=session, scope=CellScope(sweep_id=summary.id)),
                        misses=calibration.misses(session=session, sweep_id=summary.id),
                        regressions=data.with_history_links(alert_service.concerning(regressions, sweep_id=summary.id)),

@@ -14,6 +14,7 @@ from app.results import counters
 from app.sweeps import exports
 from app.sweeps.imports import import_sweep
 from runners.folders import read_folder, write_runs
+from tests.dashboards.test_pages import tables
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
 
 # cell_result's counters: 20 drafts, 60 draft tokens, 30 accepted, per position [15, 10, 5]. Four requests add up to
@@ -90,3 +91,23 @@ def test_an_exported_sweep_imports_back_with_its_requests_by_category(client: Te
         [job] = sweep.jobs
         stored = job.result.request_acceptance
     assert sorted(stored["categories"]) == ["coding", "qa"] and stored["categories"]["qa"][:4] == [2, 10, 30, 20]
+
+
+def test_the_matrix_lists_each_category_with_its_interval_and_an_older_start_as_not_recorded(client: TestClient, dataset) -> None:
+    recorded = cell_result(fingerprints="abcd") | {"schema_version": 7, "requests": REQUESTS}
+    sweep_id = _sweep(client, dataset, [recorded, cell_result()])
+    found = tables(client.get("/matrix", params={"sweep_id": sweep_id}).text)["categories"]
+    rows = [cells for _, cells in found[1:]]
+    # Two starts pooled, one of them recorded: its two qa requests, 20 of 30 draft tokens.
+    [qa] = [cells for cells in rows if cells[4] == "qa"]
+    assert qa[5:7] == ["2", "20 / 30"] and qa[7].startswith("0.667 [") and qa[9] == "1 of 2"
+    assert sorted(cells[4] for cells in rows) == ["coding", "qa"]
+    # Every build recent: the category table waits for a sweep or a build to be picked.
+    page = client.get("/matrix").text
+    assert 'id="by-category-pick"' in page and 'id="categories"' not in page
+
+
+def test_a_cell_whose_starts_recorded_no_requests_reads_not_recorded(client: TestClient, dataset) -> None:
+    sweep_id = _sweep(client, dataset, [cell_result()])
+    [_, (_, row)] = tables(client.get("/matrix", params={"sweep_id": sweep_id}).text)["categories"]
+    assert row[1].startswith("ngram") and row[4].startswith("not recorded") and "0" not in row[4:]
