@@ -7,7 +7,9 @@ The unit is the request, not the token: the tokens of one request share its cont
 together, so a category's interval resamples requests (a cluster interval), never its tokens alone. What a result
 keeps is enough for that at any size: per category the counts and the sums of squares and cross-products of each
 request's drafts, draft tokens and accepted tokens (sums of several results pool by adding), and a fixed histogram
-of the requests' acceptance rates.
+of the requests' acceptance rates. A prompt run in several engine starts counts once per start: at temperature 0 the
+starts of one build replay the same drafts, so an interval pooled over repeats is narrower than the prompts warrant,
+by up to the square root of the starts.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
