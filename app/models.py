@@ -269,6 +269,9 @@ class Result(Base):
     num_draft_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     num_accepted_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     accepted_per_position: Mapped[list[Any]] = mapped_column(default=list)
+    # The requests' counters by prompt category and their histogram of acceptance rates
+    # (``app.analysis.request_acceptance.RequestAcceptance``); None where the cell reported no per-request counters.
+    request_acceptance: Mapped[dict[str, Any] | None] = mapped_column()
     acceptance_rate: Mapped[float | None] = mapped_column(Float)
     acceptance_rate_low: Mapped[float | None] = mapped_column(Float)
     acceptance_rate_high: Mapped[float | None] = mapped_column(Float)

@@ -20,12 +20,12 @@ CONTROL_START = ("\t", "\r", "\n")
 def spreadsheet_safe(value: Any) -> Any:
     """A CSV cell that no spreadsheet runs as a formula.
 
-    Text (lists are written as JSON text) that starts with ``= + - @`` (or their full-width forms), after
+    Text (lists and mappings are written as JSON text) that starts with ``= + - @`` (or their full-width forms), after
     any leading whitespace, or with a tab, a carriage return or a line feed, gets a leading single quote,
     which spreadsheets show as text. Numbers stay numbers: -1.5 is data, not a formula. A float NaN is
     written as an empty cell, like None.
     """
-    if isinstance(value, list):
+    if isinstance(value, (list, dict)):
         value = json.dumps(value)
     if isinstance(value, float) and math.isnan(value):
         return None

@@ -25,6 +25,11 @@ def cells(*, session: Session, scope: CellScope, speedups: bool = True) -> list[
     return cell_service.load(session=session, scope=scope, speedups=speedups)
 
 
+def with_requests(*, session: Session, scope: CellScope, found: list[PooledCell]) -> list[PooledCell]:
+    """``found`` with their requests by prompt category (``app.cells.service.with_requests``)."""
+    return cell_service.with_requests(session=session, scope=scope, cells=found)
+
+
 def baselines(found: list[PooledCell]) -> dict[tuple, PooledCell]:
     """Each speculative cell's baseline among ``found``, by the cell's key (``app.cells.service.baselines``)."""
     return cell_service.baselines(found)

@@ -43,6 +43,9 @@ What is measured and how (offline mode; serving.py says how the serving mode dif
   and an interval over the counts of all passes would claim as many independent trials as were
   replayed); the warm-up's seeds start at ``cellkit.WARMUP_SEEDS``. ``request_seeds: false`` sends them
   unseeded instead, as ``vllm bench`` does (to compare with it: vLLM samples seeded requests one by one).
+- Each request of the result is one of the workload's prompts, with its category and, where vLLM reports per-request
+  spec-decode metrics (``per_request_spec_decode_metrics``, vLLM 0.32), its counters summed over every measured
+  pass, so the requests add up to the rounds' counters; its output tokens and fingerprint are the first pass's.
 - Prompts come from the workload's dataset: ``draftbench`` (``runners/prompts/draftbench.jsonl``,
   shipped beside this file), ``random`` (token ids as ``vllm bench --dataset-name random`` makes
   them), or a path to Spec-Bench JSONL or ShareGPT JSON.
@@ -175,18 +178,24 @@ def spec_decode_samples(metrics: list) -> Iterator[tuple[str, int | None, int]]:
 
 
 def request_outcome(output) -> dict[str, Any]:
-    """Per-request figures; drafts and accepted tokens only when vLLM filled per-request metrics."""
+    """One request's output tokens and fingerprint."""
     completion = output.outputs[0]
-    outcome: dict[str, Any] = {
-        "num_output_tokens": len(completion.token_ids),
-        "fingerprint": cellkit.fingerprint(completion.token_ids),
-    }
-    metrics = getattr(completion, "spec_decode_metrics", None)
-    if metrics is not None:
-        # histogram[j] counts verify steps that accepted j draft tokens.
-        outcome["num_drafts"] = sum(metrics.histogram)
-        outcome["num_accepted_tokens"] = sum(j * count for j, count in enumerate(metrics.histogram))
-    return outcome
+    return {"num_output_tokens": len(completion.token_ids), "fingerprint": cellkit.fingerprint(completion.token_ids)}
+
+
+def request_counters(output) -> dict[str, Any] | None:
+    """One request's spec-decode counters, where vLLM filled per-request metrics (``per_request_spec_decode_metrics``)."""
+    metrics = getattr(output.outputs[0], "spec_decode_metrics", None)
+    if metrics is None:
+        return None
+    return cellkit.request_counters(metrics.num_draft_tokens, list(metrics.histogram))
+
+
+def measured_requests(outputs: list, categories: list[str], counted: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """The result's ``requests``: the workload's requests in order, each with its first pass's output, its prompt's
+    category and, where vLLM counted them, its spec-decode counters summed over every measured pass."""
+    return [{**request_outcome(output), "category": category, **(counters or {})}
+            for output, category, counters in zip(outputs, categories, counted, strict=True)]
 
 
 def output_fingerprint(outputs: list) -> str:
@@ -211,7 +220,7 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     import_s = time.perf_counter() - CELL_STARTED
     workload = spec["workload"]
     random_tokens = workload["dataset"] == cellkit.RANDOM_DATASET
-    prompts = [] if random_tokens else cellkit.load_prompts(workload)
+    prompts, categories = ([], []) if random_tokens else cellkit.load_prompts(workload)
     speculative = spec.get("speculative") is not None
 
     started = time.perf_counter()
@@ -220,6 +229,7 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     chat = has_chat_template(llm)
     if random_tokens:
         prompts = cellkit.random_prompts(workload, llm.get_tokenizer())
+        categories = [cellkit.RANDOM_DATASET] * len(prompts)
 
     warmup = list(itertools.islice(itertools.cycle(prompts), workload.get("warmup_prompts", 0)))
     started = time.perf_counter()
@@ -227,8 +237,16 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         run_prompts(llm, warmup, sampling_params(workload, len(warmup), offset=cellkit.WARMUP_SEEDS), chat)
     warmup_s = time.perf_counter() - started
 
+    # Each workload request's spec-decode counters summed over the measured passes: a prompt replayed pass after
+    # pass at temperature 0 repeats its drafts, so the request, not the pass, is the unit the service resamples.
+    counted: list[dict[str, Any] | None] = [None] * len(prompts)
+
     def run_pass(index: int) -> list:
-        return run_prompts(llm, prompts, sampling_params(workload, len(prompts), offset=index * len(prompts)), chat)
+        outputs = run_prompts(llm, prompts, sampling_params(workload, len(prompts), offset=index * len(prompts)), chat)
+        for slot, output in enumerate(outputs):
+            if (more := request_counters(output)) is not None:
+                counted[slot] = more if counted[slot] is None else cellkit.add_counters(counted[slot], more)
+        return outputs
 
     harness = harness_settings(os.environ)
     if harness["gc_freeze"]:
@@ -257,7 +275,7 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         "requests_per_s": total.requests_per_s,
         "spec_decode": total.spec_decode,
         "rounds": rounds,
-        "requests": [request_outcome(o) for o in outputs],
+        "requests": measured_requests(outputs, categories, counted),
         "output_fingerprint": output_fingerprint(outputs),
         "versions": cellkit.versions(),
         "model_runner": model_runner(llm),

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 # app.schemas.cell.CELL_SCHEMA_VERSION and MAX_PASSES; the cell cannot import them (tests/runners/test_cellkit.py
 # ties them).
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 MAX_PASSES = 10_000
 # The warm-up's request seeds start here (workload seed + this + index), far from the measured
 # requests' (workload seed + k for the k-th), so no measured request replays a warm-up draw.
@@ -28,6 +28,9 @@ WARMUP_SEEDS = 1 << 31
 BUILTIN_PROMPTS = "draftbench"
 RANDOM_DATASET = "random"
 PROMPTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prompts", "draftbench.jsonl")
+# The category of a prompt whose file gives none (ShareGPT, a Spec-Bench line without one); random token prompts are
+# of the category "random".
+UNCATEGORISED = "uncategorised"
 
 # The result's counter fields and vLLM's metric names for them (the server's exposition adds ``_total``).
 SPEC_DECODE_COUNTERS = {
@@ -41,8 +44,9 @@ PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 # ---------------------------------------------------------------------------- workload
 
 
-def load_prompts(workload: dict[str, Any]) -> list[str]:
-    """First turns of the workload's prompt file, filtered by category, cycled up to ``num_prompts``.
+def load_prompts(workload: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """First turns of the workload's prompt file, filtered by category, cycled up to ``num_prompts``, and each
+    one's category (``UNCATEGORISED`` where the file gives none), in the same order.
 
     Spec-Bench JSONL (``{"category", "turns": [...]}`` per line) or ShareGPT JSON (a list of
     ``{"conversations": [{"from": "human", "value": ...}, ...]}``; the first human turn, no category).
@@ -52,14 +56,16 @@ def load_prompts(workload: dict[str, Any]) -> list[str]:
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
     if text.lstrip().startswith("["):
-        questions = [first_human_turn(record) for record in json.loads(text)]
-        questions = [q for q in questions if q is not None and not categories]
+        turns = [first_human_turn(record) for record in json.loads(text)]
+        found = [(UNCATEGORISED, q) for q in turns if q is not None and not categories]
     else:
         records = [json.loads(line) for line in text.splitlines() if line.strip()]
-        questions = [r["turns"][0] for r in records if not categories or r.get("category") in categories]
-    if not questions:
+        found = [(r.get("category") or UNCATEGORISED, r["turns"][0])
+                 for r in records if not categories or r.get("category") in categories]
+    if not found:
         raise ValueError(f"no prompts in {path} for categories {sorted(categories)}")
-    return list(itertools.islice(itertools.cycle(questions), workload["num_prompts"]))
+    chosen = list(itertools.islice(itertools.cycle(found), workload["num_prompts"]))
+    return [q for _, q in chosen], [c for c, _ in chosen]
 
 
 def first_human_turn(record: dict[str, Any]) -> str | None:
@@ -125,6 +131,22 @@ def counters_of(samples: Iterable[tuple[str, int | None, int]]) -> dict[str, Any
             continue
         total = add_counters(total, sample)
     return total
+
+
+def request_counters(num_draft_tokens: int, histogram: list[int]) -> dict[str, Any]:
+    """One request's spec-decode counters, in the result's fields, from vLLM's per-request metrics
+    (``RequestSpecDecodeMetrics``: ``histogram[j]`` counts its verify steps that accepted ``j`` draft tokens).
+
+    Drafts ``sum_j h_j``, accepted ``sum_j j h_j``, and position ``i`` (1 first) accepted in ``sum_{j >= i} h_j``
+    steps: vLLM's aggregate counters count a step that accepted ``j`` once at each of positions 1 to ``j``, so the
+    requests' counters add up to the aggregate ones.
+    """
+    return {
+        "num_drafts": sum(histogram),
+        "num_draft_tokens": num_draft_tokens,
+        "num_accepted_tokens": sum(j * count for j, count in enumerate(histogram)),
+        "accepted_per_position": [sum(histogram[i:]) for i in range(1, len(histogram))],
+    }
 
 
 def counters_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

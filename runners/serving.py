@@ -68,7 +68,7 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float) -> tupl
         if workload["dataset"] == cellkit.RANDOM_DATASET:
             prompts, chat = [p["prompt_token_ids"] for p in cellkit.random_prompts(workload, tokenizer)], False
         else:
-            prompts, chat = cellkit.load_prompts(workload), bool(getattr(tokenizer, "chat_template", None))
+            prompts, chat = cellkit.load_prompts(workload)[0], bool(getattr(tokenizer, "chat_template", None))
         send = Client(base, spec["model"], workload, chat=chat)
 
         warmup_started = time.perf_counter()

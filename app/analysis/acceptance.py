@@ -104,18 +104,43 @@ def derive(
     drafts = counters.num_drafts
     accepted = counters.num_accepted_tokens
     rate_low, rate_high = wilson_interval(accepted, counters.num_draft_tokens)
-    length = 1.0 + accepted / drafts
-    depth = len(counters.accepted_per_position) or max(1, counters.num_draft_tokens // drafts)
-    half = Z_95 * max(_per_draft_se(counters), _cluster_se(counters, requests, rounds))
+    length, length_low, length_high = acceptance_length(counters, _cluster_se(counters, requests, rounds))
     return AcceptanceMetrics(
         acceptance_rate=accepted / counters.num_draft_tokens,
         acceptance_rate_low=rate_low,
         acceptance_rate_high=rate_high,
         mean_acceptance_length=length,
-        mean_acceptance_length_low=max(1.0, length - half),
-        mean_acceptance_length_high=min(1.0 + depth, length + half),
+        mean_acceptance_length_low=length_low,
+        mean_acceptance_length_high=length_high,
         per_position=per_position(counters.accepted_per_position, drafts),
     )
+
+
+def acceptance_length(counters: SpecDecodeCounters, cluster_se: float = 0.0) -> tuple[float, float, float]:
+    """``(L, low, high)``: ``L = 1 + A / D`` and ``L +- z max(se_a, cluster_se)`` clipped to ``[1, 1 + k]``, with
+    ``se_a`` the per-draft standard error of :func:`derive` and ``cluster_se`` a cluster standard error of ``A / D``
+    (:func:`cluster_ratio_se`; 0 without one). ``counters`` must count at least one draft. O(k)."""
+    drafts = counters.num_drafts
+    length = 1.0 + counters.num_accepted_tokens / drafts
+    depth = len(counters.accepted_per_position) or max(1, counters.num_draft_tokens // drafts)
+    half = Z_95 * max(_per_draft_se(counters), cluster_se)
+    return length, max(1.0, length - half), min(1.0 + depth, length + half)
+
+
+def cluster_ratio_se(n: int, total_y: float, total_x: float, sum_yy: float, sum_xy: float, sum_xx: float) -> float:
+    """Cluster standard error of the ratio ``R = Y / X`` over ``n`` units ``(y_u, x_u)``, from their sums alone.
+
+    The ratio estimator's linearisation: ``se^2 = n / (n - 1) sum_u (y_u - R x_u)^2 / X^2``, where
+    ``sum_u (y_u - R x_u)^2 = sum y^2 - 2 R sum x y + R^2 sum x^2`` (so the sums ``Y``, ``X``, ``sum y^2``,
+    ``sum x y``, ``sum x^2`` are enough, and sums of several runs pool by adding). 0 when ``n < 2`` or ``X <= 0``
+    (no spread to estimate); a residual sum that rounding took below 0 counts as 0. O(1). Cochran (1977),
+    *Sampling Techniques*, sec. 6.4.
+    """
+    if n < 2 or total_x <= 0:
+        return 0.0
+    ratio = total_y / total_x
+    residuals = max(0.0, sum_yy - 2 * ratio * sum_xy + ratio * ratio * sum_xx)
+    return math.sqrt(n / (n - 1) * residuals) / total_x
 
 
 def per_position(accepted_per_position: Sequence[int], drafts: int) -> tuple[tuple[float, float, float], ...]:
@@ -178,12 +203,10 @@ def _cluster_se(
     units = [(r.num_accepted_tokens, r.num_drafts) for r in rounds] if len(rounds) >= 2 else []
     if not units and requests and all(r.num_drafts is not None and r.num_accepted_tokens is not None for r in requests):
         units = [(r.num_accepted_tokens, r.num_drafts) for r in requests]
-    n = len(units)
-    if n < 2 or sum(a for a, _ in units) != counters.num_accepted_tokens or sum(d for _, d in units) != counters.num_drafts:
+    if sum(a for a, _ in units) != counters.num_accepted_tokens or sum(d for _, d in units) != counters.num_drafts:
         return 0.0
-    ratio = counters.num_accepted_tokens / counters.num_drafts
-    residuals = sum((a - ratio * d) ** 2 for a, d in units)
-    return math.sqrt(n / (n - 1) * residuals) / counters.num_drafts
+    return cluster_ratio_se(len(units), counters.num_accepted_tokens, counters.num_drafts,
+                            sum(a * a for a, _ in units), sum(a * d for a, d in units), sum(d * d for _, d in units))
 
 
 def calibration_misses(

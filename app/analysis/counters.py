@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Protocol
 
+from app.analysis.request_acceptance import RequestAcceptance, request_problems
+
 # Proposers whose drafts may hold fewer than k tokens: an n-gram match near the end of the context proposes what is
 # left of it (vLLM's ``ngram_proposer``: ``tokens[start:start + k]``), suffix decoding proposes what its tree holds.
 # tests/data/aa-cpu (real vLLM 0.32, ngram k=3): 182 draft tokens in 84 drafts, not 252.
@@ -22,7 +24,9 @@ class Counters(Protocol):
     accepted_per_position: Sequence[int]
 
 
-def counter_problems(counters: Counters, *, k: int | None, method: str | None = None) -> list[str]:
+def counter_problems(
+    counters: Counters, *, k: int | None, method: str | None = None, requests: RequestAcceptance | None = None
+) -> list[str]:
     """The rules that ``counters`` break, each as a short sentence with its numbers; empty when they agree.
 
     With ``D`` drafts, ``T`` draft tokens, ``A`` accepted tokens, ``A_i`` accepted at position ``i`` (1 first) and
@@ -43,6 +47,10 @@ def counter_problems(counters: Counters, *, k: int | None, method: str | None = 
     - from 2 and 3's ``T = D k``, the acceptance rate ``A / T`` is the mean of the ``k`` per-position rates
       (``L = 1 + k A / T``), and ``A <= T``.
 
+    Where the cell reported each request's counters (``requests``, their sums), also
+    ``app.analysis.request_acceptance.request_problems``: no request accepts more than it drafted, and the requests
+    add up to the run's counters.
+
     Not checked: counters with no drafts (nothing was counted), rule 3's ``k`` parts when ``k`` is unknown (None),
     and rules 1 and 2 when no position was counted (an empty ``accepted_per_position``, as a cell that could not read
     vLLM's per-position counter reports it). Raises nothing; O(k).
@@ -55,12 +63,14 @@ def counter_problems(counters: Counters, *, k: int | None, method: str | None = 
         The cell's ``num_speculative_tokens``; None when the cell spec does not say.
     method : str or None
         The speculative method; those of ``SHORT_DRAFTS`` may draft fewer than ``k`` tokens.
+    requests : RequestAcceptance or None
+        The requests' counters as a result keeps them; None where they were not recorded.
     """
     drafts, tokens, accepted = counters.num_drafts, counters.num_draft_tokens, counters.num_accepted_tokens
     positions = list(counters.accepted_per_position or [])
+    problems = request_problems(requests, counters) if requests is not None else []
     if not drafts and not tokens and not accepted and not any(positions):
-        return []
-    problems = []
+        return problems
     for i, (this, after) in enumerate(pairwise(positions), start=1):
         if after > this:
             problems.append(f"position {i + 1} accepted {after} > position {i}'s {this}")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from app.analysis import request_acceptance
 from app.analysis.acceptance import per_position
 from app.analysis.alarms import is_degenerate
 from app.analysis.fallback import CellSpeed, Ratio, RepeatSpeed, repeat_interval, scaled_ends
@@ -54,6 +55,11 @@ class PooledCell:
     accepted: int = 0
     accepted_per_position: list[int] = field(default_factory=list)
     lengths: list[tuple[float, float | None, float | None]] = field(default_factory=list)
+    # The starts' requests by prompt category, summed (``add_requests``); None where no start recorded per-request
+    # counters, or the page read none (``app.cells.service.with_requests``). ``recorded_starts`` of the starts that
+    # ran recorded them.
+    requests: request_acceptance.RequestAcceptance | None = None
+    recorded_starts: int = 0
     repeats: list[RepeatSpeed] = field(default_factory=list)
     # Starts run as one half of a pair (``app.sweeps.pairing``): each pair's id and that start's tokens/s.
     paired: dict[str, float] = field(default_factory=dict)
@@ -104,6 +110,12 @@ class PooledCell:
         lows = [low for _, low, _ in self.lengths if low is not None]
         highs = [high for _, _, high in self.lengths if high is not None]
         return (1 + self.accepted / self.drafts, min(lows) if lows else None, max(highs) if highs else None)
+
+    @property
+    def categories(self) -> list[request_acceptance.CategoryAcceptance]:
+        """Acceptance per prompt category over the pooled starts' requests (``request_acceptance.by_category``);
+        empty when none was recorded."""
+        return request_acceptance.by_category(self.requests) if self.requests else []
 
     @property
     def per_position(self) -> tuple[tuple[float, float, float], ...]:
@@ -200,6 +212,14 @@ def add(cell: PooledCell, result: StoredResult, *, job_id: int, pair_id: str | N
     cell.vllm_versions.add(result.vllm_version or "?")
     if result.gpu_name:
         cell.gpu_names.add(result.gpu_name)
+
+
+def add_requests(cell: PooledCell, stored: dict | None) -> None:
+    """Pool one start's stored per-request sums (``Result.request_acceptance``) into ``cell``, by adding them
+    (``app.analysis.request_acceptance.pool``); a start without them (None) adds nothing and is not counted."""
+    if (kept := request_acceptance.from_json(stored)) is not None:
+        cell.requests = request_acceptance.pool([kept] if cell.requests is None else [cell.requests, kept])
+        cell.recorded_starts += 1
 
 
 def impossible_counts(row: StoredResult) -> str | None:

@@ -3,6 +3,7 @@
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.analysis import request_acceptance
 from app.analysis.acceptance import lossless_share, per_position, speedup
 from app.analysis.alarms import is_degenerate
 from app.analysis.fallback import RepeatSpeed, repeat_level
@@ -10,7 +11,7 @@ from app.cells import identity
 from app.cells.pooling import impossible_counts
 from app.models import Job, Result, Sweep
 from app.results import counters
-from app.schemas.result import ResultOut
+from app.schemas.result import CategoryOut, RequestsOut, ResultOut
 
 
 def baselines(*, session: Session, jobs: list[Job]) -> dict[int, Result]:
@@ -64,6 +65,7 @@ def to_out(rows: list[tuple[Result, Job, Sweep]], bases: dict[int, Result]) -> l
                 per_position=[] if impossible_counts(result)
                 else list(per_position(result.accepted_per_position, result.num_drafts)),
                 counter_problems=counters.problems(result, job),
+                requests=_requests(result),
                 degenerate=is_degenerate(result.num_accepted_tokens, result.num_draft_tokens),
                 tokens_per_s_level=repeat_level(RepeatSpeed(result.tokens_per_s, result.tokens_per_s_low,
                                                             result.tokens_per_s_high, result.rounds,
@@ -72,6 +74,15 @@ def to_out(rows: list[tuple[Result, Job, Sweep]], bases: dict[int, Result]) -> l
             )
         )
     return out
+
+
+def _requests(result: Result) -> RequestsOut | None:
+    """The result's stored per-request sums as the API shows them, or None where they were not recorded."""
+    kept = request_acceptance.from_json(result.request_acceptance)
+    if kept is None:
+        return None
+    return RequestsOut(categories=[CategoryOut(**vars(c)) for c in request_acceptance.by_category(kept)],
+                       rate_bins=kept.rate_bins, no_drafts=kept.no_drafts, over=kept.over)
 
 
 def _lossless(result: Result, base: Result) -> float | None:

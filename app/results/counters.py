@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.analysis import request_acceptance
 from app.analysis.counters import counter_problems
 from app.models import Job, Result
 
@@ -20,7 +21,8 @@ def depth(spec: dict[str, Any] | None) -> int | None:
 
 def problems(result: Result, job: Job) -> list[str]:
     """The rules ``result``'s counters break, for ``job``'s k and method; empty when they agree or count nothing."""
-    return counter_problems(result, k=depth(job.spec), method=job.method)
+    return counter_problems(result, k=depth(job.spec), method=job.method,
+                            requests=request_acceptance.from_json(result.request_acceptance))
 
 
 @dataclass(frozen=True)
@@ -37,13 +39,13 @@ def of_sweep(*, session: Session, sweep_id: int) -> list[CounterProblems]:
     ``DRAFTBENCH_MAX_JOBS`` rows, each checked in O(k))."""
     rows = session.execute(
         select(Result.num_drafts, Result.num_draft_tokens, Result.num_accepted_tokens, Result.accepted_per_position,
-               Job.id, Job.spec, Job.method, Job.gpu_kind, Job.backend, Job.graph_mode)
+               Result.request_acceptance, Job.id, Job.spec, Job.method, Job.gpu_kind, Job.backend, Job.graph_mode)
         .join(Job, Job.id == Result.job_id).where(Job.sweep_id == sweep_id).order_by(Job.id)
     ).all()
     found = []
     for row in rows:
         k = depth(row.spec)
-        if broken := counter_problems(row, k=k, method=row.method):
+        if broken := counter_problems(row, k=k, method=row.method, requests=request_acceptance.from_json(row.request_acceptance)):
             where = f"{row.gpu_kind} {row.backend} {row.graph_mode}, {row.method or 'baseline'}" + (f" k={k}" if k else "")
             found.append(CounterProblems(row.id, where, broken))
     return found

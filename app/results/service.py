@@ -7,6 +7,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from app.alarms import service as alarms
+from app.analysis import request_acceptance
 from app.analysis.acceptance import calibration_misses, derive
 from app.analysis.passes import start_interval
 from app.analysis.rounds import MedianInterval, efficiency, median_interval
@@ -64,6 +65,7 @@ def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: 
     raw = result.model_dump(mode="json")
     # From the rounds as stored, as migration 0021 reads them for rows stored before.
     round_speeds, round_squares = noise.round_terms(raw.get("rounds"))
+    by_request = request_acceptance.summarise(result.requests)
     return Result(
         source="cell",  # the column's default, set here too: a row pooled before its flush reads it
         job=job,
@@ -90,6 +92,7 @@ def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: 
         num_draft_tokens=counters.num_draft_tokens if counters else 0,
         num_accepted_tokens=counters.num_accepted_tokens if counters else 0,
         accepted_per_position=counters.accepted_per_position if counters else [],
+        request_acceptance=by_request.to_json() if by_request else None,
         acceptance_rate=metrics.acceptance_rate,
         acceptance_rate_low=metrics.acceptance_rate_low,
         acceptance_rate_high=metrics.acceptance_rate_high,

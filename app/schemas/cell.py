@@ -32,7 +32,9 @@ from app.schemas.text import clean, reported, stored
 # 5: Serving.empty; a stream of tokens that decode to no text is completed (before: failed, its tokens uncounted).
 # 6: each offline round's passes (Round.passes: a start's interval from them, app.analysis.passes) and the harness
 #    the rounds ran under (CellResult.harness: garbage collection, the clock, a fork server's cell).
-CELL_SCHEMA_VERSION = 6
+# 7: each offline request's prompt category, and its counters (drafts, draft tokens, accepted, per position) summed
+#    over every measured pass, so the requests add up to the rounds' counters (before: the first pass's, no tokens).
+CELL_SCHEMA_VERSION = 7
 # A round's passes kept at most: a result stays within the report's size limit (a pass is ~50 bytes of JSON).
 MAX_PASSES = 10_000
 # How far a round's passes' seconds may add up away from the round's (float sums of ~1e4 terms).
@@ -155,14 +157,20 @@ class SpecDecodeCounters(Input):
 
 
 class MeasuredRequest(Input):
-    """One request of the measured run: enough to bootstrap and to compare against the baseline."""
+    """One request of the workload: enough to bootstrap, to compare against the baseline and, from schema 7, to read
+    acceptance by prompt category. Its counters are summed over the measured passes; none where vLLM reports no
+    per-request metrics. Accepted tokens beyond draft tokens are kept: a counting bug is a finding
+    (``app.analysis.counters``), not a refusal."""
 
     model_config = ConfigDict(extra="ignore")
 
     num_output_tokens: Count
     fingerprint: reported(Result.raw, 128)
+    category: reported(Result.raw, 200) | None = None
     num_drafts: Count | None = None
+    num_draft_tokens: Count | None = None
     num_accepted_tokens: Count | None = None
+    accepted_per_position: list[Count] | None = Field(default=None, max_length=64)
 
 
 class Pass(Input):

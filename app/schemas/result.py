@@ -7,6 +7,33 @@ from pydantic import BaseModel
 from app.enums import AlarmKind
 
 
+class CategoryOut(BaseModel):
+    """Acceptance of one prompt category's requests in one result, with 95 % intervals that take the request as the
+    unit (``app.analysis.request_acceptance.category_acceptance`` states the formulas)."""
+
+    category: str
+    requests: int
+    draft_tokens: int
+    accepted: int
+    rate: float
+    rate_low: float
+    rate_high: float
+    length: float
+    length_low: float
+    length_high: float
+
+
+class RequestsOut(BaseModel):
+    """A result's requests by prompt category, and how many requests accepted what share of their draft tokens:
+    ``rate_bins[i]`` counts the requests whose ``accepted / draft tokens`` lies in ``[i / 10, (i + 1) / 10)`` (1.0 in
+    the last bin); ``no_drafts`` requests drafted nothing, ``over`` accepted more than they drafted."""
+
+    categories: list[CategoryOut]
+    rate_bins: list[int]
+    no_drafts: int
+    over: int
+
+
 class ResultOut(BaseModel):
     """One measured job: what the cell requested (``backend``, ``graph_mode``) beside what ran
     (``resolved_*``), the spec-decode counters and the derived metrics."""
@@ -66,6 +93,9 @@ class ResultOut(BaseModel):
     mean_acceptance_length_high: float | None
     # Per draft position: [rate, low, high] (Wilson 95%), rate = accepted at the position / drafts.
     per_position: list[tuple[float, float, float]] = []
+    # By prompt category and per request, where the cell recorded each request's counters (cell schema 7, a vLLM with
+    # per-request metrics); None where it did not: not recorded, not zero.
+    requests: RequestsOut | None = None
     # The rules of vLLM's counters this result breaks, as sentences (``app.analysis.counters``); empty when they agree
     # or the result counted nothing. Read from the stored counters on every read.
     counter_problems: list[str] = []

