@@ -213,7 +213,7 @@ def break_even_sentence(line: Line, k: int) -> str:
     if found.pays is Pays.NOWHERE:
         return f"{who} pays at none of the loads measured ({min(loads)} to {max(loads)} {unit})"
     if found.pays is Pays.UNDECIDED:
-        return f"{who}: undecided, {found.why} ({unit})"
+        return f"{who}: undecided, {found.why} (loads in {unit})"
     low = str(found.low) if found.low is not None else f"below {min(loads)}"
     high = str(found.high) if found.high is not None else f"beyond {max(loads)}"
     return f"{who} pays up to {found.x:.3g} {unit} [{low}, {high}]"

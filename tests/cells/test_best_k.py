@@ -103,4 +103,8 @@ def test_cells_of_another_resolved_mode_or_model_are_another_line_and_one_k_cann
     assert sorted((line.name, line.resolved_graph_mode, tuple(line.ks)) for line in lines) == [
         ("eagle3", "PIECEWISE", (3,)), ("eagle3 model=m", "FULL", (2,)), ("eagle3 model=n", "FULL", (2,))]
     assert all(line.one_k == (1,) and line.cells[0].prediction.predicted is None for line in lines)
+    # 90 / 100 with +-5 % starts a side: 0.90x [0.78, 1.03].
+    slower = next(line for line in lines if line.name == "eagle3 model=n")
+    assert best_k.break_even_sentence(slower, 2) == ("eagle3 k=2 model=n on FLASHINFER: undecided, below 1 at every load "
+                                                     "measured, but the interval at 1 holds 1 (loads in sequences)")
     assert best_k.lines(cells, "serve") == []
