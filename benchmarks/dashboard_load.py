@@ -83,6 +83,7 @@ VIEWS = {
     "matrix": "/matrix",
     "matrix (one sweep)": "/matrix?sweep_id={sweep}&metric=tokens_per_s",
     "serving": "/serving",
+    "serving (offline, per k)": "/serving?mode=offline",
     "alarms": "/alarms",
     "compare (two builds)": "/compare?base_build={old}&head_build={new}",
     "history (one cell)": "/history?gpu_kind=H200&method=dflash&backend=FLASHINFER&graph_mode=FULL_AND_PIECEWISE",

@@ -9,8 +9,8 @@ from sqlalchemy.orm import Session
 
 from app.alarms.service import Alarm, Check
 from app.alerts.service import Alert
+from app.cells import best_k, identity, serving
 from app.cells import calibration as calibration_cells
-from app.cells import identity, serving
 from app.cells import service as cell_service
 from app.cells.calibration import CalibrationCell
 from app.cells.pooling import PooledCell
@@ -163,6 +163,52 @@ def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
     # Counts stay whole where a cell that never ran has none: a float column would write 192 as 192.0.
     counts = dict.fromkeys(("completed", "failed", "empty", "sent"), "Int64")
     return pd.DataFrame(rows).astype(counts).sort_values(order, kind="stable", ignore_index=True)
+
+
+def speedup_lines(found: list[PooledCell], mode: str) -> list[best_k.Line]:
+    """``app.cells.best_k.lines``: each method's cells across k and load, with the best k, break-even and prediction."""
+    return best_k.lines(found, mode)
+
+
+def speedup_sentences(line: best_k.Line) -> dict[str, list[str]]:
+    """What a reader reads of a line before its figure: each k's break-even, the best k at each load, and the loads
+    where one k alone cannot give a prediction."""
+    return {
+        "break_even": [best_k.break_even_sentence(line, k) for k in sorted(line.break_even)],
+        "best": [best_k.best_sentence(found, at, line.mode) for at, found in sorted(line.best.items())],
+        "one_k": [f"The counters' prediction needs two k: one alone ran at {', '.join(map(str, line.one_k))} "
+                  f"{best_k.UNITS[line.mode][1]}."] if line.one_k else [],
+    }
+
+
+def speedup_frame(lines: list[best_k.Line]) -> pd.DataFrame:
+    """One row per speculative cell of ``lines``: its k and load, the speedup over its baseline with its 95 % interval,
+    its mean acceptance length and the speedup the counters predict (``off`` when the interval misses it), whether it
+    is the best k at its load or within noise of it, where its k stops paying, and the jobs behind it and its
+    baseline: the figure's and the tables' numbers on ``/serving`` (``table=speedup``); ``line_number`` counts the lines
+    from 1 in their order (two lines may share a title)."""
+    rows = []
+    for number, line in enumerate(lines, 1):
+        for m in line.cells:
+            best, ends, s = line.best.get(m.load), line.break_even.get(m.k), m.speedup
+            tps, base_tps = _triple(m.cell.tokens_per_s), _triple(m.baseline.tokens_per_s if m.baseline else None)
+            rows.append({
+                "line_number": number, "line": line.title, "build": line.build, "gpu_kind": line.gpu_kind, "method": line.name,
+                "backend": line.backend, "resolved_graph_mode": line.resolved_graph_mode, "mode": line.mode,
+                "load": m.load, "load_unit": best_k.UNITS[line.mode][1], "k": m.k, "label": m.cell.label,
+                "speedup": s and s.value, "speedup_low": s and s.low, "speedup_high": s and s.high,
+                "tokens_per_s": tps[0], "tokens_per_s_low": tps[1], "tokens_per_s_high": tps[2],
+                "baseline_tokens_per_s": base_tps[0], "baseline_tokens_per_s_low": base_tps[1],
+                "baseline_tokens_per_s_high": base_tps[2], "acceptance_length": m.tau,
+                "predicted_speedup": m.prediction and m.prediction.predicted, "off_prediction": bool(m.prediction and m.prediction.off),
+                "best_k_here": best.k if best else None, "within_noise_of_best": bool(best and m.k in best.within_noise),
+                "break_even": ends and ends.pays.value, "break_even_load": ends and ends.x,
+                "break_even_low": ends and ends.low, "break_even_high": ends and ends.high,
+                "starts": len(m.cell.repeats), "baseline_starts": len(m.baseline.repeats) if m.baseline else 0,
+                "sweeps": " ".join(str(i) for i in m.cell.sweep_ids), "jobs": " ".join(str(j) for j in m.cell.job_ids),
+                "baseline_jobs": " ".join(str(j) for j in m.baseline.job_ids) if m.baseline else None,
+            })
+    return pd.DataFrame(rows)
 
 
 def _series_names(cells: list[PooledCell]) -> dict[tuple, str]:

@@ -39,7 +39,10 @@ BAD = [
     ("/matrix?sweep_id=0", "sweep_id", "0", ["greater than or equal to 1"]),
     ("/serving?graph_mode=FULL_GRAPH", "graph_mode", "FULL_GRAPH", allowed(GraphMode)),
     ("/serving?format=xlsx", "format", "xlsx", ["html", "csv", "svg"]),
-    ("/serving?concurrency=16", "concurrency", "", ["allowed: backend, build, figure, format, gpu_kind, graph_mode, method, sweep_id"]),
+    ("/serving?concurrency=16", "concurrency", "",
+     ["allowed: backend, build, figure, format, gpu_kind, graph_mode, method, mode, sweep_id, table"]),
+    ("/serving?mode=online", "mode", "online", ["'offline' or 'serve'"]),
+    ("/serving?format=csv&table=serving_figures", "table", "serving_figures", ["'serving' or 'speedup'"]),
     ("/sweeps/abc", "sweep_id", "abc", ["a valid integer"]),
     (f"/crashes/{'f' * 65}", "signature", "f" * 65, ["at most 64 characters"]),
 ]

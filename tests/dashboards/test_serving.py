@@ -138,7 +138,8 @@ def test_the_page_shows_what_the_stored_results_say(h200: TestClient) -> None:
     # Groups in order: FLASHINFER (the proof's target only), then FLASH_ATTN (both sweeps).
     assert re.findall(r'<section class="serving-group" data-title="([^"]+)"', html) == [
         "H200 · FLASHINFER · FULL_AND_PIECEWISE · vllm-0.26.0", "H200 · FLASH_ATTN · FULL_AND_PIECEWISE · vllm-0.26.0"]
-    charts = shown.figures(h200, html)
+    # The serving figures, after the speedup-per-k figures above them (tests/dashboards/test_speedup.py).
+    charts = [chart for chart in shown.figures(h200, html) if "TTFT" in chart.img["alt"]]
     assert len(charts) == 2 and "FLASH_ATTN" in charts[1].img["alt"] and "draft_model k=3 (h200-serving)" in charts[1].img["alt"]
     assert "p50 (latencies)" in charts[1].texts()
     rows = _rows(html, "serving-2")
@@ -165,6 +166,17 @@ def test_the_page_shows_what_the_stored_results_say(h200: TestClient) -> None:
     headline = html[html.index('id="failures"'):].split("</p>")[0]
     assert "102 of 192 sent" in headline and "3 speculative cell(s)" in headline and "unequal work" in headline
     assert "cell schema before 5" in headline
+
+
+def test_the_8b_shape_pays_at_every_clients_measured_and_one_k_cannot_predict(h200: TestClient) -> None:
+    [line] = [line for line in h200.get("/api/v1/speedups").json() if any(c["speedup"] for c in line["cells"])]
+    # 1.60x [1.40, 1.81], 1.33x [1.11, 1.60], 1.75x [1.54, 1.99] (the test below): every interval above 1.
+    assert [e["sentence"] for e in line["break_even"]] == [
+        "draft_model k=3 draft=qwen3_0_6b on FLASH_ATTN pays at every load measured (1 to 64 clients)"]
+    assert line["best"][0]["sentence"] == "best k: 3 at 1 client (1.60x [1.40, 1.81]); no other k within noise"
+    assert line["one_k"] == [1, 16, 64] and all(c["predicted_speedup"] is None for c in line["cells"])
+    html = h200.get("/serving").text
+    assert "pays at every load measured (1 to 64 clients)" in html and "needs two k: one alone ran at 1, 16, 64 clients" in html
 
 
 def test_the_speedups_are_against_the_baseline_with_the_same_clients(h200: TestClient) -> None:

@@ -1,0 +1,57 @@
+"""``/api/v1/speedups``: each method's speedup against load per k, the best k, break-even and the counters' prediction
+(``app.cells.best_k``), the numbers of ``/serving``."""
+
+from dataclasses import replace
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.api.responses import answers
+from app.cells import best_k
+from app.cells import service as cell_service
+from app.cells.scope import CellScope
+from app.enums import AttentionBackend, GpuKind, GraphMode, Mode, SpecMethod
+from app.schemas.speedup import BestKOut, BreakEvenOut, SpeedupCellOut, SpeedupLineOut
+from app.sessions import SessionDep
+
+router = APIRouter(prefix="/api/v1", tags=["results"])
+
+
+@router.get("/speedups", response_model=list[SpeedupLineOut], responses=answers(422))
+def read_speedups(
+    session: SessionDep,
+    mode: Annotated[Mode, Query(description="serve: against clients; offline: against batch size")] = Mode.SERVE,
+    sweep_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    build: Annotated[str | None, Query(max_length=128)] = None,
+    gpu_kind: GpuKind | None = None,
+    method: SpecMethod | None = None,
+    backend: Annotated[AttentionBackend | None, Query(description="The backend requested")] = None,
+    graph_mode: Annotated[GraphMode | None, Query(description="The graph mode requested")] = None,
+) -> list[SpeedupLineOut]:
+    """The lines of the cells in scope (the newest sweeps' builds when neither a sweep nor a build is named), read
+    with their baselines whatever ``method`` names."""
+    builds = None if build or sweep_id is not None else cell_service.recent_builds(session=session)
+    scope = CellScope(sweep_id=sweep_id, build=build, builds=builds, gpu_kind=gpu_kind and gpu_kind.value,
+                      backend=backend and backend.value, graph_mode=graph_mode and graph_mode.value, mode=mode.value)
+    cells = cell_service.load(session=session, scope=replace(scope, method=None))
+    return [out(line) for line in best_k.lines(cells, mode.value) if method is None or line.method == method.value]
+
+
+def out(line: best_k.Line) -> SpeedupLineOut:
+    cells = []
+    for m in line.cells:
+        s, p = m.speedup, m.prediction
+        cells.append(SpeedupCellOut(
+            k=m.k, load=m.load, label=m.cell.label, speedup=s and s.value, speedup_low=s and s.low, speedup_high=s and s.high,
+            acceptance_length=m.tau, predicted_speedup=p and p.predicted, off_prediction=bool(p and p.off),
+            starts=len(m.cell.repeats), baseline_starts=len(m.baseline.repeats) if m.baseline else 0, jobs=m.cell.job_ids,
+            baseline_jobs=m.baseline.job_ids if m.baseline else [],
+        ))
+    best = [BestKOut(load=at, k=b.k, speedup=b.speedup.value, speedup_low=b.speedup.low, speedup_high=b.speedup.high,
+                     within_noise=list(b.within_noise), sentence=best_k.best_sentence(b, at, line.mode))
+            for at, b in sorted(line.best.items())]
+    ends = [BreakEvenOut(k=k, pays=e.pays, load=e.x, low=e.low, high=e.high, why=e.why,
+                         sentence=best_k.break_even_sentence(line, k)) for k, e in sorted(line.break_even.items())]
+    return SpeedupLineOut(title=line.title, build=line.build, gpu_kind=line.gpu_kind, method=line.method, name=line.name,
+                          backend=line.backend, resolved_graph_mode=line.resolved_graph_mode, mode=line.mode, ks=line.ks,
+                          loads=line.loads, cells=cells, best=best, break_even=ends, one_k=list(line.one_k))
