@@ -41,7 +41,7 @@ def test_a_schema_6_result_keeps_its_passes_and_harness() -> None:
         "harness": {"gc_freeze": True, "gc_pause": True, "gc_collections": [3, 0, 0],
                     "clock": "clock_gettime(CLOCK_MONOTONIC)", "forked": True},
     })
-    assert result.schema_version == CELL_SCHEMA_VERSION == 6
+    assert result.schema_version == 6
     assert [p.output_tokens for p in result.rounds[0].passes] == [192, 192]
     assert result.harness is not None and result.harness.forked and result.harness.gc_collections == [3, 0, 0]
     assert result.model_dump(mode="json")["harness"]["clock"] == "clock_gettime(CLOCK_MONOTONIC)"
@@ -53,4 +53,16 @@ def test_an_older_result_reads_and_dumps_as_it_was() -> None:
     assert result.harness is None and result.rounds[0].passes == []
     dumped = result.model_dump(mode="json")
     assert "harness" not in dumped and "passes" not in dumped["rounds"][0]
+    assert "energy" not in dumped and "energy_j" not in dumped["rounds"][0]
     assert CellResult.model_validate(dumped) == result
+
+
+def test_a_schema_7_result_keeps_each_rounds_joules_and_why_there_are_none() -> None:
+    result = CellResult.model_validate({
+        **SCHEMA_5, "schema_version": 7, "rounds": [{**round_of([(1.0, 192)]), "energy_j": 96.5}],
+        "energy": {"joules": 96.5, "gpus": ["GPU-a", "GPU-b"], "reason": None},
+    })
+    assert result.schema_version == CELL_SCHEMA_VERSION == 7
+    assert result.rounds[0].energy_j == 96.5 and result.energy is not None and result.energy.gpus == ["GPU-a", "GPU-b"]
+    unread = CellResult.model_validate({**SCHEMA_5, "energy": {"joules": None, "reason": "not reported (the CPU engine)"}})
+    assert unread.energy is not None and unread.energy.reason == "not reported (the CPU engine)"
