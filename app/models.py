@@ -252,6 +252,15 @@ class Result(Base):
     # every start; reading each start's rounds from ``raw`` instead took seconds at 100k results.
     round_speeds: Mapped[int | None] = mapped_column()
     round_squares: Mapped[float | None] = mapped_column(Float)
+    # The GPUs' energy over the measured rounds (NVML's counters, summed over the cell's GPUs) and output tokens per
+    # joule: the median over the rounds of their tokens / joules, with the rounds' order-statistic interval
+    # (app.analysis.energy). All NULL where the GPU did not report it; ``energy_reason`` then says why (NULL on rows
+    # stored before migration 0023, which never read it).
+    energy_j: Mapped[float | None] = mapped_column(Float)
+    tokens_per_joule: Mapped[float | None] = mapped_column(Float)
+    tokens_per_joule_low: Mapped[float | None] = mapped_column(Float)
+    tokens_per_joule_high: Mapped[float | None] = mapped_column(Float)
+    energy_reason: Mapped[str | None] = mapped_column(String(300))
     # Seconds inside measured rounds, and that over the cell's whole wall time (engine start included).
     measured_s: Mapped[float | None] = mapped_column(Float)
     efficiency: Mapped[float | None] = mapped_column(Float)

@@ -67,6 +67,13 @@ def _triple(value: tuple | None) -> tuple:
     return value if value is not None else (None, None, None)
 
 
+def _per_joule(c: PooledCell) -> dict:
+    """A cell's tokens/J columns: the pooled value and its interval, the repeats that reported energy, why others did not."""
+    tpj, low, high = _triple(c.tokens_per_joule)
+    return {"tokens_per_joule": tpj, "tokens_per_joule_low": low, "tokens_per_joule_high": high,
+            "energy_repeats": len(c.energy_repeats), "energy_reasons": "; ".join(sorted(c.energy_reasons)) or None}
+
+
 def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None = None) -> pd.DataFrame:
     """One row per cell with every number and where it came from: the frame behind figures and CSVs; ``method`` is
     the cell's label and ``variant`` the digest of what it measured (one figure row or series per variant, whatever
@@ -88,6 +95,7 @@ def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None
             "accepted_tokens": c.accepted, "draft_tokens": c.draft_tokens, "degenerate": c.degenerate,
             "acceptance_length": length, "acceptance_length_low": length_low, "acceptance_length_high": length_high,
             "tokens_per_s": tps, "tokens_per_s_low": tps_low, "tokens_per_s_high": tps_high,
+            **_per_joule(c),
             "speedup": speedup.value if speedup else None, "speedup_low": speedup.low if speedup else None,
             "speedup_high": speedup.high if speedup else None, "lossless": c.lossless,
             "crash_kind": ", ".join(sorted(c.crash_kinds)) or None, "crash_signature": c.crash_signature,
@@ -149,6 +157,7 @@ def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
             "failed_vs_baseline": change and change.difference, "failed_vs_baseline_low": change and change.low,
             "failed_vs_baseline_high": change and change.high, "failed_differs": bool(change and change.flagged),
             "tokens_per_s": tps[0], "tokens_per_s_low": tps[1], "tokens_per_s_high": tps[2],
+            **_per_joule(c),
             "speedup": speedup.value if speedup else None, "speedup_low": speedup.low if speedup else None,
             "speedup_high": speedup.high if speedup else None,
             "unreadable": mine.unreadable if mine else 0,

@@ -23,6 +23,9 @@ What is measured and how (offline mode; serving.py says how the serving mode dif
   start costs far more than another round). Each round reports its seconds, tokens and spec-decode
   counters (vLLM's are cumulative: read before and after each round, the difference reported);
   tokens_per_s is the median over rounds, the counters are summed with each round's kept.
+- Where NVML reports it, each round's energy: the GPUs' energy counters (``cellkit.EnergyMeter``: millijoules since
+  the driver loaded, summed over the cell's GPUs) read just inside the counters' reads around the round. Where it
+  does not (the CPU engine, no driver, a GPU without the counter), ``energy`` says why and the joules are null.
 - Each round keeps its passes (one run of the workload each): its seconds, from the end of the pass
   before (or the round's start) to its own end, so the passes tile the round, and its output tokens.
   The service's interval for the start resamples them (``app/analysis/passes.py``).
@@ -253,11 +256,12 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         # What the engine's start left behind is long-lived: out of every later collection's scan.
         gc.collect()
         gc.freeze()
+    meter = cellkit.energy_meter(spec, os.environ.get("CUDA_VISIBLE_DEVICES"))
     with counted_collections() as collections:
         rounds, outputs = measure_rounds(
             run_pass, read=(lambda: read_spec_decode_counters(llm)) if speculative else None,
             count=workload.get("rounds", 1), min_window_s=workload.get("min_window_s", 0.0),
-            gc_pause=harness["gc_pause"],
+            gc_pause=harness["gc_pause"], meter=meter,
         )
     harness["gc_collections"] = collections
     total = cellkit.totals(rounds, speculative=speculative)
@@ -275,6 +279,7 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         "requests_per_s": total.requests_per_s,
         "spec_decode": total.spec_decode,
         "rounds": rounds,
+        "energy": cellkit.energy_of(rounds, meter),
         "requests": measured_requests(outputs, categories, counted),
         "output_fingerprint": output_fingerprint(outputs),
         "versions": cellkit.versions(),
@@ -314,7 +319,7 @@ def counted_collections() -> Iterator[list[int]]:
 
 
 def measure_rounds(
-    run_once, *, read, count: int, min_window_s: float, gc_pause: bool = False
+    run_once, *, read, count: int, min_window_s: float, gc_pause: bool = False, meter: cellkit.EnergyMeter | None = None
 ) -> tuple[list[dict[str, Any]], list]:
     """``count`` rounds, each running passes ``run_once(index)`` until ``min_window_s`` has passed; the
     rounds, each with its passes, and the first pass's outputs. ``index`` counts the passes over all rounds
@@ -322,7 +327,8 @@ def measure_rounds(
     the passes add up to their round; a round of more than ``cellkit.MAX_PASSES`` keeps none.
 
     ``read()`` gives the cumulative spec-decode counters (None without speculation): each round's are
-    the difference across it. ``gc_pause`` turns the garbage collector off during each pass.
+    the difference across it. ``gc_pause`` turns the garbage collector off during each pass. ``meter`` reads each
+    round's joules (``cellkit.timed_rounds``).
     """
     first, passes = None, itertools.count()
 
@@ -344,7 +350,7 @@ def measure_rounds(
                 kept = timed if len(timed) <= cellkit.MAX_PASSES else []
                 return {"seconds": now - started, "output_tokens": tokens, "num_requests": requests, "passes": kept}
 
-    rounds = cellkit.timed_rounds(one_round, read=read, count=count)
+    rounds = cellkit.timed_rounds(one_round, read=read, count=count, meter=meter)
     return rounds, first
 
 

@@ -1,6 +1,6 @@
 """What a cell's two modes (``cell.py`` offline, ``serving.py``) share: the result's schema version, the
-workload's prompts and seeds, the spec-decode counters, the rounds and what they add up to, fingerprints
-and the build's version facts.
+workload's prompts and seeds, the spec-decode counters, the GPUs' energy counters, the rounds and what they add
+up to, fingerprints and the build's version facts.
 
 Standard library only (vLLM and torch are imported where the version facts are read), because it runs
 inside the build being measured, beside ``cell.py``, which imports it by path when run as a script.
@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 # app.schemas.cell.CELL_SCHEMA_VERSION and MAX_PASSES; the cell cannot import them (tests/runners/test_cellkit.py
 # ties them).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 MAX_PASSES = 10_000
 # The warm-up's request seeds start here (workload seed + this + index), far from the measured
 # requests' (workload seed + k for the k-th), so no measured request replays a warm-up draw.
@@ -39,6 +39,10 @@ SPEC_DECODE_COUNTERS = {
     "num_accepted_tokens": "vllm:spec_decode_num_accepted_tokens",
 }
 PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
+# NVML's Python bindings as vLLM ships them (0.26 and 0.32 alike): no package beyond vLLM's own.
+NVML_MODULE = "vllm.third_party.pynvml"
+# app.enums.GpuKind.CPU, by value: the CPU engine, whose energy no GPU counter measures.
+CPU_KIND = "cpu"
 
 
 # ---------------------------------------------------------------------------- workload
@@ -162,6 +166,85 @@ def sum_counters(counters: list[dict[str, Any]]) -> dict[str, Any]:
     return total
 
 
+# ---------------------------------------------------------------------------- energy
+
+
+class EnergyMeter:
+    """The energy counters of the GPUs a cell uses, summed: NVML's ``nvmlDeviceGetTotalEnergyConsumption``,
+    millijoules since the driver loaded (Volta and newer).
+
+    A meter that cannot read says why in ``reason`` and reads None from then on: a GPU without the counter, a
+    driver NVML cannot reach, or a counter that went back costs the cell its energy, never the cell.
+    """
+
+    def __init__(self, nvml: Any = None, handles: dict[str, Any] | None = None, reason: str | None = None):
+        self.nvml, self.handles, self.reason = nvml, handles or {}, reason
+
+    @property
+    def gpus(self) -> list[str]:
+        """The UUIDs of the GPUs read."""
+        return list(self.handles)
+
+    def read(self) -> int | None:
+        """Millijoules summed over the GPUs; None once any read failed."""
+        if self.reason is not None:
+            return None
+        try:
+            return sum(int(self.nvml.nvmlDeviceGetTotalEnergyConsumption(handle)) for handle in self.handles.values())
+        except Exception as error:  # NVMLError_NotSupported and kin: the counter is not there to read
+            self.reason = f"NVML: {error or type(error).__name__}"
+            return None
+
+    def joules(self, before: int | None, after: int | None) -> float | None:
+        """``(after - before) / 1000``: the joules between two readings. None without both, or when the counter went
+        back (it wrapped, or the driver reloaded between them): then this meter reads nothing more."""
+        if before is None or after is None:
+            return None
+        if after < before:
+            self.reason = f"the energy counter went back from {before} to {after} mJ (wrapped, or the driver reloaded)"
+            return None
+        return (after - before) / 1000
+
+
+def energy_meter(spec: dict[str, Any], visible: str | None, nvml: Any = None) -> EnergyMeter:
+    """The meter of the GPUs ``spec`` runs on: the first ``gpus_used(spec)`` entries of ``visible``
+    (CUDA_VISIBLE_DEVICES; unset: every GPU by index), each an index or a UUID, opened by UUID so a GPU named twice
+    counts once. Indices are NVML's: the worker sets CUDA_DEVICE_ORDER=PCI_BUS_ID, NVML's own order. ``nvml``: the
+    bindings (default ``NVML_MODULE``); a meter with its reason where they cannot be loaded or initialised."""
+    if spec.get("gpu_kind") == CPU_KIND:
+        return EnergyMeter(reason="the CPU engine")
+    try:
+        nvml = nvml or importlib.import_module(NVML_MODULE)
+        nvml.nvmlInit()
+        count = gpus_used(spec)
+        entries = [e.strip() for e in visible.split(",") if e.strip()] if visible is not None else [str(i) for i in range(count)]
+        if len(entries) < count:
+            return EnergyMeter(reason=f"{count} GPUs used but CUDA_VISIBLE_DEVICES names {len(entries)}")
+        handles = {}
+        for entry in entries[:count]:
+            handle = nvml.nvmlDeviceGetHandleByIndex(int(entry)) if entry.isdigit() else nvml.nvmlDeviceGetHandleByUUID(entry)
+            uuid = nvml.nvmlDeviceGetUUID(handle)
+            handles[uuid.decode() if isinstance(uuid, bytes) else str(uuid)] = handle
+    except Exception as error:  # no libnvidia-ml, no driver, a UUID NVML does not know
+        return EnergyMeter(reason=f"NVML: {error or type(error).__name__}")
+    return EnergyMeter(nvml, handles)
+
+
+def gpus_used(spec: dict[str, Any]) -> int:
+    """GPUs one engine of ``spec`` takes: tensor x pipeline parallel (as app.sweeps.matrix.gpus_needed counts them)."""
+    args = spec.get("engine_args") or {}
+    return int(args.get("tensor_parallel_size") or 1) * int(args.get("pipeline_parallel_size") or 1)
+
+
+def energy_of(rounds: list[dict[str, Any]], meter: EnergyMeter) -> dict[str, Any]:
+    """The result's ``energy``: the rounds' joules summed and the GPUs read, or None joules and why (a start with
+    one round unread reports none: joules over some rounds beside tokens over all would be a wrong tokens/J)."""
+    joules = [r.get("energy_j") for r in rounds]
+    if rounds and all(j is not None for j in joules):
+        return {"joules": sum(joules), "gpus": meter.gpus, "reason": None}
+    return {"joules": None, "gpus": meter.gpus, "reason": f"not reported ({meter.reason or 'no measured round'})"}
+
+
 # ---------------------------------------------------------------------------- rounds
 
 
@@ -176,19 +259,23 @@ class Totals(NamedTuple):
 
 
 def timed_rounds(
-    run_round: Callable[[], dict[str, Any]], *, read: Callable[[], dict[str, Any]] | None, count: int
+    run_round: Callable[[], dict[str, Any]], *, read: Callable[[], dict[str, Any]] | None, count: int,
+    meter: EnergyMeter | None = None,
 ) -> list[dict[str, Any]]:
     """``count`` rounds of ``run_round()`` (a round as the result lists it: its ``seconds``, ``output_tokens``,
-    ``num_requests`` and, offline, its ``passes``), each with its spec-decode counters.
+    ``num_requests`` and, offline, its ``passes``), each with its spec-decode counters and, with a ``meter``, the
+    joules its GPUs used (``energy_j``, None where the meter cannot read).
 
     ``read()`` gives the cumulative spec-decode counters (None without speculation): a round's are their
-    difference across it, read outside its window.
+    difference across it, read outside its window; the energy counters are read inside those reads, closest to it.
     """
     rounds = []
     for _ in range(count):
         before = read() if read else None
+        energy_before = meter.read() if meter else None
         measured = run_round()
-        rounds.append({**measured, "spec_decode": counters_delta(before, read()) if read else None})
+        energy = {"energy_j": meter.joules(energy_before, meter.read())} if meter else {}
+        rounds.append({**measured, "spec_decode": counters_delta(before, read()) if read else None, **energy})
     return rounds
 
 

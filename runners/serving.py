@@ -28,6 +28,7 @@ Percentiles (p50, p90, p99) are linear interpolations over all measured requests
 import http.client
 import itertools
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -87,13 +88,15 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float) -> tupl
             return {"seconds": seconds, "output_tokens": sum(t["output_tokens"] for t in done), "num_requests": len(done)}
 
         speculative = spec.get("speculative") is not None
+        meter = cellkit.energy_meter(spec, os.environ.get("CUDA_VISIBLE_DEVICES"))
         rounds = cellkit.timed_rounds(one_round, read=(lambda: scrape(base)) if speculative else None,
-                                      count=workload.get("rounds", 1))
+                                      count=workload.get("rounds", 1), meter=meter)
     except BaseException:
         stop()
         raise
     # Every round sends each prompt at least once: the first round's first requests are the first pass.
-    measured = {"rounds": rounds, "timings": timings, "first": timings[: len(prompts)], "concurrency": concurrency}
+    measured = {"rounds": rounds, "timings": timings, "first": timings[: len(prompts)], "concurrency": concurrency,
+                "energy": cellkit.energy_of(rounds, meter)}
     return _result(spec, measured, engine_start_s=engine_start_s, warmup_s=warmup_s, started=started), stop
 
 
@@ -284,6 +287,7 @@ def _result(
         "requests_per_s": total.requests_per_s,
         "spec_decode": total.spec_decode,
         "rounds": rounds,
+        "energy": measured["energy"],
         "requests": [{"num_output_tokens": t["output_tokens"], "fingerprint": cellkit.fingerprint(t["text"])} for t in first],
         "output_fingerprint": cellkit.fingerprint([t["text"] for t in first]),
         "versions": cellkit.versions(),

@@ -68,6 +68,16 @@ def cell_result(tokens_per_s: float = 100.0, accepted: int = 30, fingerprints=("
     }
 
 
+def energy_result(joules: list[float | None], reason: str | None = None) -> dict[str, Any]:
+    """``cell_result()`` of cell schema 7 with one round of 1 s and 1,000 tokens per entry of ``joules`` (its energy,
+    None: unread) and the energy the cell reports of them (``reason`` where a round is unread)."""
+    rounds = [{"seconds": 1.0, "output_tokens": 1000, "num_requests": 10,
+               **({"energy_j": j} if j is not None else {})} for j in joules]
+    measured = all(j is not None for j in joules)
+    return {**cell_result(), "schema_version": 7, "rounds": rounds,
+            "energy": {"joules": sum(joules) if measured else None, "gpus": ["GPU-a"], "reason": None if measured else reason}}
+
+
 def claim(client: TestClient, worker: Registered) -> dict[str, Any]:
     response = client.post(f"/api/v1/workers/{worker.id}/claim", headers=worker.headers)
     assert response.status_code == 200, response.text

@@ -89,12 +89,13 @@ def _side(cell: PooledCell) -> CellSide:
         resolved_graph_modes=sorted(cell.resolved_graph_modes), downgraded=cell.downgraded, draft_eager=cell.draft_eager,
         crash_kinds=dict(cell.crash_kinds), crash_signature=cell.crash_signature, crash_title=cell.crash_title,
         vllm_versions=sorted(cell.vllm_versions), gpu_names=sorted(cell.gpu_names), notes=cell.notes,
-        job_ids=sorted(cell.job_ids),
+        job_ids=sorted(cell.job_ids), tokens_per_joule=_interval(cell.tokens_per_joule),
+        energy_repeats=len(cell.energy_repeats), energy_reasons=sorted(cell.energy_reasons),
     )
 
 
 def _change(change: comparisons.Change) -> CellChange:
-    head, speed, moved = change.head, change.speed, change.acceptance
+    head, speed, moved, joule = change.head, change.speed, change.acceptance, change.per_joule
     return CellChange(
         verdict=change.verdict, gpu_kind=head.gpu_kind, method=head.method, label=head.label, backend=head.backend,
         graph_mode=head.graph_mode, reasons=list(change.reasons), base=_side(change.base), head=_side(head),
@@ -103,6 +104,7 @@ def _change(change: comparisons.Change) -> CellChange:
         tokens_per_s_change=change.numbers.throughput.change if change.numbers else None,
         tokens_per_s_call=_call(change) if change.numbers else None,
         acceptance_change=change.numbers.acceptance_change if change.numbers else None,
+        tokens_per_joule_ratio=Interval(value=joule.value, low=joule.low, high=joule.high) if joule else None,
     )
 
 

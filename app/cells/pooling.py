@@ -19,14 +19,14 @@ from app.analysis.verdicts import CellSample
 from app.cells import identity
 from app.cells.identity import Identity, Variant
 from app.enums import JobState
-from app.schemas.physical import MAX_TOKENS_PER_S, plausible_speed
+from app.schemas.physical import MAX_TOKENS_PER_JOULE, MAX_TOKENS_PER_S, plausible_speed
 
 
 @dataclass
 class PooledCell:
     """One cell of one build with its repeats pooled (``add``). Counts are sums over the repeats that ran;
-    ``speed`` is ``app.analysis.fallback.pool_repeats`` over them; acceptance is ``A / T`` with Wilson's
-    interval over the summed counts."""
+    ``speed`` is ``app.analysis.fallback.pool_repeats`` over them, and ``per_joule`` the same over the repeats'
+    tokens/J where the GPU reported energy; acceptance is ``A / T`` with Wilson's interval over the summed counts."""
 
     build: str
     gpu_kind: str
@@ -65,6 +65,10 @@ class PooledCell:
     paired: dict[str, float] = field(default_factory=dict)
     speed: CellSpeed | None = None
     speedup: Ratio | None = None
+    # Tokens per joule of the repeats whose GPUs reported energy, pooled as ``speed`` is; why the others have none.
+    energy_repeats: list[RepeatSpeed] = field(default_factory=list)
+    per_joule: CellSpeed | None = None
+    energy_reasons: set[str] = field(default_factory=set)
     # Serving mode: each engine start's ``Result.serving`` as stored (``app.cells.serving`` pools them).
     serving: list[dict] = field(default_factory=list)
     # The starts whose runner counted a stream of tokens without text as failed (runners/serving.py before cell
@@ -132,23 +136,33 @@ class PooledCell:
 
     @property
     def tokens_per_s(self) -> tuple[float, float | None, float | None] | None:
-        """The pooled median with ``exp(ln m +- 1.96 se)``, the interval ``fallback.ratio`` works with; for one
-        engine start, its own interval (over its passes or its rounds) carried to 95 % side by side
-        (``fallback.repeat_interval``)."""
-        if self.speed is None:
-            return None
-        se = self.speed.se_log
-        m = self.speed.median
-        if len(self.repeats) == 1 and (own := repeat_interval(self.repeats[0])) is not None:
-            return (m, *own)
-        if se is None:
-            return (m, None, None)
-        return (m, *(scaled_ends(m, -Z_95 * se, Z_95 * se) or (None, None)))
+        """``shown(speed, repeats)``: the pooled tokens/s with its 95 % interval."""
+        return shown(self.speed, self.repeats)
+
+    @property
+    def tokens_per_joule(self) -> tuple[float, float | None, float | None] | None:
+        """``shown(per_joule, energy_repeats)``: the pooled tokens/J with its 95 % interval; None where no repeat
+        reported energy (``energy_reasons`` says why)."""
+        return shown(self.per_joule, self.energy_repeats)
 
     @property
     def fallback(self) -> bool:
         """vLLM ran less than asked: a downgraded graph mode, or a draft left eager beside captured graphs."""
         return self.downgraded or (self.draft_eager and self.graph_mode != "NONE")
+
+
+def shown(pooled: CellSpeed | None, repeats: list[RepeatSpeed]) -> tuple[float, float | None, float | None] | None:
+    """The pooled median with ``exp(ln m +- 1.96 se)``, the interval ``fallback.ratio`` works with; for one engine
+    start, its own interval (over its passes or its rounds) carried to 95 % side by side (``fallback.repeat_interval``)."""
+    if pooled is None:
+        return None
+    se = pooled.se_log
+    m = pooled.median
+    if len(repeats) == 1 and (own := repeat_interval(repeats[0])) is not None:
+        return (m, *own)
+    if se is None:
+        return (m, None, None)
+    return (m, *(scaled_ends(m, -Z_95 * se, Z_95 * se) or (None, None)))
 
 
 class StoredResult(Protocol):
@@ -159,6 +173,10 @@ class StoredResult(Protocol):
     tokens_per_s_high: float | None
     tokens_per_s_level: float | None
     rounds: int
+    tokens_per_joule: float | None
+    tokens_per_joule_low: float | None
+    tokens_per_joule_high: float | None
+    energy_reason: str | None
     num_drafts: int
     num_draft_tokens: int
     num_accepted_tokens: int
@@ -206,6 +224,7 @@ def add(cell: PooledCell, result: StoredResult, *, job_id: int, pair_id: str | N
                                         result.tokens_per_s_level))
         if pair_id is not None:
             cell.paired[pair_id] = result.tokens_per_s
+    add_energy(cell, result, job_id=job_id)
     if result.serving:
         cell.serving.append(result.serving)
         cell.empty_as_failed += result.source == "cell" and result.serving.get("empty") is None
@@ -220,6 +239,18 @@ def add_requests(cell: PooledCell, stored: dict | None) -> None:
     if (kept := request_acceptance.from_json(stored)) is not None:
         cell.requests = request_acceptance.pool([kept] if cell.requests is None else [cell.requests, kept])
         cell.recorded_starts += 1
+
+
+def add_energy(cell: PooledCell, result: StoredResult, *, job_id: int) -> None:
+    """One repeat's tokens/J into ``cell.energy_repeats`` (its interval the order statistics of its rounds), or why it
+    has none into ``cell.energy_reasons``; one beyond ``MAX_TOKENS_PER_JOULE`` is left out with a note."""
+    if result.tokens_per_joule is None or result.tokens_per_joule <= 0:
+        cell.energy_reasons.add(result.energy_reason or "not reported")
+    elif result.tokens_per_joule > MAX_TOKENS_PER_JOULE:
+        cell.notes.append(f"job {job_id}: {result.tokens_per_joule:g} tokens/J beyond {MAX_TOKENS_PER_JOULE:g}; left out")
+    else:
+        cell.energy_repeats.append(RepeatSpeed(result.tokens_per_joule, result.tokens_per_joule_low,
+                                               result.tokens_per_joule_high, result.rounds))
 
 
 def impossible_counts(row: StoredResult) -> str | None:

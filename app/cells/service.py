@@ -19,7 +19,8 @@ _COLUMNS = (
     Job.id, Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.config_hash,
     Job.state, Job.finished_at, Job.repeat, Job.concurrency, Job.mode, Job.pair_id,
     Result.id.label("result_id"), Result.tokens_per_s, Result.tokens_per_s_low, Result.tokens_per_s_high,
-    Result.tokens_per_s_level, Result.rounds,
+    Result.tokens_per_s_level, Result.rounds, Result.tokens_per_joule, Result.tokens_per_joule_low,
+    Result.tokens_per_joule_high, Result.energy_reason,
     Result.num_drafts, Result.num_draft_tokens, Result.num_accepted_tokens, Result.accepted_per_position,
     Result.mean_acceptance_length, Result.mean_acceptance_length_low, Result.mean_acceptance_length_high,
     Result.resolved_graph_mode, Result.resolved_draft_graph_mode, Result.graph_downgraded, Result.draft_eager,
@@ -72,6 +73,8 @@ def load(*, session: Session, scope: CellScope, speedups: bool = True) -> list[P
     for cell in found:
         if cell.repeats:
             cell.speed = pool_repeats(cell.repeats)
+        if cell.energy_repeats:
+            cell.per_joule = pool_repeats(cell.energy_repeats)
     _speedups(found)
     if with_baselines:
         _lossless(session, scope, with_baselines, cells)

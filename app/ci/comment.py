@@ -282,7 +282,7 @@ def _crash(side: CellSide) -> str:
 
 
 _COLUMNS = ("| verdict | GPU | method | backend | graph mode | base tok/s | head tok/s | head / base | could detect "
-            "| Δ acceptance (points) | why |")
+            "| Δ acceptance (points) | tok/J head / base | why |")
 
 
 def _details(rows: list[str], shown: int, total: int) -> str:
@@ -290,7 +290,7 @@ def _details(rows: list[str], shown: int, total: int) -> str:
         return ""
     cut = "" if shown == len(rows) else (
         f"\n\n_{shown} of {total} cells shown, to fit GitHub's 65,536-character limit: the compare page has all._")
-    table = "\n".join([_COLUMNS, "|" + "---|" * 11, *rows[:shown]])
+    table = "\n".join([_COLUMNS, "|" + "---|" * 12, *rows[:shown]])
     return f"\n<details><summary>All {total} compared cells</summary>\n\n{table}{cut}\n\n</details>\n"
 
 
@@ -300,8 +300,16 @@ def _row(c: CellChange) -> str:
     moved = f"{100 * c.acceptance_difference.value:+.1f}" if c.acceptance_difference else ""
     finds = "no model" if call and call.detectable is None else _percent(call.detectable) if call else ""
     cells = [c.verdict.value.replace("_", " "), escape(c.gpu_kind), escape(c.label), escape(c.backend), escape(c.graph_mode),
-             _speed(c.base), _speed(c.head), speed, finds, moved, escape("; ".join(c.reasons))]
+             _speed(c.base), _speed(c.head), speed, finds, moved, _per_joule(c), escape("; ".join(c.reasons))]
     return "| " + " | ".join(cells) + " |"
+
+
+def _per_joule(c: CellChange) -> str:
+    """Head / base tokens per joule with its interval (``1.04x [0.98, 1.10]``), "not reported" where a side's GPU
+    gave no energy, empty where a side did not run."""
+    if c.tokens_per_joule_ratio is not None:
+        return _amount("speed", [c.tokens_per_joule_ratio])
+    return "not reported" if c.base.ran and c.head.ran else ""
 
 
 def _speed(side: CellSide) -> str:

@@ -35,6 +35,8 @@ class Change:
     speed: Ratio | None  # head / base tokens/s with the interval its call read (``speed_ratio``)
     numbers: verdicts.Verdict | None  # the statistics' verdict when both sides ran
     verdict: Verdict
+    # Head / base tokens per joule (``fallback.ratio`` of the pooled cells), where both sides' GPUs reported energy.
+    per_joule: Ratio | None = None
 
     @property
     def acceptance(self) -> ProportionChange | None:
@@ -72,7 +74,8 @@ def compare(base: list[PooledCell], head: list[PooledCell], history: dict[Identi
                 pairs=pooling.pairs(old, cell), speed_alpha=alpha)
         speed = speed_ratio(old, cell, numbers)
         judged = verdict(_side(old), _side(cell), numbers)
-        changes.append(Change(old, cell, speed, numbers, judged))
+        per_joule = ratio(cell.per_joule, old.per_joule) if cell.per_joule and old.per_joule else None
+        changes.append(Change(old, cell, speed, numbers, judged, per_joule))
     return sorted(changes, key=lambda c: (SEVERITY[c.verdict], c.speed.value if c.speed else 1.0))
 
 

@@ -33,8 +33,9 @@ def baselines(*, session: Session, jobs: list[Job]) -> dict[int, Result]:
     return mine
 
 
-# Fields ResultOut copies from the Result row as they are (the level is filled in for rows stored without it).
-_RESULT_FIELDS = [name for name in ResultOut.model_fields if name not in ("job_id", "tokens_per_s_level")
+# Fields ResultOut copies from the Result row as they are (the levels are filled in: rows keep no tokens/J level, and
+# rows stored before 0020 no tokens/s level).
+_RESULT_FIELDS = [name for name in ResultOut.model_fields if name not in ("job_id", "tokens_per_s_level", "tokens_per_joule_level")
                   and hasattr(Result, name)]
 
 
@@ -70,6 +71,9 @@ def to_out(rows: list[tuple[Result, Job, Sweep]], bases: dict[int, Result]) -> l
                 tokens_per_s_level=repeat_level(RepeatSpeed(result.tokens_per_s, result.tokens_per_s_low,
                                                             result.tokens_per_s_high, result.rounds,
                                                             result.tokens_per_s_level)),
+                tokens_per_joule_level=None if result.tokens_per_joule is None else repeat_level(
+                    RepeatSpeed(result.tokens_per_joule, result.tokens_per_joule_low, result.tokens_per_joule_high,
+                                result.rounds)),
                 **{name: getattr(result, name) for name in _RESULT_FIELDS},
             )
         )

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 from app.alarms import service as alarms
 from app.analysis import request_acceptance
 from app.analysis.acceptance import calibration_misses, derive
+from app.analysis.energy import tokens_per_joule
 from app.analysis.passes import start_interval
 from app.analysis.rounds import MedianInterval, efficiency, median_interval
 from app.cells.scope import CellScope
@@ -66,6 +67,8 @@ def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: 
     # From the rounds as stored, as migration 0021 reads them for rows stored before.
     round_speeds, round_squares = noise.round_terms(raw.get("rounds"))
     by_request = request_acceptance.summarise(result.requests)
+    per_joule = tokens_per_joule([(r.output_tokens, r.energy_j) for r in result.rounds])
+    energy = result.energy
     return Result(
         source="cell",  # the column's default, set here too: a row pooled before its flush reads it
         job=job,
@@ -82,6 +85,11 @@ def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: 
         rounds=throughput.n,
         round_speeds=round_speeds,
         round_squares=round_squares,
+        energy_j=energy.joules if energy else None,
+        tokens_per_joule=per_joule.median if per_joule else None,
+        tokens_per_joule_low=per_joule.low if per_joule else None,
+        tokens_per_joule_high=per_joule.high if per_joule else None,
+        energy_reason=energy_reason(result, per_joule is not None),
         measured_s=sum(r.seconds for r in result.rounds) or result.generation_s,
         efficiency=efficiency(sum(r.seconds for r in result.rounds) or result.generation_s, result.wall_s or 0.0),
         model_runner=result.model_runner,
@@ -123,6 +131,15 @@ def start_throughput(result: CellResult) -> tuple[MedianInterval, int | None]:
         return median_interval([result.tokens_per_s]), None
     return start_interval([(r.seconds, r.output_tokens, [(p.seconds, p.output_tokens) for p in r.passes])
                            for r in result.rounds])
+
+
+def energy_reason(result: CellResult, measured: bool) -> str | None:
+    """Why a result has no tokens/J: the cell's own reason, else what the rounds lack; None when it has one."""
+    if measured:
+        return None
+    if result.energy is None:
+        return f"not reported (cell schema {result.schema_version} reads no energy)"
+    return result.energy.reason or "not reported (a round's energy counter did not move)"
 
 
 def expected_per_position(speculative: dict | None) -> list[float] | None:

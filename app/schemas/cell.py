@@ -17,8 +17,10 @@ from app.models import Job, Result
 from app.schemas.base import Input
 from app.schemas.physical import (
     MAX_REQUESTS_PER_S,
+    MAX_TOKENS_PER_JOULE,
     MAX_TOKENS_PER_S,
     Count,
+    Joules,
     Milliseconds,
     RequestsPerS,
     Seconds,
@@ -34,7 +36,9 @@ from app.schemas.text import clean, reported, stored
 #    the rounds ran under (CellResult.harness: garbage collection, the clock, a fork server's cell).
 # 7: each offline request's prompt category, and its counters (drafts, draft tokens, accepted, per position) summed
 #    over every measured pass, so the requests add up to the rounds' counters (before: the first pass's, no tokens).
-CELL_SCHEMA_VERSION = 7
+# 8: each round's joules where NVML reports them (Round.energy_j), and the measured rounds' energy or why it is
+#    missing (CellResult.energy).
+CELL_SCHEMA_VERSION = 8
 # A round's passes kept at most: a result stays within the report's size limit (a pass is ~50 bytes of JSON).
 MAX_PASSES = 10_000
 # How far a round's passes' seconds may add up away from the round's (float sums of ~1e4 terms).
@@ -195,12 +199,17 @@ class Round(Input):
     # Schema 6, offline rounds: each pass, in the order they ran; they tile the round. Empty for serving rounds,
     # older files, and a round of more than MAX_PASSES passes; left out of dumps when empty, as import_s is.
     passes: list[Pass] = Field(default_factory=list, max_length=MAX_PASSES, exclude_if=lambda passes: not passes)
+    # Schema 7: the joules the cell's GPUs used during the round (NVML); None where they were not read, and left
+    # out of dumps then, so older results export as they were.
+    energy_j: Joules | None = Field(default=None, exclude_if=lambda joules: joules is None)
 
     @model_validator(mode="after")
     def _physical(self) -> "Round":
         # The service stores the rounds' median of output_tokens / seconds, not the cell's own tokens_per_s.
         if self.seconds > 0 and self.output_tokens / self.seconds > MAX_TOKENS_PER_S:
             raise ValueError(f"{self.output_tokens} tokens in {self.seconds} s exceed {MAX_TOKENS_PER_S:g} tokens/s")
+        if self.energy_j and self.output_tokens / self.energy_j > MAX_TOKENS_PER_JOULE:
+            raise ValueError(f"{self.output_tokens} tokens on {self.energy_j} J exceed {MAX_TOKENS_PER_JOULE:g} tokens/J")
         if self.seconds > 0 and self.num_requests / self.seconds > MAX_REQUESTS_PER_S:
             raise ValueError(f"{self.num_requests} requests in {self.seconds} s exceed {MAX_REQUESTS_PER_S:g} requests/s")
         return self
@@ -238,6 +247,19 @@ class Harness(Input):
     # The cell's process was forked from its build's fork server (runners/forkserver.py): vLLM was imported
     # before the cell started, and import_s is the server's import for the cell that started it, else ~0.
     forked: bool = False
+
+
+class Energy(Input):
+    """What the GPUs' energy counters said of the measured rounds (schema 8; ``runners/cellkit.EnergyMeter``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    # The rounds' joules summed; None unless every round has its own.
+    joules: Joules | None = None
+    # The UUIDs of the GPUs read (a tensor-parallel cell sums them).
+    gpus: list[reported(Result.raw, 128)] = Field(default_factory=list, max_length=1024)
+    # Why there are no joules ("not reported (NVML: Not Supported)"); None when there are.
+    reason: reported(Result.energy_reason) | None = None
 
 
 class Percentiles(Input):
@@ -320,6 +342,8 @@ class CellResult(Input):
     serving: Serving | None = None
     # Schema 6; None (and left out of dumps) for older files.
     harness: Harness | None = Field(default=None, exclude_if=lambda harness: harness is None)
+    # Schema 7; None (and left out of dumps) for older files.
+    energy: Energy | None = Field(default=None, exclude_if=lambda energy: energy is None)
 
 
 class Resolved(Input):

@@ -39,6 +39,11 @@ class CellSide(BaseModel):
     # The side's jobs of the cell, whatever became of them: where its figures came from (a sweep's jobs name their
     # cell index). Absent from older services.
     job_ids: list[int] = []
+    # Output tokens per joule pooled over the repeats whose GPUs reported energy (``energy_repeats`` of them), with
+    # its 95 % interval; None where none did, and ``energy_reasons`` says why. Absent from older services.
+    tokens_per_joule: Interval | None = None
+    energy_repeats: int = 0
+    energy_reasons: list[str] = []
 
 
 class SpeedCall(BaseModel):
@@ -74,6 +79,8 @@ class CellChange(BaseModel):
     tokens_per_s_change: Change | None  # the statistics' call on tokens/s alone (None: a side did not run)
     tokens_per_s_call: SpeedCall | None = None  # how that call was made and what it could have seen
     acceptance_change: Change | None  # on acceptance and its positions (None: a side did not draft)
+    # Head / base tokens per joule with its 95 % interval, where both sides' GPUs reported energy (no verdict reads it).
+    tokens_per_joule_ratio: Interval | None = None
     reasons: list[str]
     base: CellSide
     head: CellSide

@@ -8,7 +8,9 @@ at about 1e5 tokens/s) and far below what the arithmetic downstream can no longe
 - tokens/s at most 1e7, requests/s at most 1e6;
 - durations at most 30 days (a cell's timeout is at most one), latencies likewise, in milliseconds;
 - counts (requests, tokens, drafts) at most 1e15, within the database's 64-bit integers;
-- rates within [0, 1].
+- rates within [0, 1];
+- energy at most 1e12 J (a month of 8 GPUs at 1 kW is 2e10 J), tokens per joule at most 1e6 (an H200 running a
+  tiny model makes about 1e5 tokens/s at a few hundred watts: hundreds of tokens per joule).
 """
 
 import math
@@ -20,6 +22,8 @@ MAX_TOKENS_PER_S = 1e7
 MAX_REQUESTS_PER_S = 1e6
 MAX_SECONDS = 30 * 24 * 3600.0
 MAX_COUNT = 10**15
+MAX_JOULES = 1e12
+MAX_TOKENS_PER_JOULE = 1e6
 
 TokensPerS = Annotated[float, Field(ge=0, le=MAX_TOKENS_PER_S)]
 RequestsPerS = Annotated[float, Field(ge=0, le=MAX_REQUESTS_PER_S)]
@@ -27,6 +31,7 @@ Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
 Milliseconds = Annotated[float, Field(ge=0, le=MAX_SECONDS * 1000)]
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 Rate = Annotated[float, Field(ge=0, le=1)]
+Joules = Annotated[float, Field(ge=0, le=MAX_JOULES)]
 
 
 def plausible_speed(tokens_per_s: float | None) -> bool:

@@ -74,6 +74,15 @@ class ResultOut(BaseModel):
     passes: int | None = None
     measured_s: float | None = None
     efficiency: float | None = None
+    # Where the GPU reports it (NVML): the joules over the measured rounds and output tokens per joule, the median
+    # over the rounds with their order-statistic interval at ``tokens_per_joule_level``; None otherwise, and
+    # ``energy_reason`` says why ("not reported (the CPU engine)").
+    energy_j: float | None = None
+    tokens_per_joule: float | None = None
+    tokens_per_joule_low: float | None = None
+    tokens_per_joule_high: float | None = None
+    tokens_per_joule_level: float | None = None
+    energy_reason: str | None = None
     model_runner: str | None = None
     requests_per_s: float
     serving: dict | None = None

@@ -37,11 +37,14 @@ def compare_page(request: Request, session: SessionDep, filters: FiltersDep, bas
         if not frame.empty:
             frame.insert(0, "verdict", [c.verdict.value for c in changes])
             base_frame = data.cells_frame([c.base for c in changes])
-            for column in ("build", "acceptance", "tokens_per_s", "downgraded", "died"):
+            for column in ("build", "acceptance", "tokens_per_s", "tokens_per_joule", "downgraded", "died"):
                 frame[f"base_{column}"] = base_frame[column]
             frame["speed_ratio"] = [c.speed.value if c.speed else None for c in changes]
             frame["speed_ratio_low"] = [c.speed.low if c.speed else None for c in changes]
             frame["speed_ratio_high"] = [c.speed.high if c.speed else None for c in changes]
+            for end in ("value", "low", "high"):
+                frame[f"tokens_per_joule_ratio{'' if end == 'value' else '_' + end}"] = [
+                    getattr(c.per_joule, end) if c.per_joule else None for c in changes]
             calls = [c.numbers.throughput if c.numbers else None for c in changes]
             frame["speed_rule"] = [call.rule.value if call else None for call in calls]
             frame["speed_pairs"] = [call.pairs if call else None for call in calls]

@@ -338,7 +338,7 @@ def test_every_text_the_service_holds_is_inert_wherever_the_comment_writes_it(va
             widths.append(0)
         elif t.type in ("td_open", "th_open"):
             widths[-1] += 1
-    assert widths == [11] * (1 + 8)  # the header and a row a cell
+    assert widths == [12] * (1 + 8)  # the header and a row a cell
     text = "".join(t.content for t in inline if t.type == "text")
     assert not LIVE_TEXT.search(text) and not re.search(r"(?<!\\)\$", body)
     if _shown(value):
@@ -349,3 +349,15 @@ def test_free_text_cannot_break_the_table() -> None:
     cell = _cell("FLASHINFER", "FULL", Verdict.NEWLY_CRASHING, head=_side("pr-12", ran=False, kind="exception", title="a | b <details>"))
     body = render(_comparison([cell]), CONTEXT)
     assert "a \\| b &lt;details&gt;" in body and "<details>" not in body.replace("<details><summary>", "")
+
+
+def test_the_table_gives_tokens_per_joule_head_over_base_where_both_reported_energy_and_says_not_reported_else() -> None:
+    measured = _cell("FLASH_ATTN", "FULL").model_copy(update={"tokens_per_joule_ratio": Interval(value=1.04, low=0.98, high=1.1)})
+    unmeasured = _cell("FLASHINFER", "FULL")
+    body = render(_comparison([measured, unmeasured]), CONTEXT)
+    rows = {line.split(" | ")[3]: line.split(" | ") for line in body.splitlines() if line.startswith("| unchanged")}
+    [header] = [line for line in body.splitlines() if line.startswith("| verdict")]
+    column = header.split(" | ").index("tok/J head / base")
+    assert rows["FLASH_ATTN"][column] == "1.04x [0.98, 1.10]"
+    assert rows["FLASHINFER"][column] == "not reported"
+

@@ -121,7 +121,7 @@ def h200(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
 
 
 COLUMNS = ["series", "clients", "starts", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "TPOT p99 ms", "ITL p50 ms",
-           "ITL p99 ms", "tokens/s [95 %]", "speedup [95 %]", "failed, % [95 %]", "runs"]
+           "ITL p99 ms", "tokens/s [95 %]", "tokens/J [95 %]", "speedup [95 %]", "failed, % [95 %]", "runs"]
 
 
 def _rows(html: str, table: str) -> dict[tuple[str, int], dict[str, str]]:
@@ -152,6 +152,8 @@ def test_the_page_shows_what_the_stored_results_say(h200: TestClient) -> None:
                 assert row[f"{name} {percentile} ms"] == f"{figures[field][percentile]:.2f}", (key, name, percentile)
         assert row["starts"] == "1"
         assert row["tokens/s [95 %]"].startswith(f"{result['tokens_per_s']:.0f} [")
+        # Run before cells read energy (cell schema 7): not reported, never 0.
+        assert row["tokens/J [95 %]"] == "not reported" and result["tokens_per_joule"] is None
         failed, sent = figures["failed"], figures["completed"] + figures["failed"]
         assert f"{failed} of {sent}" in row["failed, % [95 %]"] and row["failed, % [95 %]"].startswith(f"{100 * failed / sent:.1f} [")
         if result["speedup"] is not None:

@@ -159,7 +159,7 @@ def test_compare_a_sweep_with_itself_is_unchanged_everywhere(h200: TestClient) -
     # was measured there on either side, so they are pending, never "unchanged".
     verdicts = Counter(cells[0] for _, cells in rows)
     assert len(rows) == 24 and verdicts == {"unchanged": 21, "pending": 3}
-    pending = {(cells[2], cells[3], cells[4], cells[12]) for _, cells in rows if cells[0] == "pending"}
+    pending = {(cells[2], cells[3], cells[4], cells[15]) for _, cells in rows if cells[0] == "pending"}
     assert pending == {("dflash k=3", "TRITON_ATTN", "FULL_AND_PIECEWISE", "not finished → not finished"),
                        ("dflash k=3", "TRITON_ATTN", "FULL_DECODE_ONLY", "not finished → not finished"),
                        ("draft_model k=3", "TRITON_ATTN", "FULL_AND_PIECEWISE", "not finished → not finished")}
@@ -173,7 +173,9 @@ def test_compare_the_matrix_with_the_sweep_that_finished_it(h200: TestClient) ->
     # Each one start's rounds, 1542-5276 and 1996-6112 (a slow first round each), carried to 95 % side by side.
     assert both[0] == "undecided" and both[5:7] == ["4810 [1453, 5301]", "5893 [1886, 6124]"]
     # The H200 noise model (this import's A/A: few starts that spread widely) leaves one start a side far from a call.
-    assert "(noise model, 95 %)" in both[13] and "too few starts to call" in both[13] and both[8].endswith(" %")
+    assert "(noise model, 95 %)" in both[16] and "too few starts to call" in both[16] and both[8].endswith(" %")
+    # Run before cells read energy: each side's tokens/J not reported (never 0), and no ratio.
+    assert both[9:12] == ["not reported", "not reported", ""]
     assert all(cells[5] == "—" for key, cells in rows.items() if key != ("draft_model k=3", "FULL_DECODE_ONLY"))
 
 

@@ -176,6 +176,26 @@ def test_the_cell_script_and_the_service_agree_on_the_contract(ngram_cell) -> No
     assert cellkit.SCHEMA_VERSION == CELL_SCHEMA_VERSION == finished(ngram_cell).schema_version
 
 
+def test_a_cpu_cell_stores_no_energy_and_says_why(ngram_cell) -> None:
+    """A real CPU cell: every round without joules, its energy null with the reason, stored so (never 0)."""
+    result = finished(ngram_cell)
+    assert result.energy is not None and result.energy.joules is None
+    assert result.energy.reason == "not reported (the CPU engine)"
+    assert len(result.rounds) == ROUNDS and all(r.energy_j is None for r in result.rounds)
+    row = results.result_row(Job(spec=ngram_cell.spec), result, resolved(ngram_cell), created_at=utcnow())
+    assert (row.energy_j, row.tokens_per_joule, row.energy_reason) == (None, None, "not reported (the CPU engine)")
+
+
+def test_vllms_own_nvml_on_a_host_without_a_driver_gives_a_reason_not_a_crash(vllm_python) -> None:
+    """``vllm.third_party.pynvml`` in the vLLM build, asked for a GPU cell's energy where no NVIDIA driver is."""
+    code = ("import json; from runners import cellkit; m = cellkit.energy_meter({'gpu_kind': 'H200'}, '0'); "
+            "print(json.dumps([m.read(), m.reason]))")
+    done = subprocess.run([str(vllm_python), "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    reading, reason = json.loads(done.stdout.strip().splitlines()[-1])
+    assert reading is None and reason.startswith("NVML: ") and len(reason) > len("NVML: ")
+
+
 def test_each_request_gets_its_seed_unless_request_seeds_is_off(vllm_python) -> None:
     """vLLM's own SamplingParams, made by the cell script in the vLLM build."""
     code = ("import json; from runners import cell; w = {'temperature': 1.0, 'max_tokens': 4, 'seed': 7}; "

@@ -51,7 +51,7 @@ def test_a_schema_7_request_keeps_its_category_and_counters_even_when_they_disag
     request = {"num_output_tokens": 32, "fingerprint": "f", "category": "coding", "num_drafts": 2, "num_draft_tokens": 3,
                "num_accepted_tokens": 4, "accepted_per_position": [2, 2, 0]}
     result = CellResult.model_validate({**SCHEMA_5, "schema_version": 7, "requests": [request]})
-    assert result.schema_version == CELL_SCHEMA_VERSION == 7
+    assert result.schema_version == 7
     # More accepted than drafted is a finding for the counter check, not a refusal.
     assert result.model_dump(mode="json")["requests"] == [request]
 
@@ -62,4 +62,16 @@ def test_an_older_result_reads_and_dumps_as_it_was() -> None:
     assert result.harness is None and result.rounds[0].passes == []
     dumped = result.model_dump(mode="json")
     assert "harness" not in dumped and "passes" not in dumped["rounds"][0]
+    assert "energy" not in dumped and "energy_j" not in dumped["rounds"][0]
     assert CellResult.model_validate(dumped) == result
+
+
+def test_a_schema_8_result_keeps_each_rounds_joules_and_why_there_are_none() -> None:
+    result = CellResult.model_validate({
+        **SCHEMA_5, "schema_version": 8, "rounds": [{**round_of([(1.0, 192)]), "energy_j": 96.5}],
+        "energy": {"joules": 96.5, "gpus": ["GPU-a", "GPU-b"], "reason": None},
+    })
+    assert result.schema_version == CELL_SCHEMA_VERSION == 8
+    assert result.rounds[0].energy_j == 96.5 and result.energy is not None and result.energy.gpus == ["GPU-a", "GPU-b"]
+    unread = CellResult.model_validate({**SCHEMA_5, "energy": {"joules": None, "reason": "not reported (the CPU engine)"}})
+    assert unread.energy is not None and unread.energy.reason == "not reported (the CPU engine)"

@@ -28,7 +28,7 @@ from app.sweeps.imports import import_sweep
 from runners.folders import read_folder, write_runs
 from tests.conftest import AUTH, DATASET
 from tests.dashboards.h200 import copy_of
-from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body, upload_log
+from tests.factories import cell_result, claim, complete, energy_result, register_worker, submit, sweep_body, upload_log
 
 ROOT = Path(__file__).resolve().parents[2]
 CRASHLOGS = ROOT / "tests" / "data" / "crashlogs"
@@ -266,3 +266,23 @@ def test_a_stored_result_an_import_would_refuse_is_named_not_a_traceback(crashed
     done = _cli("export", "crashes", str(tmp_path / "out"), url=crashed)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
     assert done.stderr.startswith(f"draftbench: job {job_id} (cells/c0001-r0): its stored result is one an import refuses (tokens_per_s: ")
+
+
+def test_a_results_energy_and_a_reason_for_none_import_back_as_they_were(
+        client: TestClient, settings: Settings, tmp_path: Path) -> None:
+    worker = register_worker(client)
+    submit(client, sweep_body(DATASET, name="energy", repeats=1))
+    for result in (energy_result([400.0, 500.0, 250.0]), energy_result([None], reason="not reported (NVML: Not Supported)")):
+        job = claim(client, worker)
+        assert upload_log(client, job["job_id"], worker, f"job {job['job_id']}\n").status_code == 204
+        assert complete(client, job["job_id"], worker, {"result": result, "exit_code": 0}).status_code == 200
+    # _round_trip compares every column of every result, the energy's among them.
+    imported = _round_trip(settings.database_url, "energy", tmp_path)
+    engine = db.make_engine(f"sqlite:///{tmp_path / 'imported.db'}")
+    try:
+        with Session(engine) as session:
+            rows = session.scalars(select(Result).join(Job).where(Job.sweep_id == imported).order_by(Job.cell_index)).all()
+            assert [(r.energy_j, r.tokens_per_joule, r.energy_reason) for r in rows] == [
+                (1150.0, 2.5, None), (None, None, "not reported (NVML: Not Supported)")]
+    finally:
+        engine.dispose()
