@@ -134,11 +134,11 @@ def start_throughput(result: CellResult) -> tuple[MedianInterval, int | None]:
 
 
 def energy_reason(result: CellResult, measured: bool) -> str | None:
-    """Why a result has no tokens/J: the cell's own reason, else what the rounds lack; None when it has one."""
-    if measured:
+    """Why a result has no tokens/J: the cell's own reason, else what the rounds lack; None when it has one, and for a
+    cell of a schema before energy (as migration 0023 leaves the rows stored before it), which the pages read as
+    "not reported"."""
+    if measured or result.energy is None:
         return None
-    if result.energy is None:
-        return f"not reported (cell schema {result.schema_version} reads no energy)"
     return result.energy.reason or "not reported (a round's energy counter did not move)"
 
 
