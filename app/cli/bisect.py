@@ -118,8 +118,19 @@ def report(found: dict[str, Any]) -> str:
     for i, step in enumerate(found["steps"]):
         lines.append(f"round {i + 1}: {step['build']} against {found['good']} (sweep {step['sweep_id']} against "
                      f"{step['against_sweep_id']}): {step['call']}")
-        lines.extend(f"  {e['cell']}: {e['verdict']}; " + ("; ".join(e["reasons"]) or "no change called") for e in step["evidence"])
+        lines.extend(f"  {evidence_line(e)}" for e in step["evidence"])
     return "\n".join(lines)
+
+
+def evidence_line(row: dict[str, Any]) -> str:
+    """``cpu ngram k=3 CPU_ATTN NONE: worse; tokens/s 0.13x [0.10, 0.17], 1 and 1 starts; <the verdict's reasons>``."""
+    speed = row["speed_ratio"]
+    ratio = ""
+    if speed:
+        bounds = f" [{speed['low']:.2f}, {speed['high']:.2f}]" if speed["low"] is not None and speed["high"] is not None else ""
+        ratio = f"tokens/s {speed['value']:.2f}x{bounds}, "
+    said = "; ".join(row["reasons"]) or "no change called"
+    return f"{row['cell']}: {row['verdict']}; {ratio}{row['good_starts']} and {row['starts']} starts; {said}"
 
 
 def register(cli: typer.Typer) -> None:
