@@ -3,8 +3,9 @@
 Pure functions, no I/O. A bisection starts from a good and a bad member of the series (positions ``good < bad``)
 and the change the bad build shows against the good one on some cells (its *symptoms*: a cell's tokens/s or
 acceptance called worse or better by ``app.analysis.verdicts``). Each step runs the builds' midpoint and compares
-it with the good build: it is bad when it shows a symptom, good when every symptom was called unchanged, and
-undecided otherwise. An undecided step stops the bisection: the range it reached is the answer, and a bisection
+it with the good build and with the bad one: it is bad when it shows a symptom against the good build, good when
+every symptom is clear of it (unchanged against the good build, or reversed against the bad one), and undecided
+otherwise. An undecided step stops the bisection: the range it reached is the answer, and a bisection
 of that range with more starts a side (the sweep's ``repeats``) can go on from there. Guessing a side would send
 every later step the wrong way, and more starts of a cell whose noise the verdict cannot call may never decide it
 on a host this noisy (``verdicts.THROUGHPUT_SPREAD``), so no step is repeated.
@@ -56,22 +57,27 @@ def symptoms(movements: Iterable[Movement]) -> frozenset[Symptom]:
     return frozenset(Symptom(m.cell, m.metric, m.change) for m in movements if m.change in _MOVED)
 
 
-def call(looked_for: Iterable[Symptom], movements: Iterable[Movement]) -> StepCall:
-    """A midpoint's verdicts against the good build as a call on the midpoint.
+def call(looked_for: Iterable[Symptom], versus_good: Iterable[Movement], versus_bad: Iterable[Movement] = ()) -> StepCall:
+    """A midpoint's verdicts against the good build (``versus_good``) and against the bad one (``versus_bad``) as a
+    call on the midpoint.
 
-    ``BAD`` when some symptom's cell and metric moved the same way (one is enough: the first build showing any of
-    the bad build's changes is the one sought); else ``GOOD`` when every symptom's cell and metric was called
-    ``unchanged`` or moved the other way; else ``UNDECIDED`` (a call ``undecided``, or a cell not measured).
-    ``UNDECIDED`` too with no symptom at all: there is nothing to decide by. O(symptoms + movements).
+    ``BAD`` when some symptom's cell and metric moved the same way against the good build (one is enough: the first
+    build showing any of the bad build's changes is the one sought). Else ``GOOD`` when every symptom's cell and
+    metric is clear of it: called ``unchanged`` or the other way against the good build, or called the other way
+    against the bad build (the midpoint faster than the bad build where the bad one was slower than the good one).
+    The second reading is what calls a good midpoint where one start a side cannot call ``unchanged``: without a
+    noise model a ratio inside the host's A/A spread is ``undecided``, while the symptom itself (0.09x) is called
+    from the bad side as clearly as from the good one. Else ``UNDECIDED`` (a cell not measured, or undecided both
+    ways); ``UNDECIDED`` too with no symptom at all, as there is nothing to decide by. O(symptoms + movements).
     """
-    seen = {(m.cell, m.metric): m.change for m in movements}
+    good_side = {(m.cell, m.metric): m.change for m in versus_good}
+    bad_side = {(m.cell, m.metric): m.change for m in versus_bad}
     wanted = list(looked_for)
     if not wanted:
         return StepCall.UNDECIDED
-    found = [seen.get((s.cell, s.metric)) for s in wanted]
-    if any(change is s.change for s, change in zip(wanted, found, strict=True)):
+    if any(good_side.get((s.cell, s.metric)) is s.change for s in wanted):
         return StepCall.BAD
-    if all(change is Change.UNCHANGED or change in _MOVED for change in found):
+    if all(_clear(s, good_side.get((s.cell, s.metric)), bad_side.get((s.cell, s.metric))) for s in wanted):
         return StepCall.GOOD
     return StepCall.UNDECIDED
 
@@ -109,3 +115,11 @@ def narrow(good: int, bad: int, calls: Sequence[tuple[int, StepCall]]) -> Range:
             return Range(good, bad, BisectionState.UNDECIDED)
         good, bad = (good, position) if found is StepCall.BAD else (position, bad)
     return Range(good, bad, BisectionState.FOUND if midpoint(good, bad) is None else BisectionState.RUNNING)
+
+
+def _clear(symptom: Symptom, versus_good: Change | None, versus_bad: Change | None) -> bool:
+    """The midpoint does not show ``symptom``: unchanged or the other way against the good build, or the other way
+    against the bad build (the bad build moved ``symptom.change`` from the good one, so a midpoint without the
+    change moves the opposite way from the bad one)."""
+    opposite = Change.BETTER if symptom.change is Change.WORSE else Change.WORSE
+    return versus_good in (Change.UNCHANGED, opposite) or versus_bad is opposite

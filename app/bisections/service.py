@@ -24,6 +24,9 @@ from app.schemas.bisection import Evidence
 from app.schemas.compare import Interval
 from app.sweeps import service as sweeps
 
+# Which end of the range a step's evidence row compares the build with.
+GOOD, BAD = "good", "bad"
+
 
 @dataclass(frozen=True)
 class Standing:
@@ -98,7 +101,8 @@ def standing(found: Bisection) -> Standing:
 
 def add_step(*, session: Session, bisection_id: int, sweep_id: int, against_sweep_id: int) -> Bisection:
     """Call the next step: ``sweep_id`` (a finished sweep of the build the bisection runs next) against
-    ``against_sweep_id`` (a finished sweep of its good build), the two compared cell by cell.
+    ``against_sweep_id`` (a finished sweep of its good build), the two compared cell by cell; after the first step,
+    also against the first step's sweep of the bad build (``app.analysis.bisection.call`` reads both).
 
     Raises NotFoundError (the bisection or a sweep), ConflictError (the bisection has stopped, or a sweep has not
     finished), InputError naming the field (a sweep of another build, or sweeps that share no cell).
@@ -113,36 +117,43 @@ def add_step(*, session: Session, bisection_id: int, sweep_id: int, against_swee
         raise InputError(["against_sweep_id"], f"sweep {base.id} ran build {base.build!r}, not the good build {found.good!r}")
     if head.build != now.next_build:
         raise InputError(["sweep_id"], f"sweep {head.id} ran build {head.build!r}; the bisection runs {now.next_build!r} next")
-    _, _, changes = comparisons.between(session=session, base=CellScope(sweep_id=base.id), head=CellScope(sweep_id=head.id))
-    if not changes:
+    rows = _compared(session=session, base=base.id, head=head.id, against=GOOD)
+    if not rows:
         raise InputError(["sweep_id"], f"sweep {head.id} shares no cell with sweep {base.id}: run the good build's cells")
-    evidence = [evidence_of(c).model_dump(mode="json") for c in changes]
     if found.steps:
-        called = rule.call(now.symptoms, movements(evidence))
+        bad_rows = _compared(session=session, base=found.steps[0].sweep_id, head=head.id, against=BAD)
+        called = rule.call(now.symptoms, movements(rows), movements(bad_rows, BAD))
+        rows += bad_rows
     else:
-        called = StepCall.BAD if rule.symptoms(movements(evidence)) else StepCall.GOOD
+        called = StepCall.BAD if rule.symptoms(movements(rows)) else StepCall.GOOD
     found.steps.append(BisectionStep(position=found.series.index(head.build), build=head.build, sweep_id=head.id,
-                                     against_sweep_id=base.id, call=called, evidence=evidence))
+                                     against_sweep_id=base.id, call=called, evidence=rows))
     session.flush()
     return found
 
 
-def movements(evidence: list[dict]) -> list[Movement]:
-    """Each stored evidence row's two calls, tokens/s and acceptance."""
+def movements(evidence: list[dict], against: str = GOOD) -> list[Movement]:
+    """The two calls, tokens/s and acceptance, of each stored evidence row against the ``against`` build."""
     return [Movement(row["cell"], metric, Change(row[f"{metric}_change"]) if row[f"{metric}_change"] else None)
-            for row in evidence for metric in (TOKENS_PER_S, ACCEPTANCE)]
+            for row in evidence if row["against"] == against for metric in (TOKENS_PER_S, ACCEPTANCE)]
 
 
-def evidence_of(change: comparisons.Change) -> Evidence:
+def _compared(*, session: Session, base: int, head: int, against: str) -> list[dict]:
+    """The rows of sweep ``head`` against sweep ``base`` (``app.comparisons.service``), as a step keeps them."""
+    _, _, changes = comparisons.between(session=session, base=CellScope(sweep_id=base), head=CellScope(sweep_id=head))
+    return [evidence_of(c, against).model_dump(mode="json") for c in changes]
+
+
+def evidence_of(change: comparisons.Change, against: str) -> Evidence:
     """A compared cell as a step keeps it: the verdict, each metric's call, the intervals and the starts each side."""
     head, numbers, moved = change.head, change.numbers, change.acceptance
     return Evidence(
-        cell=cell_name(head.gpu_kind, head.label, head.backend, head.graph_mode), verdict=change.verdict,
+        cell=cell_name(head.gpu_kind, head.label, head.backend, head.graph_mode), against=against, verdict=change.verdict,
         tokens_per_s_change=numbers.throughput.change if numbers else None,
         acceptance_change=numbers.acceptance_change if numbers else None,
         speed_ratio=Interval(value=change.speed.value, low=change.speed.low, high=change.speed.high) if change.speed else None,
         acceptance_difference=Interval(value=moved.difference, low=moved.low, high=moved.high) if moved else None,
-        good_starts=len(change.base.repeats), starts=len(head.repeats), reasons=list(change.reasons),
+        compared_starts=len(change.base.repeats), starts=len(head.repeats), reasons=list(change.reasons),
     )
 
 

@@ -102,7 +102,7 @@ def narrowed(spec: dict[str, Any], only: list[str]) -> dict[str, Any]:
 
 def step_line(step: dict[str, Any]) -> str:
     """One step as progress shows it: ``s4 (position 4): bad`` and the cells that decided it."""
-    moved = "; ".join(f"{e['cell']}: {e['verdict']}" for e in step["evidence"])
+    moved = "; ".join(f"{e['cell']}: {e['verdict']} against {e['against']}" for e in step["evidence"])
     return f"{step['build']} (position {step['position']}, sweep {step['sweep_id']}): {step['call']} ({moved})"
 
 
@@ -116,21 +116,22 @@ def report(found: dict[str, Any]) -> str:
     if found["symptoms"]:
         lines.append(f"looked for: {'; '.join(found['symptoms'])}")
     for i, step in enumerate(found["steps"]):
-        lines.append(f"round {i + 1}: {step['build']} against {found['good']} (sweep {step['sweep_id']} against "
-                     f"{step['against_sweep_id']}): {step['call']}")
+        lines.append(f"round {i + 1}: {step['build']} (sweep {step['sweep_id']}, the good build's {step['against_sweep_id']}): "
+                     f"{step['call']}")
         lines.extend(f"  {evidence_line(e)}" for e in step["evidence"])
     return "\n".join(lines)
 
 
 def evidence_line(row: dict[str, Any]) -> str:
-    """``cpu ngram k=3 CPU_ATTN NONE: worse; tokens/s 0.13x [0.10, 0.17], 1 and 1 starts; <the verdict's reasons>``."""
+    """``against good: cpu ngram k=3 CPU_ATTN NONE: worse; tokens/s 0.13x [0.10, 0.17], 1 and 1 starts; <the verdict's
+    reasons>``."""
     speed = row["speed_ratio"]
     ratio = ""
     if speed:
         bounds = f" [{speed['low']:.2f}, {speed['high']:.2f}]" if speed["low"] is not None and speed["high"] is not None else ""
         ratio = f"tokens/s {speed['value']:.2f}x{bounds}, "
     said = "; ".join(row["reasons"]) or "no change called"
-    return f"{row['cell']}: {row['verdict']}; {ratio}{row['good_starts']} and {row['starts']} starts; {said}"
+    return f"against {row['against']}: {row['cell']}: {row['verdict']}; {ratio}{row['compared_starts']} and {row['starts']} starts; {said}"
 
 
 def register(cli: typer.Typer) -> None:

@@ -1,6 +1,7 @@
 """Bisections at the API's edge: what ``draftbench bisect`` sends, and a bisection with its steps as JSON."""
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -31,15 +32,17 @@ class StepIn(Input):
 
 
 class Evidence(BaseModel):
-    """One cell of a step's comparison with the good build: its verdict, each metric's call and the intervals."""
+    """One cell of a step's comparison with the good build or the bad one: its verdict, each metric's call and the
+    intervals, and the engine starts each side."""
 
     cell: str
+    against: Literal["good", "bad"] = Field(description="The build compared with: the good one, or (after the first step) the bad one")
     verdict: Verdict
     tokens_per_s_change: Change | None
     acceptance_change: Change | None
-    speed_ratio: Interval | None = Field(description="The step's tokens/s over the good build's, 95 % interval")
-    acceptance_difference: Interval | None = Field(description="The step's acceptance minus the good build's, 95 % interval")
-    good_starts: int
+    speed_ratio: Interval | None = Field(description="The step's tokens/s over the compared build's, 95 % interval")
+    acceptance_difference: Interval | None = Field(description="The step's acceptance minus the compared build's, 95 % interval")
+    compared_starts: int
     starts: int
     reasons: list[str]
 

@@ -67,6 +67,21 @@ def test_a_symptom_not_called_or_not_measured_leaves_the_midpoint_undecided() ->
     assert call(set(), [Movement(CELL, TOKENS_PER_S, Change.WORSE)]) is StepCall.UNDECIDED
 
 
+def test_a_midpoint_undecided_against_good_but_reversed_against_bad_is_good() -> None:
+    """The real slow series on the shared CPU host: one start a side, no noise model, so a good midpoint 1.2x the
+    good build's is undecided against it; against the bad build (0.09x the good one) it is called faster."""
+    undecided = [Movement(CELL, TOKENS_PER_S, Change.UNDECIDED)]
+    assert call({SLOWER}, undecided, [Movement(CELL, TOKENS_PER_S, Change.BETTER)]) is StepCall.GOOD
+    assert call({SLOWER}, undecided, [Movement(CELL, TOKENS_PER_S, Change.UNDECIDED)]) is StepCall.UNDECIDED
+    # Slower than the bad build too is no sign of being clear of the slowdown.
+    assert call({SLOWER}, undecided, [Movement(CELL, TOKENS_PER_S, Change.WORSE)]) is StepCall.UNDECIDED
+    # Showing the symptom against the good build decides, whatever it shows against the bad one.
+    assert call({SLOWER}, [Movement(CELL, TOKENS_PER_S, Change.WORSE)], [Movement(CELL, TOKENS_PER_S, Change.BETTER)]) is StepCall.BAD
+    # A rise in acceptance (the symptom BETTER) is reversed by a midpoint that accepts less than the bad build.
+    higher = Symptom(CELL, ACCEPTANCE, Change.BETTER)
+    assert call({higher}, [Movement(CELL, ACCEPTANCE, None)], [Movement(CELL, ACCEPTANCE, Change.WORSE)]) is StepCall.GOOD
+
+
 def test_midpoint_and_steps_by_hand() -> None:
     assert [midpoint(0, 7), midpoint(3, 7), midpoint(3, 5), midpoint(3, 4)] == [3, 5, 4, None]
     # ceil(log2(7)) = 3, ceil(log2(4)) = 2, ceil(log2(2)) = 1, and nothing between 3 and 4.

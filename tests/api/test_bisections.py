@@ -60,15 +60,38 @@ def test_the_fifth_build_lowering_acceptance_is_found_in_three_steps_after_good_
     assert (bisection["state"], bisection["last_good"], bisection["first_bad"]) == ("found", "s3", "s4")
     assert bisection["symptoms"] == [f"{CELL}: acceptance worse"]
     assert [s["call"] for s in bisection["steps"]] == ["bad", "good", "bad", "bad"]
-    [evidence] = bisection["steps"][-1]["evidence"]
-    assert (evidence["cell"], evidence["verdict"], evidence["acceptance_change"]) == (CELL, "worse", "worse")
+    # The last step against the good build (s0), then against the bad one (s7, which accepts as s4 does).
+    evidence, versus_bad = bisection["steps"][-1]["evidence"]
+    assert (evidence["cell"], evidence["against"], evidence["verdict"], evidence["acceptance_change"]) == (CELL, "good", "worse", "worse")
+    assert (versus_bad["against"], versus_bad["verdict"], versus_bad["acceptance_change"]) == ("bad", "unchanged", "unchanged")
+    assert [e["against"] for e in bisection["steps"][0]["evidence"]] == ["good"]
     # 10 of 120 against 60 of 120: -41.7 points, its interval with it.
     difference = evidence["acceptance_difference"]
     assert round(difference["value"], 4) == round(10 / 120 - 60 / 120, 4)
     assert difference["low"] < difference["value"] < difference["high"] < 0
-    assert (evidence["good_starts"], evidence["starts"]) == (2, 2)
+    assert (evidence["compared_starts"], evidence["starts"]) == (2, 2)
     assert client.get(f"/api/v1/bisections/{bisection['id']}").json() == bisection
     assert _step(client, bisection["id"], sweep, good).status_code == 409
+
+
+def test_a_midpoint_too_close_to_call_against_good_is_good_when_clearly_faster_than_bad(client: TestClient,
+                                                                                    dataset: Path) -> None:
+    """One start a side and no noise model: 1.3x is undecided against the good build (inside the host's A/A spread),
+    while the bad build's 0.1x is called from either side."""
+    worker = register_worker(client, builds=SERIES)
+    bisection = _create(client).json()
+    good = run_cell(client, worker, dataset, "s0", [100.0])
+    steps = [_step(client, bisection["id"], run_cell(client, worker, dataset, "s7", [10.0]), good).json()]
+    steps.append(_step(client, bisection["id"], run_cell(client, worker, dataset, "s3", [130.0]), good).json())
+    assert steps[0]["symptoms"] == [f"{CELL}: tokens/s worse"]
+    versus_good, versus_bad = steps[1]["steps"][1]["evidence"]
+    assert (versus_good["tokens_per_s_change"], versus_bad["tokens_per_s_change"]) == ("undecided", "better")
+    assert round(versus_bad["speed_ratio"]["value"], 6) == 13.0
+    assert (steps[1]["steps"][1]["call"], steps[1]["last_good"], steps[1]["next_build"]) == ("good", "s3", "s5")
+    # Undecided both ways (0.32x the good build, 3.2x the bad one: inside 3.26x): it stops with the range it reached.
+    stopped = _step(client, bisection["id"], run_cell(client, worker, dataset, "s5", [32.0]), good).json()
+    assert (stopped["state"], stopped["last_good"], stopped["first_bad"], stopped["next_build"]) == ("undecided", "s3", "s7", None)
+    assert stopped["steps"][-1]["call"] == "undecided"
 
 
 def test_a_bad_build_like_the_good_one_stops_with_nothing_to_look_for(client: TestClient, dataset: Path) -> None:

@@ -57,8 +57,10 @@ def test_bisect_names_the_first_build_that_accepts_less_with_its_evidence(server
     assert ran == [(b, "ngram") for b in ("c0", "c7", "c3", "c1", "c2")]
     assert out.startswith("bisection 1 (t): first bad build: c2 (last good: c1)")
     assert "looked for: cpu ngram k=3 CPU_ATTN NONE: acceptance worse" in out
-    assert "round 4: c2 against c0" in out and "acceptance 50.0% -> 8.3%: -41.7 points [" in out
-    assert "NONE: unchanged; tokens/s 1.00x, 1 and 1 starts; no change called" in out
+    assert "round 4: c2 (sweep 5, the good build's 1): bad" in out
+    assert "against good: cpu ngram k=3 CPU_ATTN NONE: worse; tokens/s 1.00x, 1 and 1 starts; acceptance 50.0% -> 8.3%: " \
+           "-41.7 points [" in out
+    assert "against bad: cpu ngram k=3 CPU_ATTN NONE: better; tokens/s 1.00x, 1 and 1 starts; acceptance 8.3% -> 50.0%" in out
     bisections = httpx.get(f"{server}/api/v1/bisections", timeout=30).json()
     assert [(b["state"], b["first_bad"], len(b["steps"])) for b in bisections] == [("found", "c2", 4)]
     sweeps = httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()

@@ -26,10 +26,14 @@ def test_history_shows_a_bisection_with_each_steps_call_and_evidence(client: Tes
     assert f'id="bisection-{bisection["id"]}"' in section and "first bad build <strong>h2</strong> (last good h1)" in section
     assert "Looked for: cpu ngram k=3 CPU_ATTN NONE acceptance worse." in section
     rows = section.split("<tr")[2:]
-    assert [r.split("<td>")[1:4] for r in rows] == [["1</td>", "h3</td>", "bad</td>"], ["2</td>", "h1</td>", "good</td>"],
-                                                    ["3</td>", "h2</td>", "bad</td>"]]
+    # Round 1 against the good build; later rounds against it and against the bad build.
+    assert [r.split("<td>")[1:4] + r.split("<td>")[5:6] for r in rows] == [
+        ["1</td>", "h3</td>", "bad</td>", "good (h0)</td>"],
+        ["2</td>", "h1</td>", "good</td>", "good (h0)</td>"], ["2</td>", "h1</td>", "good</td>", "bad (h3)</td>"],
+        ["3</td>", "h2</td>", "bad</td>", "good (h0)</td>"], ["3</td>", "h2</td>", "bad</td>", "bad (h3)</td>"]]
     # 10 of 120 against 60 of 120 accepted: -41.7 points with its interval; tokens/s 1.00x, 2 starts a side.
-    assert "-41.7 [" in rows[2] and "1.00" in rows[2] and "<td>2, 2</td>" in rows[2]
+    assert "-41.7 [" in rows[3] and "1.00 [" in rows[3] and "<td>2, 2</td>" in rows[3]
+    assert "+41.7 points" in rows[2] and "41.7 [" in rows[2]
     assert f'href="/sweeps/{good}"' in rows[0]
 
 

@@ -116,9 +116,13 @@ def test_bisect_finds_the_first_bad_build_of_eight_in_four_rounds(service, tmp_p
     assert len(bisection["steps"]) <= MAX_ROUNDS
     metric = "tokens/s" if name == "slow" else "acceptance"
     assert f"NONE: {metric} worse" in "; ".join(bisection["symptoms"])
-    bad_steps = [s for s in bisection["steps"] if s["call"] == "bad"]
-    # Each bad step's evidence carries the interval it was called by.
-    for step in bad_steps:
-        [row] = step["evidence"]
-        interval = row["speed_ratio"] if name == "slow" else row["acceptance_difference"]
-        assert row["verdict"] == "worse" and interval["value"] < (0.31 if name == "slow" else -0.05), row
+    change = "tokens_per_s_change" if name == "slow" else "acceptance_change"
+    for step in bisection["steps"]:
+        versus = {row["against"]: row for row in step["evidence"]}
+        if step["call"] == "bad":
+            # Each bad step's evidence carries the interval it was called by.
+            interval = versus["good"]["speed_ratio"] if name == "slow" else versus["good"]["acceptance_difference"]
+            assert versus["good"]["verdict"] == "worse" and interval["value"] < (0.31 if name == "slow" else -0.05), step
+        else:
+            # A good step is clear of the change: unchanged against the good build, or reversed against the bad one.
+            assert step["call"] == "good" and (versus["good"][change] == "unchanged" or versus["bad"][change] == "better"), step
