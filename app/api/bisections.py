@@ -43,9 +43,11 @@ def get(bisection_id: BisectionId, session: SessionDep) -> BisectionOut:
              responses=answers(401, 403, 404, 409, 413, 422, 429))
 def add_step(_: Submitter, bisection_id: BisectionId, body: StepIn, session: SessionDep) -> BisectionOut:
     """Call the next step: its sweep (of the build the bisection runs next, finished) against a finished sweep of the
-    good build, compared cell by cell by the ``/compare`` rule. The step is bad when some cell's tokens/s or
-    acceptance moved as the bad build's did, good when each such change was called unchanged, else undecided,
-    which stops the bisection at the range it reached (``app.analysis.bisection``)."""
+    good build and, after the first step, against the first step's sweep of the bad build, compared cell by cell by
+    the ``/compare`` rule. The step is bad when some cell's tokens/s or acceptance moved as the bad build's did
+    against the good build, good when each such change is clear (unchanged against the good build, or the other way
+    against the bad one), else undecided, which stops the bisection at the range it reached
+    (``app.analysis.bisection``)."""
     found = service.add_step(session=session, bisection_id=bisection_id, sweep_id=body.sweep_id,
                              against_sweep_id=body.against_sweep_id)
     return out(found)

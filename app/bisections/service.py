@@ -1,7 +1,7 @@
 """Bisections: a series of builds, the steps run on it, and where it stands.
 
-``draftbench bisect`` runs the sweeps; the service compares each step's sweep with the good build's
-(``app.comparisons.service``, the ``/compare`` rule), keeps the rows as the step's evidence and calls the step by
+``draftbench bisect`` runs the sweeps; the service compares each step's sweep with the good build's and the bad
+build's (``app.comparisons.service``, the ``/compare`` rule), keeps the rows as the step's evidence and calls the step by
 ``app.analysis.bisection``: the client never says what a step found. Where a bisection stands is derived from its
 steps on every read, so the range, the next build and the state have one source.
 """
