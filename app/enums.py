@@ -185,6 +185,23 @@ class Verdict(StrEnum):
     FIXED = "fixed"  # died in the base, runs in the head
 
 
+class StepCall(StrEnum):
+    """What one step of a bisection found of its build (app.analysis.bisection.call)."""
+
+    BAD = "bad"  # it shows a change that the bad build shows against the good one, the same metric the same way
+    GOOD = "good"  # every such change was called unchanged (or the other way) against the good build
+    UNDECIDED = "undecided"  # some such change could not be called: too few starts, a crash, a cell not run
+
+
+class BisectionState(StrEnum):
+    """Where a bisection stands (app.analysis.bisection.narrow)."""
+
+    RUNNING = "running"  # a build between the good and the bad one is still to run
+    FOUND = "found"  # one step remains between the last good and the first bad build
+    UNDECIDED = "undecided"  # a step could not be called: it stopped, and the range it reached is the answer
+    NO_CHANGE = "no_change"  # the bad build showed no change against the good one on these cells: nothing to look for
+
+
 class AlarmKind(StrEnum):
     """Why the graph-capture alarm flagged a cell against its eager sibling (app.analysis.alarms)."""
 

@@ -21,7 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from app.enums import AlarmKind, CheckOutcome, CrashKind, JobState
+from app.enums import AlarmKind, CheckOutcome, CrashKind, JobState, StepCall
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -472,3 +472,36 @@ class StoredAlarm(Base):
     difference_low: Mapped[float] = mapped_column(Float)
     difference_high: Mapped[float] = mapped_column(Float)
     computed_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Bisection(Base):
+    """``draftbench bisect``: an ordered series of builds, its good and bad members, and the sweep its steps run
+    (``name``). Where it stands is derived from its steps (``app.bisections.service``)."""
+
+    __tablename__ = "bisections"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    series: Mapped[list[Any]] = mapped_column()
+    good: Mapped[str] = mapped_column(String(128))
+    bad: Mapped[str] = mapped_column(String(128))
+    created_by: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    steps: Mapped[list["BisectionStep"]] = relationship(order_by="BisectionStep.id", cascade="all, delete-orphan")
+
+
+class BisectionStep(Base):
+    """One build of a bisection run and compared with the good build: the first step is the bad build itself. The
+    evidence is the comparison's rows as they stood when the step was called (a later result cannot move it)."""
+
+    __tablename__ = "bisection_steps"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    bisection_id: Mapped[int] = mapped_column(ForeignKey("bisections.id", ondelete="CASCADE"), index=True)
+    position: Mapped[int] = mapped_column()
+    build: Mapped[str] = mapped_column(String(128))
+    sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id"))
+    against_sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id"))
+    call: Mapped[StepCall] = mapped_column(_enum(StepCall))
+    evidence: Mapped[list[Any]] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -57,12 +57,13 @@ class Build:
         found = shutil.which(python) if os.sep not in python else None
         return cls(label=label, python=Path(os.path.abspath(found or python)))
 
-    def info(self, env: dict[str, str] | None = None) -> BuildInfo:
-        """What the worker registers: the label, the version vLLM reports, and how the build was made
-        when ``draftbench build create`` made it (its build.json beside the interpreter)."""
+    def info(self, env: dict[str, str] | None = None, *, vllm_version: str | None = None) -> BuildInfo:
+        """What the worker registers: the label, the version vLLM reports (``vllm_version`` when another label of
+        the same interpreter found it already), and how the build was made when ``draftbench build create`` made it
+        (its build.json beside the interpreter)."""
         facts = read_facts(self.python)
         made = facts.model_dump(include=set(BuildFactsIn.model_fields)) if facts else {}
-        return BuildInfo(label=self.label, vllm_version=self.vllm_version(env=env), **made)
+        return BuildInfo(label=self.label, vllm_version=vllm_version or self.vllm_version(env=env), **made)
 
     def vllm_version(self, timeout_s: float = 300.0, env: dict[str, str] | None = None) -> str:
         """Import vLLM's engine API in the build's own interpreter (in ``env``, the cells' environment) and
@@ -152,13 +153,22 @@ class Worker:
         self.id: int | None = None
 
     def register(self) -> int:
-        """Check every build imports vLLM (SetupError otherwise), then register and take the worker's credential."""
+        """Check every build imports vLLM (SetupError otherwise), then register and take the worker's credential.
+
+        Each interpreter imports vLLM once, however many labels run it: a bisection's series names each commit's
+        build, and its unchanged commits share one (16 labels over 3 interpreters took 16 imports of 20-40 s)."""
+        versions: dict[Path, str] = {}
+        builds = []
+        for build in self.builds.values():
+            info = build.info(env=self.cell_env(0), vllm_version=versions.get(build.python))
+            versions[build.python] = info.vllm_version
+            builds.append(info)
         request = RegisterRequest(
             name=self.name,
             host=platform.node() or socket.gethostname(),
             gpu_kinds=self.gpu_kinds,
             gpu_count=self.gpu_count,
-            builds=[b.info(env=self.cell_env(0)) for b in self.builds.values()],
+            builds=builds,
         )
         registered = self.client.register(request)
         self.id = registered.id

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from app.enums import (
     AttentionBackend,
+    BisectionState,
     BuildKind,
     BuiltinDataset,
     CrashKind,
@@ -38,6 +39,7 @@ TABLE: dict[str, type[StrEnum]] = {
     "crash kinds": CrashKind,
     "token scopes": TokenScope,
     "build kinds": BuildKind,
+    "bisection states": BisectionState,
 }
 
 

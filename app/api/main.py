@@ -13,6 +13,7 @@ from app.api import docs, handlers, security_headers
 from app.api.admission import AdmissionMiddleware
 from app.api.alarms import router as alarms_router
 from app.api.alerts import router as alerts_router
+from app.api.bisections import router as bisections_router
 from app.api.compare import router as compare_router
 from app.api.crashes import router as crashes_router
 from app.api.deps import known_query
@@ -36,7 +37,7 @@ from dashboards.cache import FINISHED_SWEEPS, SHOWN_PAGES
 from dashboards.pages import router as dashboards_router
 
 API_ROUTERS = (sweeps_router, jobs_router, results_router, alarms_router, compare_router, alerts_router, crashes_router,
-               noise_router, speedups_router, workers_router, metrics_router, tokens_router)
+               noise_router, speedups_router, bisections_router, workers_router, metrics_router, tokens_router)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

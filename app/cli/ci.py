@@ -84,15 +84,15 @@ def ci(
         found = None if budget_gpu_minutes else _finished_base(api, head_spec, build=base_build, commit=base)
         if found is None:
             base_spec = {k: v for k, v in spec.items() if k != "pull_request"} | {"build": base_build, "commit": base}
-            base_id = _submit(api, base_spec, key=f"{head_key}:base:{base}:{base_build}")["id"]
-            head_sweep = _submit(api, head_spec | {"paired_with": base_id}, key=head_key)
+            base_id = submit(api, base_spec, key=f"{head_key}:base:{base}:{base_build}")["id"]
+            head_sweep = submit(api, head_spec | {"paired_with": base_id}, key=head_key)
         else:
             base_id = found
             print(f"base: finished sweep {base_id} of build {base_build} at {base[:12]} has the same matrix", file=sys.stderr)
             head_sweep = _own_head(api, base_id, head_spec)
             if head_sweep is None:
                 print("base: a finished sweep cannot be paired: the head's starts run unpaired", file=sys.stderr)
-                head_sweep = _submit(api, head_spec, key=head_key)
+                head_sweep = submit(api, head_spec, key=head_key)
         for sweep_id in (base_id, head_sweep["id"]):
             follow(api, sweep_id, api.get(f"/api/v1/sweeps/{sweep_id}")["total"], poll, out=_progress)
         spent = None
@@ -142,7 +142,7 @@ def read_sweep(path: Path) -> dict[str, Any]:
     return spec
 
 
-def _submit(api: Api, spec: dict[str, Any], *, key: str) -> dict[str, Any]:
+def submit(api: Api, spec: dict[str, Any], *, key: str) -> dict[str, Any]:
     """Submit once: the same key and sweep again (a re-run job) is the first sweep."""
     sweep = api.send("POST", "/api/v1/sweeps", json=spec, headers={"Idempotency-Key": key}).json()
     print(f"{spec['build']}: sweep {sweep['id']} ({sweep['total']} jobs) {api.server}/sweeps/{sweep['id']}", file=sys.stderr)

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import builds, ci, compare, noise, rederive, service, sweeps, tokens, worker
+from app.cli import bisect, builds, ci, compare, noise, rederive, service, sweeps, tokens, worker
 from app.cli.errors import CliError
 
 cli = typer.Typer(
@@ -23,7 +23,7 @@ def _root(debug: Annotated[bool, typer.Option("--debug", help="Show the full tra
     _debug = debug
 
 
-for module in (service, worker, sweeps, rederive, builds, ci, compare, noise):
+for module in (service, worker, sweeps, rederive, builds, ci, compare, noise, bisect):
     module.register(cli)
 cli.add_typer(tokens.token_cli, name="token")
 

@@ -1,4 +1,5 @@
-"""``/history``: a cell (or a filter's cells) across builds: acceptance and tokens/s with intervals, change points marked."""
+"""``/history``: a cell (or a filter's cells) across builds: acceptance and tokens/s with intervals, change points marked;
+below, the newest bisections of a series of builds (``draftbench bisect``), each step with its evidence."""
 
 import pandas as pd
 from fastapi import APIRouter, Request
@@ -6,6 +7,7 @@ from fastapi.responses import Response
 
 from app.analysis.changepoints import Point, steps
 from app.analysis.verdicts import DEFAULT_THRESHOLD as MIN_SPEED_CHANGE
+from app.bisections import service as bisections
 from app.cells.scope import CellScope
 from app.sessions import SessionDep
 from dashboards import data, render
@@ -17,6 +19,7 @@ router = APIRouter()
 
 MIN_ACCEPTANCE_CHANGE = 0.02
 SHOWN = 8  # lines on the figure; the table lists every series
+BISECTIONS = 5  # the newest shown; /api/v1/bisections lists more
 
 
 @router.get("/history")
@@ -46,8 +49,9 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
     drawing = history(series[:SHOWN])
     if format == "svg":
         return render.figure([drawing], figure)
+    recent = [(b, bisections.standing(b)) for b in bisections.recent(session=session, limit=BISECTIONS)]
     return render.page(request, "history.html", filters, drawings=[drawing], series=series, figure=drawing, shown=SHOWN,
-                       facts=data.run_facts(cells), csv_link=filters.link("/history", format="csv"))
+                       facts=data.run_facts(cells), csv_link=filters.link("/history", format="csv"), bisections=recent)
 
 
 def _placed(group: pd.DataFrame) -> pd.DataFrame:

@@ -184,3 +184,23 @@ def test_a_builds_interpreter_is_made_absolute_and_a_bare_name_found_on_path(tmp
     link.parent.mkdir(parents=True)
     link.symlink_to(on_path)
     assert Build.parse(f"b={link}").python == link  # not resolved: a virtual environment's python is a link
+
+
+def test_labels_of_one_interpreter_import_vllm_once_at_registration(db_url: str, tmp_path: Path) -> None:
+    """A bisection's series names a build per commit, its unchanged commits on one interpreter: 16 labels over 3
+    interpreters took 16 imports of vLLM (20-40 s each on the CI host) before the worker's first claim."""
+    pythons = []
+    for name in ("base", "patched"):
+        path = tmp_path / name / "python"
+        path.parent.mkdir()
+        path.write_text(f"#!/bin/sh\necho import >> {tmp_path / name / 'imports'}\necho 0.32.0\n")
+        path.chmod(0o755)
+        pythons.append(path)
+    builds = [Build(f"s{i}", pythons[i >= 3]) for i in range(5)]
+    with serve(Settings(database_url=db_url, token=TOKEN)) as server:
+        client = ServiceClient(server, TOKEN, retry_for_s=10)
+        Worker(client, builds=builds, gpu_kinds=[GpuKind.CPU], workdir=tmp_path / "work", echo=False, pycache=None).register()
+        registered = httpx.get(f"{server}/api/v1/builds", timeout=30).json()
+        client.close()
+    assert sorted((b["label"], b["vllm_version"]) for b in registered) == [(f"s{i}", "0.32.0") for i in range(5)]
+    assert [(p.parent / "imports").read_text().count("import") for p in pythons] == [1, 1]
