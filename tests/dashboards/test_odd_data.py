@@ -83,7 +83,7 @@ def test_matrix_by_speedup_shows_a_cell_whose_baseline_crashed(client: TestClien
     panels = [figure.texts() for figure in shown.figures(client, html.text)]
     assert [("exit" in texts, "no baseline ran" in texts) for texts in panels] == [(True, False), (False, True)]
     rows = {cells[1]: cells for _, cells in tables(html.text)["cells"][1:]}
-    assert rows["ngram k=3"][9] == "" and rows["baseline"][11].startswith("crashed 1")
+    assert rows["ngram k=3"][10] == "" and rows["baseline"][12].startswith("crashed 1")  # speedup, runs
 
 
 def test_a_submitted_sweeps_speculative_cell_has_its_speedup_over_the_baseline(client: TestClient, dataset) -> None:
@@ -97,7 +97,7 @@ def test_a_submitted_sweeps_speculative_cell_has_its_speedup_over_the_baseline(c
         assert complete(client, job["job_id"], worker, {"result": cell_result(tokens_per_s=speed)}).status_code == 200
     html = client.get(f"/matrix?sweep_id={response.json()['id']}&metric=speedup").text
     rows = {cells[1]: cells for _, cells in tables(html)["cells"][1:]}
-    assert rows["ngram k=3"][9].startswith("1.50") and rows["baseline"][9] == ""
+    assert rows["ngram k=3"][10].startswith("1.50") and rows["baseline"][10] == ""  # speedup
     panels = [figure.texts() for figure in shown.figures(client, html)]
     assert any("1.50x" in texts for texts in panels)
 
