@@ -12,7 +12,6 @@ holding one build per distinct vLLM does (one fork server an interpreter; a patc
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +25,7 @@ from app.config import Settings
 from runners.client import ServiceClient
 from runners.worker import Build, Worker
 from tests.conftest import TOKEN
-from tests.live import serve
+from tests.live import beside_worker, serve
 from tests.vllm_fixtures import CPU_ENGINE_ARGS
 
 pytestmark = pytest.mark.vllm
@@ -84,22 +83,7 @@ def _bisect(service: tuple[str, Worker], cells: Path, name: str) -> subprocess.C
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRAFTBENCH_")}
     command = [sys.executable, "-m", "app.cli", "bisect", "--cells", str(cells), "--series", ",".join(labels),
                "--good", labels[0], "--bad", labels[-1], "--server", server, "--token", TOKEN, "--poll", "0.5"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stop = threading.Event()
-
-    def run_cells() -> None:
-        while not stop.is_set():
-            worker.run(exit_when_idle=True)
-            stop.wait(0.5)
-
-    runner = threading.Thread(target=run_cells, daemon=True)
-    runner.start()
-    try:
-        out, err = process.communicate(timeout=900)
-    finally:
-        stop.set()
-        runner.join(timeout=900)
-    return subprocess.CompletedProcess(command, process.returncode, out, err)
+    return beside_worker(worker, command, env=env, cwd=ROOT)
 
 
 @pytest.mark.parametrize("name", list(SERIES))

@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from tests.ci.conftest import gh  # noqa: F401
 from tests.ci.github_server import TOKEN as GH_TOKEN
 from tests.ci.github_server import GitHubState
 from tests.conftest import AUTH, TOKEN
-from tests.live import serve
+from tests.live import beside_worker, serve
 from tests.vllm_fixtures import CPU_ENGINE_ARGS
 
 pytestmark = pytest.mark.vllm
@@ -86,22 +85,7 @@ def _ci(service: tuple[str, Worker], gh: GitHubState, sweep: Path, tmp_path: Pat
                "--pr", "7", "--head", head, "--base", BASE_SHA, "--build", build, "--base-build", base_build,
                "--sweep", str(sweep), "--github-api", gh.url, "--poll", "0.5",
                "--comment-file", str(tmp_path / f"comment-{head}.md")]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stop = threading.Event()
-
-    def run_cells() -> None:
-        while not stop.is_set():
-            worker.run(exit_when_idle=True)
-            stop.wait(0.5)
-
-    runner = threading.Thread(target=run_cells, daemon=True)
-    runner.start()
-    try:
-        out, err = process.communicate(timeout=900)
-    finally:
-        stop.set()
-        runner.join(timeout=900)
-    return subprocess.CompletedProcess(command, process.returncode, out, err)
+    return beside_worker(worker, command, env=env, cwd=ROOT)
 
 
 def test_a_pull_request_series_on_real_vllm(service, gh: GitHubState, tmp_path: Path, tiny_model: Path,  # noqa: F811
