@@ -70,6 +70,8 @@ def main() -> None:
                         "PYTHONPATH": f"{os.environ.get('PYTHONPATH', '')}:{ROOT}"}
     models = make_models(args.work, args.python)
     if not running(args.work / "service.pid"):
+        if answering(server):
+            sys.exit(f"a service from an earlier run still answers at {server}: stop it before starting another")
         for folder in args.imports:
             subprocess.run([args.service_python, "-m", "app.cli", "import", str(folder)], cwd=ROOT, env=env, check=True)
         start(args.work, "service", [args.service_python, "-m", "app.cli", "serve", "--port", str(PORT)], env)
@@ -111,13 +113,23 @@ def main() -> None:
     while True:
         sweeps = httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()
         keep(args.work, args.out)
-        states = {s["name"]: (s["state"], s["counts"]) for s in sweeps}
+        # By id: an imported sweep and a new run of the same file share a name.
+        states = {f'{s["id"]} {s["name"]}': (s["state"], s["counts"]) for s in sweeps}
         print(time.strftime("%H:%M:%S"), json.dumps(states), flush=True)
         if all(state in ("finished", "cancelled") for state, _ in states.values()) or time.monotonic() > deadline:
             break
         time.sleep(20)
     table(server)
     compared(server)
+
+
+def answering(server: str) -> bool:
+    """Whether any service answers at ``server``."""
+    try:
+        httpx.get(f"{server}/api/v1/sweeps", timeout=2)
+    except httpx.HTTPError:
+        return False
+    return True
 
 
 def served_builds(server: str) -> set[str]:

@@ -21,7 +21,15 @@ if [ ! -d /tmp/site/alembic ]; then
   python3 -c "import vllm.entrypoints.openai.api_server" 2>&1 | tail -3 && echo "vLLM's server imports"
 fi
 # FRESH=1: stop what an earlier run started and begin again with an empty database (the models stay).
-if [ -n "${FRESH:-}" ] && [ -f /tmp/h200/service.pid ]; then kill $(cat /tmp/h200/service.pid /tmp/h200/worker.pid) 2>/dev/null || true; sleep 3; rm -f /tmp/h200/draftbench.db* /tmp/h200/*.pid; fi
+# Each was started in its own session (pid = process group): the whole group goes, and the database only once none is
+# left, since a service still holding the deleted file answers the next run's submissions into it (2026-12-04).
+if [ -n "${FRESH:-}" ] && [ -f /tmp/h200/service.pid ]; then
+  pids=$(cat /tmp/h200/*.pid)
+  for p in $pids; do kill -- "-$p" 2>/dev/null || true; done
+  for _ in $(seq 30); do alive=; for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done; [ -z "$alive" ] && break; sleep 1; done
+  for p in $pids; do kill -9 -- "-$p" 2>/dev/null || true; done
+  rm -f /tmp/h200/draftbench.db* /tmp/h200/*.pid
+fi
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 SWEEPS=${SWEEPS:-"peer shape-8b serving matrix-rest repeats"}
 python3 -m benchmarks.h200_proof --work /tmp/h200 --out "$OUT" --python "$(command -v python3)" --service-python python3 \
