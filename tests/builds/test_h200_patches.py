@@ -25,6 +25,7 @@ WHERE = {
     "slow-drafting-3.5ms.diff": SLOW_DRAFTING,
     "slow-drafting-9ms.diff": SLOW_DRAFTING,
     "slow-drafting-gpu-3.8ms.diff": SLOW_DRAFTING,
+    "slow-drafting-gpu-5ms.diff": SLOW_DRAFTING,
     "slow-drafting-gpu-7ms.diff": SLOW_DRAFTING,
     "slow-drafting-gpu-11.5ms.diff": SLOW_DRAFTING,
     "dflash-draft-eager.diff": {
