@@ -1,5 +1,5 @@
 """Issue 22's proof on one H200 (2026-12-03, ``tests/data/h200-2026-12-03/proof22``; 2026-12-04,
-``tests/data/h200-2026-12-04``; docs/h200-report.md): paired starts of each known slowdown against its base, and an
+``tests/data/h200-2026-12-04`` and ``h200-2026-12-04b``; docs/h200-report.md): paired starts of each known slowdown against its base, and an
 A/A of one build, called as the compare API calls them."""
 
 from collections.abc import Iterator
@@ -11,6 +11,7 @@ from tests.dashboards.h200 import DATA, imported_folder, in_process
 
 PROOF22 = DATA / "h200-2026-12-03" / "proof22"
 NIGHT = DATA / "h200-2026-12-04"
+AFTERNOON = DATA / "h200-2026-12-04b"
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +27,16 @@ def night(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     """The night session's store as its harness had it: the afternoon's sweeps imported, then its own."""
     url = f"sqlite:///{tmp_path_factory.mktemp('night') / 'night.db'}"
     for folder in [*sorted(PROOF22.iterdir()), *sorted(f for f in NIGHT.iterdir() if f.is_dir())]:
+        imported_folder(url, folder)
+    yield from in_process(url)
+
+
+@pytest.fixture(scope="module")
+def afternoon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """The afternoon session's store as its harness had it: every earlier sweep imported, then its own."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('afternoon') / 'afternoon.db'}"
+    earlier = [*sorted(PROOF22.iterdir()), *sorted(f for f in NIGHT.iterdir() if f.is_dir())]
+    for folder in [*earlier, *sorted(f for f in AFTERNOON.iterdir() if f.is_dir())]:
         imported_folder(url, folder)
     yield from in_process(url)
 
@@ -110,3 +121,15 @@ def test_the_flashinfer_aa_has_one_pair_and_its_cold_start_measured_highest(nigh
     call = cells["baseline"]["tokens_per_s_call"]
     assert (cells["baseline"]["verdict"], call["pairs"], round(call["ratio"], 2)) == ("undecided", 1, 0.83)
     assert call["low"] < 1 < call["high"]
+
+
+def test_every_afternoon_cell_stored_the_energy_its_gpu_drew(afternoon: TestClient) -> None:
+    # NVML's counter through vLLM's pynvml, each measured round: the 8B draft cell drew 532-541 W, the small target's
+    # cells 139-151 W, the 7 ms spin's head 460-474 W (a spinning thread draws less than the draft's kernels).
+    ids = {s["id"] for s in afternoon.get("/api/v1/sweeps").json() if s["created_at"] >= "2026-12-04T13"}
+    rows = [r for r in afternoon.get("/api/v1/results").json() if r["sweep_id"] in ids]
+    assert len(rows) == 14
+    watts = {r["job_id"]: r["energy_j"] / r["measured_s"] for r in rows}
+    assert all(100 < w < 700 for w in watts.values()) and all(r["energy_reason"] is None for r in rows)
+    big = [r for r in rows if r["backend"] == "FLASH_ATTN"]
+    assert sorted(round(watts[r["job_id"]]) for r in big) == [460, 462, 474, 532, 536, 541]
