@@ -95,8 +95,8 @@ def _real_results() -> list[tuple[str, CellResult, int, str]]:
 
 def test_every_real_vllm_result_stored_passes_with_each_of_its_rounds() -> None:
     real = _real_results()
-    # 126 H200 results with counters (93 draft_model, 33 dflash, k=3) and the six CPU ngram starts.
-    assert len(real) == 132 and {method for *_, method in real} == {"draft_model", "dflash", "ngram"}
+    # 136 H200 results with counters (103 draft_model, 33 dflash, k=3) and the six CPU ngram starts.
+    assert len(real) == 142 and {method for *_, method in real} == {"draft_model", "dflash", "ngram"}
     for name, result, k, method in real:
         assert counter_problems(result.spec_decode, k=k, method=method) == [], name
         for r in result.rounds:
