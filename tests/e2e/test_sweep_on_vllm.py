@@ -107,7 +107,7 @@ def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, pertur
     for row in rows:
         [path] = worker.workdir.glob(f"job-{row['job_id']}-*/result.json")
         result = json.loads(path.read_text())
-        assert result["schema_version"] == 8 and result["harness"]["forked"]
+        assert result["schema_version"] == 9 and result["harness"]["forked"]
         assert result["harness"]["gc_freeze"] and result["harness"]["gc_pause"]
         for measured in result["rounds"]:
             assert measured["passes"] and sum(p["output_tokens"] for p in measured["passes"]) == measured["output_tokens"]
