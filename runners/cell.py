@@ -47,8 +47,9 @@ What is measured and how (offline mode; serving.py says how the serving mode dif
   replayed); the warm-up's seeds start at ``cellkit.WARMUP_SEEDS``. ``request_seeds: false`` sends them
   unseeded instead, as ``vllm bench`` does (to compare with it: vLLM samples seeded requests one by one).
 - Each request of the result is one of the workload's prompts, with its category and, where vLLM reports per-request
-  spec-decode metrics (``per_request_spec_decode_metrics``, vLLM 0.32), its counters summed over every measured
-  pass, so the requests add up to the rounds' counters; its output tokens and fingerprint are the first pass's.
+  spec-decode metrics (``per_request_spec_decode_metrics``, vLLM 0.32) for every measured request, its counters summed
+  over every measured pass, so the requests add up to the rounds' counters (``cellkit.RequestCounts``, which serving
+  cells share); its output tokens and fingerprint are the first pass's.
 - Prompts come from the workload's dataset: ``draftbench`` (``runners/prompts/draftbench.jsonl``,
   shipped beside this file), ``random`` (token ids as ``vllm bench --dataset-name random`` makes
   them), or a path to Spec-Bench JSONL or ShareGPT JSON.
@@ -194,13 +195,6 @@ def request_counters(output) -> dict[str, Any] | None:
     return cellkit.request_counters(metrics.num_draft_tokens, list(metrics.histogram))
 
 
-def measured_requests(outputs: list, categories: list[str], counted: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
-    """The result's ``requests``: the workload's requests in order, each with its first pass's output, its prompt's
-    category and, where vLLM counted them, its spec-decode counters summed over every measured pass."""
-    return [{**request_outcome(output), "category": category, **(counters or {})}
-            for output, category, counters in zip(outputs, categories, counted, strict=True)]
-
-
 def output_fingerprint(outputs: list) -> str:
     """sha256 over every request's token ids, in request order."""
     digest = hashlib.sha256()
@@ -240,15 +234,14 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         run_prompts(llm, warmup, sampling_params(workload, len(warmup), offset=cellkit.WARMUP_SEEDS), chat)
     warmup_s = time.perf_counter() - started
 
-    # Each workload request's spec-decode counters summed over the measured passes: a prompt replayed pass after
-    # pass at temperature 0 repeats its drafts, so the request, not the pass, is the unit the service resamples.
-    counted: list[dict[str, Any] | None] = [None] * len(prompts)
+    # Each workload request's spec-decode counters summed over the measured passes (cellkit.RequestCounts).
+    counts = cellkit.RequestCounts(len(prompts)) if speculative else None
 
     def run_pass(index: int) -> list:
         outputs = run_prompts(llm, prompts, sampling_params(workload, len(prompts), offset=index * len(prompts)), chat)
-        for slot, output in enumerate(outputs):
-            if (more := request_counters(output)) is not None:
-                counted[slot] = more if counted[slot] is None else cellkit.add_counters(counted[slot], more)
+        if counts is not None:
+            for slot, output in enumerate(outputs):
+                counts.count_request(slot, request_counters(output))
         return outputs
 
     harness = harness_settings(os.environ)
@@ -265,6 +258,8 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         )
     harness["gc_collections"] = collections
     total = cellkit.totals(rounds, speculative=speculative)
+    if counts is not None and (why := counts.reason()):
+        print(f"per-request spec-decode counts not recorded: {why}", flush=True)
     result = {
         "schema_version": cellkit.SCHEMA_VERSION,
         "import_s": import_s,
@@ -280,7 +275,7 @@ def run_cell(spec: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         "spec_decode": total.spec_decode,
         "rounds": rounds,
         "energy": cellkit.energy_of(rounds, meter),
-        "requests": measured_requests(outputs, categories, counted),
+        "requests": cellkit.measured_requests([request_outcome(o) for o in outputs], categories, counts),
         "output_fingerprint": output_fingerprint(outputs),
         "versions": cellkit.versions(),
         "model_runner": model_runner(llm),

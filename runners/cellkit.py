@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 # app.schemas.cell.CELL_SCHEMA_VERSION and MAX_PASSES; the cell cannot import them (tests/runners/test_cellkit.py
 # ties them).
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 MAX_PASSES = 10_000
 # The warm-up's request seeds start here (workload seed + this + index), far from the measured
 # requests' (workload seed + k for the k-th), so no measured request replays a warm-up draw.
@@ -151,6 +151,54 @@ def request_counters(num_draft_tokens: int, histogram: list[int]) -> dict[str, A
         "num_accepted_tokens": sum(j * count for j, count in enumerate(histogram)),
         "accepted_per_position": [sum(histogram[i:]) for i in range(1, len(histogram))],
     }
+
+
+class RequestCounts:
+    """Each workload request's spec-decode counters summed over every measured pass, in both modes: a prompt replayed
+    pass after pass at temperature 0 repeats its drafts, so the request, not the pass, is the unit the service
+    resamples. The one count behind offline and serving cells' ``requests``.
+
+    ``count_request(slot, counters)`` adds one measured request of workload slot ``slot`` (its counters None where
+    vLLM reported none: a build without ``per_request_spec_decode_metrics``, a stream that broke off). The counts are
+    kept only when every measured request reported them (:meth:`kept`): otherwise the requests' sums would fall short of
+    the engine's counters, which the service checks them against; :meth:`reason` then says why there are none.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.sums: list[dict[str, Any] | None] = [None] * size
+        self.measured = 0
+        self.missing = 0
+
+    def count_request(self, slot: int, counters: dict[str, Any] | None) -> None:
+        self.measured += 1
+        if counters is None:
+            self.missing += 1
+            return
+        mine = self.sums[slot]
+        self.sums[slot] = dict(counters) if mine is None else add_counters(mine, counters)
+
+    def kept(self) -> list[dict[str, Any] | None]:
+        """Each slot's summed counters, or None for every slot unless every measured request reported its own."""
+        return list(self.sums) if self.reason() is None else [None] * len(self.sums)
+
+    def reason(self) -> str | None:
+        """Why no request's counters are kept, or None when they are."""
+        if not self.measured:
+            return "no measured request"
+        if self.missing:
+            return f"{self.missing} of {self.measured} measured requests reported no per-request spec-decode counts"
+        return None
+
+
+def measured_requests(
+    outcomes: list[dict[str, Any]], categories: list[str], counts: RequestCounts | None
+) -> list[dict[str, Any]]:
+    """The result's ``requests``: the workload's requests in order, each its first pass's outcome
+    (``num_output_tokens``, ``fingerprint``), its prompt's category and, where every measured request was counted
+    (``counts``; None without speculation), its spec-decode counters summed over every measured pass."""
+    kept = counts.kept() if counts is not None else [None] * len(outcomes)
+    return [{**outcome, "category": category, **(counters or {})}
+            for outcome, category, counters in zip(outcomes, categories, kept, strict=True)]
 
 
 def counters_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

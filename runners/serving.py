@@ -20,7 +20,12 @@ the cell's process group, so the worker's kill of a cell (its timeout, a cancel,
   text (a random model's padded vocabulary): completed work all the same, counted apart so a reader
   sees it;
 - the server's spec-decode counters (``/metrics``, ``..._total``) are read before and after each
-  round, and their differences are the round's counters.
+  round, and their differences are the round's counters;
+- per request, with speculation, where the build has ``--per-request-spec-decode-metrics`` (vLLM 0.32; the flag is
+  passed only where ``EngineArgs`` has the field, so 0.26 starts as before): the final usage chunk's
+  ``metrics.speculative_decoding`` (its ``acceptance_histogram`` and ``num_draft_tokens``), summed per workload
+  prompt over every measured request as offline (``cellkit.RequestCounts``), and kept only when every measured
+  request carried it, so the requests add up to the rounds' counters.
 
 Percentiles (p50, p90, p99) are linear interpolations over all measured requests.
 """
@@ -68,8 +73,9 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float) -> tupl
         tokenizer = _tokenizer(kwargs)
         if workload["dataset"] == cellkit.RANDOM_DATASET:
             prompts, chat = [p["prompt_token_ids"] for p in cellkit.random_prompts(workload, tokenizer)], False
+            categories = [cellkit.RANDOM_DATASET] * len(prompts)
         else:
-            prompts, chat = cellkit.load_prompts(workload)[0], bool(getattr(tokenizer, "chat_template", None))
+            (prompts, categories), chat = cellkit.load_prompts(workload), bool(getattr(tokenizer, "chat_template", None))
         send = Client(base, spec["model"], workload, chat=chat)
 
         warmup_started = time.perf_counter()
@@ -79,15 +85,20 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float) -> tupl
         warmup_s = time.perf_counter() - warmup_started
 
         timings: list[dict[str, Any]] = []
+        speculative = spec.get("speculative") is not None
+        counts = cellkit.RequestCounts(len(prompts)) if speculative else None
 
         def one_round() -> dict[str, Any]:
             round_timings, seconds = run_round(
                 send, prompts, concurrency, workload.get("min_window_s", 0.0), first_seed=len(timings))
             timings.extend(round_timings)
+            if counts is not None:
+                # A round's i-th request sent the workload's prompt i mod its size.
+                for index, timing in enumerate(round_timings):
+                    counts.count_request(index % len(prompts), timing.get("spec_decode"))
             done = [t for t in round_timings if t["ok"]]
             return {"seconds": seconds, "output_tokens": sum(t["output_tokens"] for t in done), "num_requests": len(done)}
 
-        speculative = spec.get("speculative") is not None
         meter = cellkit.energy_meter(spec, os.environ.get("CUDA_VISIBLE_DEVICES"))
         rounds = cellkit.timed_rounds(one_round, read=(lambda: scrape(base)) if speculative else None,
                                       count=workload.get("rounds", 1), meter=meter)
@@ -95,8 +106,10 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float) -> tupl
         stop()
         raise
     # Every round sends each prompt at least once: the first round's first requests are the first pass.
+    if counts is not None and (why := counts.reason()):
+        print(f"per-request spec-decode counts not recorded: {why}", flush=True)
     measured = {"rounds": rounds, "timings": timings, "first": timings[: len(prompts)], "concurrency": concurrency,
-                "energy": cellkit.energy_of(rounds, meter)}
+                "energy": cellkit.energy_of(rounds, meter), "categories": categories, "counts": counts}
     return _result(spec, measured, engine_start_s=engine_start_s, warmup_s=warmup_s, started=started), stop
 
 
@@ -110,12 +123,13 @@ def engine_flags(kwargs: dict[str, Any]) -> list[str]:
     """The engine's keyword arguments as vLLM's command-line flags (the server's, and ``vllm bench``'s).
 
     ``x_y=True`` is ``--x-y``, ``False`` is ``--no-x-y``; mappings travel as JSON; lists as one value
-    each; ``disable_log_stats`` and per-request metrics are for offline runs and are left out (the
-    server logs stats by default).
+    each; ``disable_log_stats`` is for offline runs and is left out (the server logs stats by default).
+    ``per_request_spec_decode_metrics`` is there only where the build's ``EngineArgs`` has it (``cell.engine_kwargs``),
+    and so its server the flag.
     """
     argv: list[str] = []
     for key, value in kwargs.items():
-        if key in ("disable_log_stats", "per_request_spec_decode_metrics") or value is None:
+        if key == "disable_log_stats" or value is None:
             continue
         flag = "--" + key.replace("_", "-")
         if isinstance(value, bool):
@@ -208,6 +222,8 @@ class Client:
                 chunk = json.loads(line[5:])
                 if chunk.get("usage"):
                     timing["output_tokens"] = chunk["usage"]["completion_tokens"]
+                if (counted := request_spec_decode(chunk)) is not None:
+                    timing["spec_decode"] = counted
                 # A chunk with choices carries tokens even when they decode to no text (a random model's
                 # padded vocabulary, special tokens): it is timed and counted, as ``vllm bench serve`` does.
                 if choices := chunk.get("choices"):
@@ -288,7 +304,9 @@ def _result(
         "spec_decode": total.spec_decode,
         "rounds": rounds,
         "energy": measured["energy"],
-        "requests": [{"num_output_tokens": t["output_tokens"], "fingerprint": cellkit.fingerprint(t["text"])} for t in first],
+        "requests": cellkit.measured_requests(
+            [{"num_output_tokens": t["output_tokens"], "fingerprint": cellkit.fingerprint(t["text"])} for t in first],
+            measured.get("categories") or [cellkit.UNCATEGORISED] * len(first), measured.get("counts")),
         "output_fingerprint": cellkit.fingerprint([t["text"] for t in first]),
         "versions": cellkit.versions(),
         "wall_s": time.perf_counter() - started,
@@ -304,6 +322,17 @@ def _result(
             "empty": sum(1 for t in done if not t["text"]),
         },
     }
+
+
+def request_spec_decode(chunk: dict[str, Any]) -> dict[str, Any] | None:
+    """One request's spec-decode counters from a streamed chunk, in the result's fields: vLLM 0.32's final usage chunk
+    carries ``metrics.speculative_decoding`` (``SpeculativeDecodingMetrics``: ``acceptance_histogram[j]`` counts the
+    verify steps that accepted ``j`` draft tokens, ``num_draft_tokens``) when the server runs with
+    ``--per-request-spec-decode-metrics``; None for every other chunk."""
+    found = (chunk.get("metrics") or {}).get("speculative_decoding")
+    if not found:
+        return None
+    return cellkit.request_counters(int(found["num_draft_tokens"]), [int(n) for n in found["acceptance_histogram"]])
 
 
 def _delta_text(choice: dict[str, Any]) -> str:

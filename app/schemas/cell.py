@@ -38,7 +38,10 @@ from app.schemas.text import clean, reported, stored
 #    over every measured pass, so the requests add up to the rounds' counters (before: the first pass's, no tokens).
 # 8: each round's joules where NVML reports them (Round.energy_j), and the measured rounds' energy or why it is
 #    missing (CellResult.energy).
-CELL_SCHEMA_VERSION = 8
+# 9: each serving request's prompt category and its counters summed over every measured request of its prompt, as
+#    offline from 7 (vLLM's per-request counts on its stream's final usage chunk); kept only when every measured
+#    request reported them, in both modes.
+CELL_SCHEMA_VERSION = 9
 # A round's passes kept at most: a result stays within the report's size limit (a pass is ~50 bytes of JSON).
 MAX_PASSES = 10_000
 # How far a round's passes' seconds may add up away from the round's (float sums of ~1e4 terms).

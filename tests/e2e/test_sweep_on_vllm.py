@@ -107,7 +107,7 @@ def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, pertur
     for row in rows:
         [path] = worker.workdir.glob(f"job-{row['job_id']}-*/result.json")
         result = json.loads(path.read_text())
-        assert result["schema_version"] == 8 and result["harness"]["forked"]
+        assert result["schema_version"] == 9 and result["harness"]["forked"]
         assert result["harness"]["gc_freeze"] and result["harness"]["gc_pause"]
         for measured in result["rounds"]:
             assert measured["passes"] and sum(p["output_tokens"] for p in measured["passes"]) == measured["output_tokens"]
@@ -176,6 +176,11 @@ def test_serving_mode_measures_latency_and_the_servers_counters(service, worker,
         assert 0 < serving[metric]["p50"] <= serving[metric]["p90"] <= serving[metric]["p99"]
     assert serving["output_tokens_per_s"] > 0 and row["num_draft_tokens"] > 0
     assert 0 <= row["num_accepted_tokens"] <= row["num_draft_tokens"]
+    # Each request's counts from its stream (cell schema 9), stored as sums that add up to the server's counters.
+    assert row["requests"] is not None and row["counter_problems"] == []
+    categories = row["requests"]["categories"]
+    assert sum(c["draft_tokens"] for c in categories) == row["num_draft_tokens"]
+    assert sum(c["accepted"] for c in categories) == row["num_accepted_tokens"]
 
 
 def test_vllms_environment_is_an_axis_and_each_cell_records_its_model_runner(service, worker, tiny_model) -> None:

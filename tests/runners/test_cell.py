@@ -84,6 +84,39 @@ def test_a_stored_result_has_acceptance_for_each_category_it_ran_and_requests_th
         assert found.rate_low <= found.rate == sums.num_accepted_tokens / sums.num_draft_tokens <= found.rate_high
 
 
+@pytest.fixture(scope="module")
+def served_ngram_cell(vllm_python, tmp_path_factory, tiny_model, prompts) -> CellRun:
+    """ngram in serving mode: vLLM's OpenAI server under two streaming clients, two rounds of whole passes."""
+    spec = cell_spec(tiny_model, prompts, {"method": "ngram", "num_speculative_tokens": NUM_SPECULATIVE_TOKENS,
+                                           "prompt_lookup_min": 1, "prompt_lookup_max": 3})
+    spec |= {"mode": "serve", "concurrency": 2}
+    spec["workload"] |= {"rounds": 2, "min_window_s": 0.5}
+    return run_cell(vllm_python, tmp_path_factory.mktemp("served-ngram"), spec)
+
+
+def test_a_served_cells_requests_add_up_exactly_to_the_servers_metrics(served_ngram_cell):
+    """The server's per-request counts (``--per-request-spec-decode-metrics summary``, the final usage chunk's
+    ``metrics.speculative_decoding``), summed per prompt over every measured request, are the server's own ``/metrics``
+    totals over the rounds (the result's ``spec_decode``: their differences across each round), counter by counter and
+    position by position; stored, they pass the counter check and read by category."""
+    result = finished(served_ngram_cell)
+    spec = result.spec_decode
+    assert spec is not None and spec.num_drafts > 0 and spec.num_accepted_tokens > 0
+    assert len(result.requests) == 6 and all(r.num_drafts is not None for r in result.requests)
+    assert [r.category for r in result.requests] == cellkit.load_prompts(served_ngram_cell.spec["workload"])[1]
+    for field in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
+        assert sum(getattr(r, field) for r in result.requests) == getattr(spec, field), field
+    assert [sum(at) for at in zip(*(r.accepted_per_position for r in result.requests), strict=True)] == spec.accepted_per_position
+    print("served ngram: requests sum to /metrics:", spec.num_drafts, "drafts,", spec.num_draft_tokens, "draft tokens,",
+          spec.num_accepted_tokens, "accepted, per position", spec.accepted_per_position,
+          "over", result.serving.completed, "requests")
+    row = results.result_row(Job(spec=served_ngram_cell.spec), result, Resolved(), created_at=utcnow())
+    kept = request_acceptance.from_json(row.request_acceptance)
+    assert kept is not None and kept.total.requests == 6
+    assert counter_problems(row, k=NUM_SPECULATIVE_TOKENS, method="ngram", requests=kept) == []
+    assert request_acceptance.by_category(kept)
+
+
 def test_real_vllm_counters_pass_the_consistency_check_in_every_round(ngram_cell, self_draft_cell, perturbed_draft_cell):
     """What the service shows as a result's ``counter_problems`` is empty for real vLLM's counters: an ngram cell (drafts
     may be shorter than k), the target drafting itself (everything accepted) and a perturbed draft (a middle acceptance,

@@ -152,6 +152,37 @@ def test_a_requests_counters_come_from_vllms_histogram_and_add_up_as_the_aggrega
         "num_drafts": 3, "num_draft_tokens": 9, "num_accepted_tokens": 6, "accepted_per_position": [3, 2, 1]}
 
 
+def test_each_requests_counts_are_summed_over_its_measured_passes_and_kept_beside_its_first_outcome() -> None:
+    counts = cellkit.RequestCounts(2)
+    for _ in range(2):  # two passes of two prompts, each pass drafting as the last
+        counts.count_request(0, cellkit.request_counters(9, [3, 2, 0, 0]))
+        counts.count_request(1, cellkit.request_counters(9, [0, 1, 1, 1]))
+    assert counts.reason() is None
+    outcomes = [{"num_output_tokens": 4, "fingerprint": "a"}, {"num_output_tokens": 4, "fingerprint": "b"}]
+    first, second = cellkit.measured_requests(outcomes, ["qa", "math"], counts)
+    assert first == {"num_output_tokens": 4, "fingerprint": "a", "category": "qa", "num_drafts": 10,
+                     "num_draft_tokens": 18, "num_accepted_tokens": 4, "accepted_per_position": [4, 0, 0]}
+    assert (second["category"], second["num_drafts"], second["accepted_per_position"]) == ("math", 6, [6, 4, 2])
+    # The sums equal what the aggregate counters of the same steps count.
+    assert cellkit.sum_counters(counts.kept()) == cellkit.sum_counters(
+        [cellkit.request_counters(9, [3, 2, 0, 0]), cellkit.request_counters(9, [0, 1, 1, 1])] * 2)
+
+
+def test_one_measured_request_without_counts_leaves_every_request_without_them_and_says_why() -> None:
+    # Its drafts are in the engine's counters but in no request's: the requests would no longer add up.
+    counts = cellkit.RequestCounts(2)
+    counts.count_request(0, cellkit.request_counters(9, [3, 2, 0, 0]))
+    counts.count_request(1, None)
+    counts.count_request(0, cellkit.request_counters(9, [3, 2, 0, 0]))
+    assert counts.kept() == [None, None]
+    assert counts.reason() == "1 of 3 measured requests reported no per-request spec-decode counts"
+    outcomes = [{"num_output_tokens": 4, "fingerprint": "a"}, {"num_output_tokens": 3, "fingerprint": "b"}]
+    assert cellkit.measured_requests(outcomes, ["qa", "qa"], counts) == [{**o, "category": "qa"} for o in outcomes]
+    # Without speculation nothing is counted and nothing is missing.
+    assert cellkit.measured_requests(outcomes, ["qa", "qa"], None) == [{**o, "category": "qa"} for o in outcomes]
+    assert cellkit.RequestCounts(1).reason() == "no measured request"
+
+
 def test_sharegpt_json_loads_the_first_human_turn(tmp_path: Path) -> None:
     path = tmp_path / "sharegpt.json"
     conversations = [

@@ -1,6 +1,6 @@
-"""runners/serving.py without vLLM: its rounds' seeds, and its reading of a server's counters from ``/metrics``
-(a real HTTP server on loopback answers with vLLM's exposition). The serving cell itself runs on real vLLM
-in tests/e2e/test_sweep_on_vllm.py."""
+"""runners/serving.py without vLLM: its rounds' seeds, its reading of a server's counters from ``/metrics``
+(a real HTTP server on loopback answers with vLLM's exposition) and of each request's from its stream. The serving
+cell itself runs on real vLLM in tests/e2e/test_sweep_on_vllm.py and tests/runners/test_cell.py."""
 
 import json
 import threading
@@ -159,3 +159,62 @@ def test_a_cells_serving_figures_count_empty_streams_apart_from_failures(monkeyp
     result = serving._result({"speculative": None}, measured, engine_start_s=1.0, warmup_s=0.0, started=0.0)
     assert (result["serving"]["completed"], result["serving"]["failed"], result["serving"]["empty"]) == (3, 1, 2)
     assert result["output_tokens"] == 12
+
+
+# vLLM 0.32's final usage chunk with ``--per-request-spec-decode-metrics summary`` (the shape of
+# ``SpeculativeDecodingMetrics``, as its server streams it: k=3, four verify steps accepting 0, 1, 1 and 3 tokens).
+SPEC_USAGE = (b'data: {"id": "cmpl-1", "object": "text_completion", "choices": [], "usage": {"prompt_tokens": 5, '
+              b'"completion_tokens": 9, "total_tokens": 14}, "metrics": {"speculative_decoding": {'
+              b'"mean_acceptance_length": 2.25, "draft_acceptance_rate": 0.4166, "acceptance_histogram": [1, 2, 0, 1], '
+              b'"num_spec_steps": 4, "num_accepted_draft_tokens": 5, "num_draft_tokens": 12, "num_spec_tokens": 3}}}\n\n')
+
+
+def test_a_streams_final_usage_chunk_gives_the_requests_spec_decode_counts(stream_server) -> None:
+    send, answers = stream_server
+    answers += [(200, [_chunk("a"), _chunk("b", "length"), SPEC_USAGE, b"data: [DONE]\n\n"]),
+                (200, [_chunk("a"), _chunk("b", "length"), USAGE, b"data: [DONE]\n\n"])]
+    counted, plain = send("p", seed_offset=0), send("p", seed_offset=1)
+    assert counted["ok"] and counted["output_tokens"] == 9
+    assert counted["spec_decode"] == {"num_drafts": 4, "num_draft_tokens": 12, "num_accepted_tokens": 5,
+                                      "accepted_per_position": [3, 1, 1]}
+    # A server without the flag (vLLM 0.26) streams no metrics: the request has no counts, not zeros.
+    assert plain["ok"] and "spec_decode" not in plain
+    assert serving.request_spec_decode({"metrics": {"time_to_first_token_ms": 3.0}}) is None
+
+
+def test_the_per_request_flag_goes_to_the_server_only_where_the_builds_engine_args_have_it() -> None:
+    from runners import cell
+
+    spec = {"model": "m", "workload": {"seed": 0}, "backend": "CPU_ATTN", "graph_mode": "NONE",
+            "speculative": {"method": "ngram", "num_speculative_tokens": 3}}
+    new = serving.engine_flags(cell.engine_kwargs(spec, {"per_request_spec_decode_metrics"}))
+    assert new[new.index("--per-request-spec-decode-metrics") + 1] == "summary"
+    old = serving.engine_flags(cell.engine_kwargs(spec, set()))  # vLLM 0.26's EngineArgs: no such field
+    assert not any("per-request" in flag for flag in old) and "--disable-log-stats" not in old
+    baseline = serving.engine_flags(cell.engine_kwargs({**spec, "speculative": None}, {"per_request_spec_decode_metrics"}))
+    assert not any("per-request" in flag for flag in baseline)
+
+
+def test_a_served_cells_requests_carry_their_categories_and_counts_only_when_every_request_had_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(serving.cellkit, "versions", dict)  # the build's facts need vLLM; not what is tested here
+    counted = serving.request_spec_decode(json.loads(SPEC_USAGE.decode()[5:]))
+    timing = {"ok": True, "ttft": 0.01, "itl": [0.002] * 8, "latency": 0.03, "output_tokens": 9, "text": "x"}
+    timings = [timing] * 4  # two passes of two prompts
+    rounds = [{"seconds": 1.0, "output_tokens": 36, "num_requests": 4,
+               "spec_decode": serving.cellkit.sum_counters([counted] * 4)}]
+    spec = {"speculative": {"method": "ngram", "num_speculative_tokens": 3}}
+    for missing in (None, 3):
+        counts = serving.cellkit.RequestCounts(2)
+        for index in range(4):
+            counts.count_request(index % 2, None if index == missing else counted)
+        measured = {"rounds": rounds, "timings": timings, "first": timings[:2], "concurrency": 2, "energy": None,
+                    "categories": ["qa", "rag"], "counts": counts}
+        requests = serving._result(spec, measured, engine_start_s=1.0, warmup_s=0.0, started=0.0)["requests"]
+        assert [r["category"] for r in requests] == ["qa", "rag"]
+        if missing is None:  # every request counted: they add up to the round's counters
+            fields = [*serving.cellkit.SPEC_DECODE_COUNTERS, "accepted_per_position"]
+            assert serving.cellkit.sum_counters([{f: r[f] for f in fields} for r in requests]) == rounds[0]["spec_decode"]
+        else:
+            assert all("num_drafts" not in r for r in requests)

@@ -71,7 +71,7 @@ def test_a_schema_8_result_keeps_each_rounds_joules_and_why_there_are_none() -> 
         **SCHEMA_5, "schema_version": 8, "rounds": [{**round_of([(1.0, 192)]), "energy_j": 96.5}],
         "energy": {"joules": 96.5, "gpus": ["GPU-a", "GPU-b"], "reason": None},
     })
-    assert result.schema_version == CELL_SCHEMA_VERSION == 8
+    assert result.schema_version == 8 and CELL_SCHEMA_VERSION == 9
     assert result.rounds[0].energy_j == 96.5 and result.energy is not None and result.energy.gpus == ["GPU-a", "GPU-b"]
     unread = CellResult.model_validate({**SCHEMA_5, "energy": {"joules": None, "reason": "not reported (the CPU engine)"}})
     assert unread.energy is not None and unread.energy.reason == "not reported (the CPU engine)"
