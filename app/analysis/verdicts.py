@@ -7,8 +7,8 @@ the first that applies: by the differences of starts run in pairs on one worker,
 class (``app.analysis.noise``: how far starts of one cell spread when nothing changed, per GPU kind, backend, graph
 mode, draft or none, and mode), by Mann-Whitney U over the repeats' medians when there are enough of them for
 p < 0.002 (asv's rule), by the ratio of medians against a threshold learned from the cell's own history (Conbench's
-lookback z-score); with none of these only a gross ratio is called. Acceptance is judged by two-proportion tests with a minimum effect
-(``app.analysis.proportions``).
+lookback z-score); with none of these only a gross ratio is called. Acceptance is judged by two-proportion tests
+with a minimum effect (``app.analysis.proportions``).
 """
 
 import dataclasses

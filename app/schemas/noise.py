@@ -13,8 +13,8 @@ class DetectableOut(BaseModel):
 
 class NoiseOut(BaseModel):
     """One class of cells (GPU kind x backend x graph mode x draft or none x mode) and the spread of ln tokens/s their
-    A/A groups show: every cell of one build with two or more succeeded starts, pooled (``s^2 = sum (x - mean_cell)^2 /
-    df``)."""
+    A/A groups show: every cell of one build with two or more succeeded starts, pooled
+    (``s^2 = sum (x - mean_cell)^2 / df``)."""
 
     gpu_kind: str
     backend: str = Field(description="The attention backend the cells ask for: starts spread differently on each "
