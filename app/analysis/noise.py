@@ -4,8 +4,9 @@ An A/A group is the starts (repeats) of one cell on one build: they differ only 
 is the noise any comparison of two builds must beat. Everything is on the log scale (``x = ln tokens/s``): a
 start's luck multiplies its speed, and a ratio of two cells is a difference of logs.
 
-The model is kept per class (``NoiseClass``): GPU kind x method class (a draft or none) x mode (offline, or
-serving with its concurrency), as a draft's starts spread more than a baseline's (tests/data/h200-2026-12-01).
+The model is kept per class (``NoiseClass``): GPU kind x attention backend x graph mode x method class (a draft or
+none) x mode (offline, or serving with its concurrency), as the spread between starts differs along each of them
+(``NoiseClass`` says where it was seen).
 
 Nothing here reads the database, the clock or global state.
 """
@@ -21,13 +22,31 @@ POWER = 0.8
 
 
 class NoiseClass(NamedTuple):
-    """What a noise figure holds for: cells of one GPU kind, with a draft or none (``method_class`` ``"draft"`` or
-    ``"none"``), in one mode (``"offline"``, or ``"serve"`` with its ``concurrency``)."""
+    """What a noise figure holds for: cells of one GPU kind, on one attention backend with one graph mode (both as
+    the cell asks them), with a draft or none (``method_class`` ``"draft"`` or ``"none"``), in one mode
+    (``"offline"``, or ``"serve"`` with its ``concurrency``).
+
+    Why so fine: a draft's starts spread more than a baseline's (tests/data/h200-2026-12-01), and at one GPU kind and
+    method they spread differently by backend and graph mode. On one H200 (tests/data/h200-2026-12-04b, beside
+    tests/data/h200-2026-12-03 and -04) the FLASHINFER draft cell (asking FULL_AND_PIECEWISE, it runs PIECEWISE)
+    had A/A pairs up to 0.25 apart in ln tokens/s (9040 against 7022 tok/s), where the FLASH_ATTN
+    FULL_AND_PIECEWISE draft cell's pairs were 0.01 and 0.06 apart. Pooled in one class, FlashInfer's pairs raised
+    its paired spread to 0.137 and widened every FLASH_ATTN call: the 25 % slowdown went from worse to undecided
+    (0.83x [0.68, 1.01]), the 7 ms drafting spin's 0.84x, worse at [0.78, 0.90] in its CI check, read [0.71, 0.98].
+    Kept apart, FLASHINFER's paired spread is 0.188 and FLASH_ATTN's 0.046 (``tests/noise/test_h200.py``)."""
 
     gpu_kind: str
+    backend: str
+    graph_mode: str
     method_class: str
     mode: str
     concurrency: int | None
+
+    @classmethod
+    def of(cls, gpu_kind: str, backend: str, graph_mode: str, method: str | None, mode: str,
+           concurrency: int | None) -> "NoiseClass":
+        """The class of a cell with these axes (``method`` None for a baseline); ``concurrency`` counts only serving."""
+        return cls(gpu_kind, backend, graph_mode, method_class(method), mode, concurrency if mode == "serve" else None)
 
 
 def method_class(method: str | None) -> str:

@@ -3,12 +3,12 @@
 Pure functions, standard library only. The unit of tokens/s is the engine start (a repeat, summarised
 by the median of its rounds): rounds inside one engine start share its luck, and on a shared host one
 start can run 1.6x faster than another, which its rounds never show. Tokens/s is judged (``speed_change``),
-the first that applies: by the differences of starts run in pairs on one worker, by the GPU kind's noise
-model (``app.analysis.noise``: how far starts of one cell spread when nothing changed), by Mann-Whitney U
-over the repeats' medians when there are enough of them for p < 0.002 (asv's rule), by the ratio of medians
-against a threshold learned from the cell's own history (Conbench's lookback z-score); with none of these
-only a gross ratio is called. Acceptance is judged by two-proportion tests with a minimum effect
-(``app.analysis.proportions``).
+the first that applies: by the differences of starts run in pairs on one worker, by the noise model of the cell's
+class (``app.analysis.noise``: how far starts of one cell spread when nothing changed, per GPU kind, backend, graph
+mode, draft or none, and mode), by Mann-Whitney U over the repeats' medians when there are enough of them for
+p < 0.002 (asv's rule), by the ratio of medians against a threshold learned from the cell's own history (Conbench's
+lookback z-score); with none of these only a gross ratio is called. Acceptance is judged by two-proportion tests
+with a minimum effect (``app.analysis.proportions``).
 """
 
 import dataclasses
@@ -73,7 +73,7 @@ class Rule(enum.StrEnum):
     """Which rule called a cell's tokens/s (``speed_change``), the first that applied."""
 
     PAIRED = "paired"  # the differences of base and head starts run back to back on one worker
-    NOISE_MODEL = "noise_model"  # the GPU kind's noise model: the spread of starts when nothing changed
+    NOISE_MODEL = "noise_model"  # the cell's class's noise model: the spread of starts when nothing changed
     MANN_WHITNEY = "mann_whitney"  # no model: 7 or more starts a side
     HISTORY = "history"  # no model: a threshold from the cell's history on earlier builds
     NO_MODEL = "no_model"  # none of those: only a ratio beyond 3.26x either way is called
@@ -410,8 +410,9 @@ def _throughput_reason(found: ThroughputChange) -> str:
     if found.detectable is not None:
         return speed_sentence(found)
     if found.change is Change.UNDECIDED:
-        return (f"tokens/s {ratio.ratio:.2f}x{interval}: not enough repeats to call (no noise model for its GPU kind "
-                f"and draft, fewer than {REPEATS_FOR_TEST} engine starts a side for Mann-Whitney, no history)")
+        return (f"tokens/s {ratio.ratio:.2f}x{interval}: not enough repeats to call (no noise model for its GPU kind, "
+                f"backend, graph mode and draft, fewer than {REPEATS_FOR_TEST} engine starts a side for Mann-Whitney, "
+                "no history)")
     test = f"Mann-Whitney p = {found.p_value:.2g}" if found.p_value is not None else "too few repeats for a test"
     where = f"{found.threshold.source} threshold {found.threshold.relative:.1%}"
     return f"tokens/s {ratio.ratio:.2f}x{interval} ({test}; {where})"

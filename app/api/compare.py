@@ -44,11 +44,11 @@ def compare(session: SessionDep, base_sweep: SweepParam, head_sweep: SweepParam,
     ``better``, ``fixed``), worst first; the graph-capture alarms whose cell or eager sibling ran in the head sweep
     (``base_alarms``: in the base), each judged within its whole build and GPU kind, with what the alarm made of
     the head's graphed cells (``alarm_checks``); and the open regressions whose newest cell ran in the head sweep. The rule is the
-    ``/compare`` page's: tokens/s per engine start, by the differences of paired starts, else by the GPU kind's noise
-    model at level ``alpha`` (``tokens_per_s_call`` says which, and the change these starts could have found), else
-    Mann-Whitney with 7 repeats a side or the cell's history on its GPU kind; acceptance by the two-proportion test
-    with a 2-point minimum effect. When the two share no cell, ``apart`` names the fields of the measured identity
-    that differ.
+    ``/compare`` page's: tokens/s per engine start, by the differences of paired starts, else by the noise model of
+    its GPU kind, backend, graph mode and draft or none at level ``alpha`` (``tokens_per_s_call`` says which, and the
+    change these starts could have found), else Mann-Whitney with 7 repeats a side or the cell's history on its GPU
+    kind; acceptance by the two-proportion test with a 2-point minimum effect. When the two share no cell, ``apart``
+    names the fields of the measured identity that differ.
     """
     base, head = (sweeps.get(session=session, sweep_id=i) for i in (base_sweep, head_sweep))
     base_cells, head_cells, changes = comparisons.between(

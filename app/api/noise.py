@@ -1,5 +1,5 @@
-"""``/api/v1/noise``: the spread of tokens/s between engine starts per GPU kind, draft or none, and mode
-(``app.noise.service``)."""
+"""``/api/v1/noise``: the spread of tokens/s between engine starts per GPU kind, backend, graph mode, draft or none,
+and mode (``app.noise.service``)."""
 
 from fastapi import APIRouter
 
@@ -21,7 +21,8 @@ def read_noise(session: SessionDep) -> list[NoiseOut]:
 def out(found: noise.ClassNoise) -> NoiseOut:
     key, between, within = found.noise_class, found.between, found.within
     return NoiseOut(
-        gpu_kind=key.gpu_kind, method_class=key.method_class, mode=key.mode, concurrency=key.concurrency,
+        gpu_kind=key.gpu_kind, backend=key.backend, graph_mode=key.graph_mode, method_class=key.method_class, mode=key.mode,
+        concurrency=key.concurrency,
         sd=between.sd, cv=between.cv, df=between.df, cells=between.groups, starts=between.values,
         within_sd=within and within.sd, within_df=within and within.df,
         paired_sd=found.paired and found.paired.sd, paired_df=found.paired and found.paired.df,

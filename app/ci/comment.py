@@ -137,7 +137,8 @@ def _undecided(cells: list[CellChange]) -> list[str]:
 
 
 def _without_model(changes: list[CellChange]) -> list[str]:
-    """Where no noise model was stored for a cell's GPU kind and draft: its tokens/s was judged without one."""
+    """Where no noise model was stored for a cell's class (GPU kind, backend, graph mode, draft or none, mode): its
+    tokens/s was judged without one."""
     bare = [c for c in changes if c.tokens_per_s_call and c.tokens_per_s_call.detectable is None]
     if not bare:
         return []

@@ -47,13 +47,13 @@ def noise(
     if not rows:
         raise CliError(f"sweep {sweep['id']} left no cell with two succeeded starts: no noise model (see its page)")
     starts_shown = [d["starts"] for d in rows[0]["min_detectable"]]
-    table = Table("GPU kind", "draft", "mode", "CV between starts", "df", "cells", *(f"finds at {n} a side" for n in starts_shown),
-                  title="the noise model (GET /api/v1/noise)")
+    table = Table("GPU kind", "backend", "graph mode", "draft", "mode", "CV between starts", "df", "cells",
+                  *(f"finds at {n} a side" for n in starts_shown), title="the noise model (GET /api/v1/noise)")
     for r in rows:
         mode = r["mode"] + (f" c={r['concurrency']}" if r["concurrency"] else "")
         finds = {d["starts"]: d["effect"] for d in r["min_detectable"]}
-        table.add_row(r["gpu_kind"], r["method_class"], mode, f"{100 * r['cv']:.2f} %", str(r["df"]), str(r["cells"]),
-                      *(f"{100 * finds[n]:.1f} %" for n in starts_shown))
+        table.add_row(r["gpu_kind"], r["backend"], r["graph_mode"], r["method_class"], mode, f"{100 * r['cv']:.2f} %", str(r["df"]),
+                      str(r["cells"]), *(f"{100 * finds[n]:.1f} %" for n in starts_shown))
     console.print(table)
 
 

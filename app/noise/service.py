@@ -4,7 +4,7 @@ Every cell (build x measured identity, as ``app.cells.service.load`` pools them:
 at least two succeeded starts is an A/A group: its starts' log tokens/s give the between-start spread, each
 start's rounds the within-start spread, and each pair of its starts run back to back (paired sweeps of one
 build, ``app.sweeps.pairing``) the spread of a pair's difference. Groups pool per ``NoiseClass``: GPU kind x
-method class x mode.
+backend x graph mode x method class x mode.
 """
 
 import math
@@ -22,7 +22,6 @@ from app.analysis.noise import (
     Spread,
     group_terms,
     log_values,
-    method_class,
     min_detectable_effect,
     paired_aa_spread,
     pooled_spread,
@@ -105,9 +104,9 @@ def refresh(sessions: sessionmaker[Session]) -> None:
 
 
 def noise_class(cell: PooledCell) -> NoiseClass:
-    """The class whose noise holds for ``cell``: its GPU kind, draft or none, and mode (serving with its clients)."""
-    serving = cell.mode == "serve"
-    return NoiseClass(cell.gpu_kind, method_class(cell.method), cell.mode, cell.concurrency if serving else None)
+    """The class whose noise holds for ``cell``: its GPU kind, backend, graph mode, draft or none, and mode (serving
+    with its clients)."""
+    return NoiseClass.of(cell.gpu_kind, cell.backend, cell.graph_mode, cell.method, cell.mode, cell.concurrency)
 
 
 def _kept(session: Session, *, rounds: bool) -> list[ClassNoise]:
@@ -154,9 +153,7 @@ def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
             key = cell_of[place]
             cell = cells.get(key)
             if cell is None:
-                _, gpu_kind, _, _, method, mode, concurrency, _ = place
-                serving = mode == "serve"
-                cell = cells[key] = _Cell(NoiseClass(gpu_kind, method_class(method), mode, concurrency if serving else None))
+                cell = cells[key] = _Cell(NoiseClass.of(*place[1:7]))  # GPU kind to concurrency, as ``place`` lists them
             of_place[place] = cell
         speed, pair_id, pair_order, speeds, squares, finish, worker_id, gpu_name = row[8:]
         start = math.log(speed)
@@ -217,7 +214,7 @@ def _pooled(cells: list[_Cell]) -> list[ClassNoise]:
     for cell in cells:
         by_class[cell.noise_class].append(cell)
     found = []
-    for noise_class in sorted(by_class, key=lambda c: (c.gpu_kind, c.method_class, c.mode, c.concurrency or 0)):
+    for noise_class in sorted(by_class, key=lambda c: (c.gpu_kind, c.backend, c.graph_mode, c.method_class, c.mode, c.concurrency or 0)):
         group = by_class[noise_class]
         dates = [c.newest for c in group if c.newest is not None]
         found.append(ClassNoise(

@@ -12,10 +12,14 @@ class DetectableOut(BaseModel):
 
 
 class NoiseOut(BaseModel):
-    """One class of cells (GPU kind x draft or none x mode) and the spread of ln tokens/s their A/A groups show: every
-    cell of one build with two or more succeeded starts, pooled (``s^2 = sum (x - mean_cell)^2 / df``)."""
+    """One class of cells (GPU kind x backend x graph mode x draft or none x mode) and the spread of ln tokens/s their
+    A/A groups show: every cell of one build with two or more succeeded starts, pooled
+    (``s^2 = sum (x - mean_cell)^2 / df``)."""
 
     gpu_kind: str
+    backend: str = Field(description="The attention backend the cells ask for: starts spread differently on each "
+                                     "(FLASHINFER's draft cells on an H200 far more than FLASH_ATTN's)")
+    graph_mode: str = Field(description="The CUDA-graph mode the cells ask for (not the one that ran)")
     method_class: Literal["draft", "none"] = Field(description="draft: cells with a speculative method; none: baselines")
     mode: str
     concurrency: int | None = Field(description="Serving mode's clients; null offline")

@@ -1,5 +1,5 @@
-"""``/noise``: how far tokens/s moves between engine starts of one cell on one build, per GPU kind, draft or none,
-and mode, and the smallest change 3 and 8 starts a side would find (``app.noise.service``)."""
+"""``/noise``: how far tokens/s moves between engine starts of one cell on one build, per GPU kind, backend, graph
+mode, draft or none, and mode, and the smallest change 3 and 8 starts a side would find (``app.noise.service``)."""
 
 from itertools import groupby
 

@@ -5,6 +5,7 @@ import math
 import pytest
 
 from app.analysis.noise import (
+    NoiseClass,
     Spread,
     detectable,
     log_values,
@@ -88,3 +89,13 @@ def test_min_detectable_effect_by_hand() -> None:
 
 def test_method_class_is_draft_or_none() -> None:
     assert method_class(None) == "none" and method_class("dflash") == "draft"
+
+
+def test_a_class_is_the_cells_gpu_kind_backend_graph_mode_draft_or_none_and_mode() -> None:
+    assert NoiseClass.of("H200", "FLASHINFER", "PIECEWISE", "draft_model", "offline", None) == (
+        "H200", "FLASHINFER", "PIECEWISE", "draft", "offline", None)
+    # Clients count only when serving; a baseline is "none".
+    assert NoiseClass.of("H200", "FLASH_ATTN", "FULL", None, "offline", 4).concurrency is None
+    assert NoiseClass.of("H200", "FLASH_ATTN", "FULL", None, "serve", 4) == ("H200", "FLASH_ATTN", "FULL", "none", "serve", 4)
+    assert NoiseClass.of("H200", "FLASH_ATTN", "FULL", "ngram", "offline", None) != NoiseClass.of(
+        "H200", "FLASHINFER", "FULL", "ngram", "offline", None)

@@ -138,7 +138,8 @@ def test_a_slower_cell_without_repeats_or_history_says_so() -> None:
     verdict = cell_verdict(_sample(FIVE_ROUNDS), _sample([88.0, 89.0, 90.0, 91.0, 92.0]))
     assert verdict.change is Change.UNDECIDED
     assert verdict.reasons == ("tokens/s 0.90x [0.86, 0.94]: not enough repeats to call (no noise model for "
-                               "its GPU kind and draft, fewer than 7 engine starts a side for Mann-Whitney, no history)",)
+                               "its GPU kind, backend, graph mode and draft, fewer than 7 engine starts a side for "
+                               "Mann-Whitney, no history)",)
 
 
 def test_faster_but_accepting_less_is_worse_and_lists_the_regression_first() -> None:

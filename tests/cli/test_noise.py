@@ -46,8 +46,9 @@ def test_noise_runs_each_cell_again_and_prints_the_model(server: str, tmp_path, 
     assert (sweep["build"], sweep["total"], spec["repeats"], spec["tags"]) == ("vllm-other", 6, 3, ["noise"])
     # ln(100), ln(102), ln(104): squares 0.000769 on 2 df; s = 0.019612, exp(s) - 1 = 1.98 %: one cell a class.
     rows = [line.split("│") for line in out.splitlines() if line.startswith("│ cpu")]
-    assert [[c.strip() for c in row[1:7]] for row in rows] == [["cpu", "draft", "offline", "1.98 %", "2", "1"],
-                                                               ["cpu", "none", "offline", "1.98 %", "2", "1"]]
+    assert [[c.strip() for c in row[1:9]] for row in rows] == [
+        ["cpu", "CPU_ATTN", "NONE", "draft", "offline", "1.98 %", "2", "1"],
+        ["cpu", "CPU_ATTN", "NONE", "none", "offline", "1.98 %", "2", "1"]]
 
 
 def test_noise_refuses_a_single_start() -> None:

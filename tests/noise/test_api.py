@@ -15,7 +15,8 @@ def test_the_api_gives_each_class_its_spread_and_detectable_changes(client: Test
     answer = client.get("/api/v1/noise")
     assert answer.status_code == 200, answer.text
     draft, none = answer.json()
-    assert (draft["gpu_kind"], draft["method_class"], draft["mode"], draft["concurrency"]) == ("cpu", "draft", "offline", None)
+    assert ((draft["gpu_kind"], draft["backend"], draft["graph_mode"], draft["method_class"], draft["mode"], draft["concurrency"])
+            == ("cpu", "CPU_ATTN", "NONE", "draft", "offline", None))
     assert none["method_class"] == "none" and (none["cells"], none["starts"], none["df"]) == (1, 3, 2)
     # Baseline: logs 0, 0, 0.3 about ln 1000: mean 0.1, squares 0.01 + 0.01 + 0.04 = 0.06 over 2: s = sqrt 0.03.
     assert math.isclose(none["sd"], math.sqrt(0.03)) and math.isclose(none["cv"], math.exp(math.sqrt(0.03)) - 1)

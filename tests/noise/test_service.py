@@ -5,7 +5,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from app.analysis.noise import NoiseClass
+from app.analysis.noise import NoiseClass, pooled_spread
 from app.noise import service as noise
 from tests.factories import Registered, cell_result, claim, complete, register_worker, submit, sweep_body
 
@@ -38,7 +38,8 @@ def test_each_class_pools_its_cells_starts_and_a_single_start_adds_nothing(clien
     run(client, worker, dataset, "b2", {"ngram": [5.0], None: [7.0]})
     with client.app.state.sessionmaker() as session:
         found = {c.noise_class: c for c in noise.model(session=session)}
-    assert list(found) == [NoiseClass("cpu", "draft", "offline", None), NoiseClass("cpu", "none", "offline", None)]
+    assert list(found) == [NoiseClass("cpu", "CPU_ATTN", "NONE", "draft", "offline", None),
+                           NoiseClass("cpu", "CPU_ATTN", "NONE", "none", "offline", None)]
     draft, none = found.values()
     # Draft: ln 100 and ln 400, ln 4 apart: squares 2 (ln 2)^2 over 1 degree of freedom.
     assert math.isclose(draft.between.sd, math.sqrt(2) * math.log(2))
@@ -53,6 +54,40 @@ def test_each_class_pools_its_cells_starts_and_a_single_start_adds_nothing(clien
     # MDE at 3 a side, df 1: (12.7062 + 1.3764) x s sqrt(2/3).
     assert math.isclose(none.detectable(3), math.exp((12.7062 + 1.3764) * 0.1 / math.sqrt(2) * math.sqrt(2 / 3)) - 1,
                         rel_tol=1e-4)
+
+
+def test_a_noisy_backend_or_graph_mode_leaves_the_others_spread_alone(client: TestClient, dataset: Path) -> None:
+    # One build's n-gram cell on two backends x two graph modes of one GPU kind, two starts each. FLASHINFER with
+    # PIECEWISE graphs spreads by a factor of 4 (as FlashInfer's draft cells spread on the H200,
+    # tests/data/h200-2026-12-04b); the others by e^0.1, e^0.02 and e^0.3.
+    apart = {("FLASH_ATTN", "PIECEWISE"): 0.1, ("FLASH_ATTN", "FULL_AND_PIECEWISE"): 0.02,
+             ("FLASHINFER", "PIECEWISE"): math.log(4), ("FLASHINFER", "FULL_AND_PIECEWISE"): 0.3}
+    worker = register_worker(client, gpu_kinds=("H200",), builds=("b1",))
+    body = sweep_body(dataset, build="b1", repeats=2, gpu_kinds=["H200"], backends=["FLASH_ATTN", "FLASHINFER"],
+                      graph_modes=["PIECEWISE", "FULL_AND_PIECEWISE"], speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
+    assert submit(client, body).status_code == 201
+    started: dict[tuple[str, str], int] = {}
+    for _ in range(8):
+        job = claim(client, worker)
+        where = (job["spec"]["backend"], job["spec"]["graph_mode"])
+        started[where] = started.get(where, -1) + 1
+        speed = 100.0 * math.exp(apart[where] * started[where])
+        assert complete(client, job["job_id"], worker, {"result": result_at(speed)}).status_code == 200
+    with client.app.state.sessionmaker() as session:
+        found = {c.noise_class: c for c in noise.model(session=session)}
+    # Four classes, one cell of two starts each, in (backend, graph mode) order: each two starts d apart give
+    # s^2 = 2 (d/2)^2 / 1, s = d / sqrt 2 on 1 degree of freedom, the others' starts not counted.
+    assert list(found) == [NoiseClass("H200", backend, graph_mode, "draft", "offline", None) for backend, graph_mode in sorted(apart)]
+    for (backend, graph_mode), d in apart.items():
+        between = found[NoiseClass("H200", backend, graph_mode, "draft", "offline", None)].between
+        assert math.isclose(between.sd, d / math.sqrt(2)) and (between.df, between.groups, between.values) == (1, 1, 2)
+    # FLASH_ATTN with PIECEWISE: s = 0.1 / sqrt 2 = 0.0707, CV 7.33 %, where one class of all four (as before the
+    # classes held backend and graph mode) gives it sqrt(((ln 4)^2 + 0.1^2 + 0.02^2 + 0.3^2) / 2 / 4) = 0.5028.
+    assert math.isclose(pooled_spread([0.0, d] for d in apart.values()).sd, 0.50277, abs_tol=5e-6)
+    page = client.get("/noise").text
+    assert '<td>FLASH_ATTN</td><td>PIECEWISE</td><td>with a draft</td>\n<td>offline</td>\n<td class="num">7.33 %</td>' in page
+    rows = client.get("/api/v1/noise").json()
+    assert [(r["backend"], r["graph_mode"]) for r in rows] == sorted(apart)
 
 
 def test_no_store_no_model(client: TestClient) -> None:
