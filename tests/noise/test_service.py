@@ -136,18 +136,21 @@ def test_a_paired_aa_teaches_the_spread_of_a_pairs_difference(client: TestClient
 
 def test_the_service_reads_the_verdicts_spreads_at_its_start_and_on_its_schedule(client: TestClient, dataset: Path,
                                                                                  make_client, monkeypatch) -> None:
-    # So a comparison's first reader after a start, or after a job succeeded, does not wait for every start's row.
+    # So neither a comparison's first reader after a start, or after a job succeeded, nor the first view of /noise
+    # waits for every start's row.
     worker = register_worker(client, builds=("b1",))
     run(client, worker, dataset, "b1", {"ngram": [100.0, 400.0], None: [1000.0, 1000.0]})
     reads = []
     monkeypatch.setattr(noise, "read", lambda **kw: reads.append(kw["rounds"]) or [])
-    restarted = make_client()  # a new service over the same store; its start reads the spreads once
-    assert reads == [False]
+    restarted = make_client()  # a new service over the same store; its start reads the model once, rounds and all
+    assert reads == [True]
     with restarted.app.state.sessionmaker() as session:
         noise.spreads(session=session)
-    assert reads == [False]  # kept: nothing succeeded since
+        noise.model(session=session)
+    assert restarted.get("/noise").status_code == 200
+    assert reads == [True]  # kept, for the verdicts and the page: nothing succeeded since
     noise.refresh(restarted.app.state.sessionmaker)
-    assert reads == [False]
+    assert reads == [True]
     run(client, worker, dataset, "b1", {"ngram": [200.0], None: [1000.0]})
     noise.refresh(restarted.app.state.sessionmaker)  # the schedule's turn after a job succeeded
-    assert reads == [False, False]
+    assert reads == [True, True]
