@@ -306,7 +306,7 @@ def _result(
         "energy": measured["energy"],
         "requests": cellkit.measured_requests(
             [{"num_output_tokens": t["output_tokens"], "fingerprint": cellkit.fingerprint(t["text"])} for t in first],
-            measured.get("categories") or [cellkit.UNCATEGORISED] * len(first), measured.get("counts")),
+            measured["categories"], measured["counts"]),
         "output_fingerprint": cellkit.fingerprint([t["text"] for t in first]),
         "versions": cellkit.versions(),
         "wall_s": time.perf_counter() - started,

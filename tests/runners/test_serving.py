@@ -155,7 +155,8 @@ def test_a_cells_serving_figures_count_empty_streams_apart_from_failures(monkeyp
 
     timings = [timing(True, "abc"), timing(True, ""), timing(True, ""), timing(False, "")]
     rounds = [{"seconds": 1.0, "output_tokens": 12, "num_requests": 3}]
-    measured = {"rounds": rounds, "timings": timings, "first": timings, "concurrency": 2, "energy": None}
+    measured = {"rounds": rounds, "timings": timings, "first": timings, "concurrency": 2, "energy": None,
+                "categories": ["random"] * 4, "counts": None}
     result = serving._result({"speculative": None}, measured, engine_start_s=1.0, warmup_s=0.0, started=0.0)
     assert (result["serving"]["completed"], result["serving"]["failed"], result["serving"]["empty"]) == (3, 1, 2)
     assert result["output_tokens"] == 12
