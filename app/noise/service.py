@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, func, literal, select, type_coerce
+from sqlalchemy import String, func, select, type_coerce
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.analysis.noise import (
@@ -78,27 +78,33 @@ class _Cell:
 # which stores its result in the same transaction (``app.results.service.record``; a succeeded job and its result
 # are never changed or removed after), and reading every start costs a few hundred ms at 100k results. Counting the
 # succeeded jobs and their newest finish told the same but cost 35 ms a compare on PostgreSQL (an index scan of every
-# job), where the results' count and newest id cost 4. Keyed by what was read as well: the verdicts need the spreads
-# between starts alone, which read no rounds' terms.
+# job), where the results' count and newest id cost 4. One model serves the page and the verdicts: reading it without
+# the rounds' terms cost no less (0.8-1.1 s either way at 100k results on SQLite, 2026-12-04), and two kept variants
+# had the schedule read the store again after a comparison had just read it.
 _KNOWN: LRU[tuple, list[ClassNoise]] = LRU(8)
 
 
 def model(*, session: Session) -> list[ClassNoise]:
     """:func:`read`, kept per database and process until another job succeeds (the results' count and newest id
     tell)."""
-    return _kept(session, rounds=True)
+    url = str(session.get_bind().url)
+    key = (url, *session.execute(select(func.count(), func.max(Result.id))).one())
+    found = _KNOWN.get(key)
+    if found is None:
+        found = read(session=session)
+        _KNOWN.put(key, found)
+    return found
 
 
 def spreads(*, session: Session) -> dict[NoiseClass, ClassNoise]:
-    """Each class's noise as the verdicts read it: :func:`model` without the rounds (so without the spread within a
-    start, which a verdict does not use), kept the same way."""
-    return {c.noise_class: c for c in _kept(session, rounds=False)}
+    """Each class's noise as the verdicts read it: :func:`model` by class."""
+    return {c.noise_class: c for c in model(session=session)}
 
 
 def refresh(sessions: sessionmaker[Session]) -> None:
     """:func:`model` in its own session, for the service's start and schedule (``app.periodic``): read again only
     once another job has succeeded, so neither a comparison's first reader after it nor the first view of ``/noise``
-    waits for every start's row (0.6 to 0.9 s at 100k results); :func:`spreads` reads what it kept."""
+    waits for every start's row (0.8 to 1.1 s at 100k results)."""
     with session_scope(sessions) as session:
         model(session=session)
 
@@ -109,22 +115,8 @@ def noise_class(cell: PooledCell) -> NoiseClass:
     return NoiseClass.of(cell.gpu_kind, cell.backend, cell.graph_mode, cell.method, cell.mode, cell.concurrency)
 
 
-def _kept(session: Session, *, rounds: bool) -> list[ClassNoise]:
-    url, state = str(session.get_bind().url), tuple(session.execute(select(func.count(), func.max(Result.id))).one())
-    key = (url, rounds, *state)
-    # The model with rounds holds the spreads without them too.
-    found = _KNOWN.get(key)
-    if found is None and not rounds:
-        found = _KNOWN.get((url, True, *state))
-    if found is None:
-        found = read(session=session, rounds=rounds)
-        _KNOWN.put(key, found)
-    return found
-
-
-def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
-    """Every class's noise, in class order, from every cell of every build with at least two succeeded starts
-    (``rounds=False``: without the spread within a start).
+def read(*, session: Session) -> list[ClassNoise]:
+    """Every class's noise, in class order, from every cell of every build with at least two succeeded starts.
 
     One query over the succeeded jobs with a plausible speed (``plausible_speed_sql``, as pooling leaves the others
     out), one row per start of the few columns the model needs (each start's rounds as the terms kept with it,
@@ -138,12 +130,11 @@ def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
     """
     plausible = (Job.state == JobState.SUCCEEDED, plausible_speed_sql())
     place = (Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency, Job.config_hash)
-    round_columns = (Result.round_speeds, Result.round_squares) if rounds else (literal(None), literal(None))
     # Each finish as the driver gives it (SQLite: the stored UTC text, whose order is the time's): made a datetime
     # once per cell (``_finish``), as making 100k of them cost more than the rest of the row.
     finished = type_coerce(Job.finished_at, String).label("finished")
     starts = session.connection().execute(
-        select(*place, Result.tokens_per_s, Job.pair_id, Job.pair_order, *round_columns, finished, Job.worker_id,
+        select(*place, Result.tokens_per_s, Job.pair_id, Job.pair_order, Result.round_speeds, Result.round_squares, finished, Job.worker_id,
                Result.gpu_name)
         .join(Result, Result.job_id == Job.id).where(*plausible).order_by(Job.id)
     ).all()
@@ -164,8 +155,7 @@ def read(*, session: Session, rounds: bool = True) -> list[ClassNoise]:
         cell.starts.append(start)
         if pair_id is not None:
             cell.halves.setdefault(pair_id, {})[pair_order] = start
-        if rounds:
-            cell.rounds.append((speeds or 0, squares or 0.0))
+        cell.rounds.append((speeds or 0, squares or 0.0))
         if finish is not None and (cell.newest is None or finish > cell.newest):
             cell.newest = finish
         if worker_id is not None:
