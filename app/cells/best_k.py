@@ -30,6 +30,8 @@ from app.cells.pooling import PooledCell
 from app.enums import Mode
 
 K = "speculative.num_speculative_tokens"
+# A sweep gives each k the first k of its synthetic rates (``app.sweeps.matrix``): one series' cells differ there in length.
+RATES = "speculative.synthetic_acceptance_rates"
 # The fields a line runs along, by mode: the load (clients, or the batch size's two settings).
 LOAD_FIELDS = {Mode.SERVE.value: ("concurrency",), Mode.OFFLINE.value: ("workload.num_prompts", "engine_args.max_num_seqs")}
 UNITS = {Mode.SERVE.value: ("client", "clients"), Mode.OFFLINE.value: ("sequence", "sequences")}
@@ -82,19 +84,34 @@ class Line:
 
 def lines(cells: list[PooledCell], mode: str) -> list[Line]:
     """The lines of ``cells`` (pooled with their speedups, baselines among them) in ``mode``, in title order.
-    Speculative cells without an integer k or a load are left out: they sit on no line. O(n)."""
+    Speculative cells without an integer k or a load, and those that measured nothing yet (queued, running, or failed:
+    the serving table lists them), are left out: they sit on no line. O(n) but for the synthetic rates' series
+    (``_series``)."""
     paired = cell_service.baselines(cells)
-    grouped: dict[tuple, list[KCell]] = defaultdict(list)
+    grouped: dict[tuple, list[tuple[tuple, KCell]]] = defaultdict(list)
     for cell in cells:
-        if cell.method is None or cell.mode != mode or (k := _k(cell)) is None or (at := load(cell)) is None:
+        if cell.method is None or cell.mode != mode or not cell.measured_in:
+            continue
+        if (k := _k(cell)) is None or (at := load(cell)) is None:
             continue
         speedup = Point(at, cell.speedup.value, cell.speedup.low, cell.speedup.high) if cell.speedup else None
         # Rows stored without per-position counts still hold their sum, the accepted tokens.
         tau = acceptance_length(cell.accepted_per_position or (cell.accepted,), cell.drafts) if cell.drafts else None
         key = (cell.build, cell.gpu_kind, cell.method, cell.backend, ", ".join(sorted(cell.resolved_graph_modes)), _rest(cell))
-        grouped[key].append(KCell(cell, k, at, speedup, tau, paired.get(cell.key)))
-    found = [_line(key, members, mode) for key, members in grouped.items()]
+        rates = tuple(json.loads(dict(cell.variant.fields).get(RATES, "null")) or ())
+        grouped[key].append((rates, KCell(cell, k, at, speedup, tau, paired.get(cell.key))))
+    found = [_line(key, members, mode) for key, group in grouped.items() for members in _series(group)]
     return sorted(found, key=lambda line: (line.title, line.cells[0].cell.sweep_ids[0]))
+
+
+def _series(group: list[tuple[tuple, KCell]]) -> list[list[KCell]]:
+    """The lines of cells alike but for k, the load and their synthetic acceptance rates: one per longest rates
+    (those no other's begin with), holding every cell whose rates begin its own. A sweep's k=1, 2, 4 cells of the
+    rates (0.7, 0.5, 0.35, 0.25) hold (0.7), (0.7, 0.5) and the first four: one line. A cell that begins two
+    (k=1 of (0.7, 0.5) and of (0.7, 0.6): the same cell, pooled) sits on both. O(n x lines)."""
+    longest = {rates for rates, _ in group}
+    longest = [r for r in longest if not any(len(o) > len(r) and o[:len(r)] == r for o in longest)]
+    return [[m for rates, m in group if top[:len(rates)] == rates] for top in sorted(longest)]
 
 
 def load(cell: PooledCell) -> int | None:
@@ -117,7 +134,8 @@ def _k(cell: PooledCell) -> int | None:
 
 def _rest(cell: PooledCell) -> str:
     """What the cell measured but k and the load: cells that agree here are one line."""
-    rest = [(path, value) for path, value in cell.variant.fields if path != K and path not in LOAD_FIELDS[cell.mode]]
+    rest = [(path, value) for path, value in cell.variant.fields
+            if path not in (K, RATES) and path not in LOAD_FIELDS[cell.mode]]
     return hashlib.sha256(json.dumps(rest).encode()).hexdigest()[:12]
 
 

@@ -14,8 +14,10 @@ from app.enums import JobState
 
 
 def _cell(k: int | None, load: int, speed: float, *, mode: str = "offline", tpot: float = 5.0, accepted: tuple = (),
-          drafts: int = 0, resolved: str = "FULL", model: str = "m") -> PooledCell:
+          drafts: int = 0, resolved: str = "FULL", model: str = "m", rates: tuple = (), ran: bool = True) -> PooledCell:
     speculative = {"method": "eagle3", "model": "d", "num_speculative_tokens": k} if k else None
+    if rates:
+        speculative |= {"rejection_sample_method": "synthetic", "synthetic_acceptance_rates": list(rates)}
     config = {"model": model, "speculative": speculative, "mode": mode}
     if mode == "serve":
         config |= {"concurrency": load, "workload": {"num_prompts": 64}}
@@ -24,7 +26,11 @@ def _cell(k: int | None, load: int, speed: float, *, mode: str = "offline", tpot
     variant = identity.variant(config)
     cell = PooledCell("b", "H200", "FLASHINFER", "FULL", "eagle3" if k else None, variant, "",
                       concurrency=load if mode == "serve" else None, mode=mode, sweep_ids=[1], sweep_names=["s"],
-                      job_ids=[load * 10 + (k or 0)], states=Counter({JobState.SUCCEEDED: 1}), resolved_graph_modes={resolved})
+                      job_ids=[load * 10 + (k or 0)], measured_in={load * 10 + (k or 0): 1} if ran else {},
+                      states=Counter({JobState.SUCCEEDED if ran else JobState.QUEUED: 1}),
+                      resolved_graph_modes={resolved} if ran else set())
+    if not ran:
+        return cell
     # Two starts at +-5 %: an interval of about +-10 % on the ratio.
     cell.repeats += [RepeatSpeed(speed * 0.95, None, None, 1), RepeatSpeed(speed * 1.05, None, None, 1)]
     cell.speed = pool_repeats(cell.repeats)
@@ -42,7 +48,7 @@ def _pooled(cells: list[PooledCell]) -> list[PooledCell]:
         cell.label = labels[cell.variant.measured]
     paired = cell_service.baselines(cells)
     for cell in cells:
-        if (base := paired.get(cell.key)) is not None:
+        if (base := paired.get(cell.key)) is not None and cell.speed is not None:
             cell.speedup = ratio(cell.speed, base.speed)
     return cells
 
@@ -108,3 +114,36 @@ def test_cells_of_another_resolved_mode_or_model_are_another_line_and_one_k_cann
     assert best_k.break_even_sentence(slower, 2) == ("eagle3 k=2 model=n on FLASHINFER: undecided, below 1 at every load "
                                                      "measured, but the interval at 1 holds 1 (loads in sequences)")
     assert best_k.lines(cells, "serve") == []
+
+
+def test_a_series_of_synthetic_rates_is_one_line_and_a_cell_that_measured_nothing_sits_on_none() -> None:
+    # The sweep gave k=1, 2 and 4 the first k of (0.7, 0.5, 0.35, 0.25), as app.sweeps.matrix does: one line. Another
+    # sweep's series (0.9, 0.8) is a line of its own. The k=4 cell at load 4 is still queued: on no line (not on one of
+    # its own with no resolved graph mode, as before), and its k's break-even is read from the load that ran.
+    cells = _pooled([
+        _cell(None, 1, 100.0), _cell(None, 4, 100.0),
+        _cell(1, 1, 120.0, rates=(0.7,), accepted=(7,), drafts=10),
+        _cell(2, 1, 130.0, rates=(0.7, 0.5), accepted=(7, 5), drafts=10),
+        _cell(4, 1, 110.0, rates=(0.7, 0.5, 0.35, 0.25), accepted=(7, 5, 3, 2), drafts=10),
+        _cell(4, 4, 0.0, rates=(0.7, 0.5, 0.35, 0.25), ran=False),
+        _cell(1, 4, 150.0, rates=(0.9,), accepted=(9,), drafts=10),
+        _cell(2, 4, 160.0, rates=(0.9, 0.8), accepted=(9, 8), drafts=10),
+    ])
+    lines = best_k.lines(cells, "offline")
+    assert sorted([(m.k, m.load) for m in line.cells] for line in lines) == [[(1, 1), (2, 1), (4, 1)], [(1, 4), (2, 4)]]
+    first = next(line for line in lines if line.loads == [1])
+    # tau = 1 + 7/10 = 1.7, 1 + 12/10 = 2.2, 1 + 17/10 = 2.7; best k=2 at 1.3x, and with two k the counters predict.
+    assert [m.tau for m in first.cells] == pytest.approx([1.7, 2.2, 2.7])
+    assert first.best[1].k == 2 and first.one_k == () and all(m.prediction.predicted for m in first.cells)
+    assert all(line.resolved_graph_mode == "FULL" for line in lines)
+
+
+def test_a_k_alone_in_a_sweep_of_synthetic_rates_is_on_the_line_its_rates_begin() -> None:
+    # (0.7) begins both (0.7, 0.5) and (0.7, 0.6): the same k=1 cell, pooled, is the first point of both series.
+    cells = _pooled([
+        _cell(None, 1, 100.0), _cell(1, 1, 120.0, rates=(0.7,), accepted=(7,), drafts=10),
+        _cell(2, 1, 130.0, rates=(0.7, 0.5), accepted=(7, 5), drafts=10),
+        _cell(2, 1, 140.0, rates=(0.7, 0.6), accepted=(7, 6), drafts=10),
+    ])
+    assert sorted([m.cell.speed.median for m in line.cells] for line in best_k.lines(cells, "offline")) == [
+        [120.0, 130.0], [120.0, 140.0]]
