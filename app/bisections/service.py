@@ -120,8 +120,8 @@ def add_step(*, session: Session, bisection_id: int, sweep_id: int, against_swee
     rows = _compared(session=session, base=base.id, head=head.id, against=GOOD)
     if not rows:
         raise InputError(["sweep_id"], f"sweep {head.id} shares no cell with sweep {base.id}: run the good build's cells")
-    if found.steps:
-        bad_rows = _compared(session=session, base=found.steps[0].sweep_id, head=head.id, against=BAD)
+    if (bad := bad_sweep(found)) is not None:
+        bad_rows = _compared(session=session, base=bad, head=head.id, against=BAD)
         called = rule.call(now.symptoms, movements(rows), movements(bad_rows, BAD))
         rows += bad_rows
     else:
@@ -130,6 +130,12 @@ def add_step(*, session: Session, bisection_id: int, sweep_id: int, against_swee
                                      against_sweep_id=base.id, call=called, evidence=rows))
     session.flush()
     return found
+
+
+def bad_sweep(found: Bisection) -> int | None:
+    """The sweep each later step's rows against the bad build were compared with: the first step's, the bad build's
+    own run; None before the first step."""
+    return found.steps[0].sweep_id if found.steps else None
 
 
 def movements(evidence: list[dict], against: str = GOOD) -> list[Movement]:

@@ -72,6 +72,8 @@ class BisectionOut(BaseModel):
     next_build: str | None
     steps_left: int = Field(description="Steps still to run at most, ceil(log2) of the builds left between the ends")
     symptoms: list[str] = Field(description="What the bad build changed against the good one, that each step looks for")
+    bad_sweep_id: int | None = Field(description="The sweep each later step's rows against the bad build were compared "
+                                                 "with: the first step's; null before it")
     steps: list[StepOut]
     created_by: str
     created_at: datetime

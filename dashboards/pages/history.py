@@ -49,7 +49,8 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
     drawing = history(series[:SHOWN])
     if format == "svg":
         return render.figure([drawing], figure)
-    recent = [(b, bisections.standing(b)) for b in bisections.recent(session=session, limit=BISECTIONS)]
+    recent = [(b, bisections.standing(b), bisections.bad_sweep(b))
+              for b in bisections.recent(session=session, limit=BISECTIONS)]
     return render.page(request, "history.html", filters, drawings=[drawing], series=series, figure=drawing, shown=SHOWN,
                        facts=data.run_facts(cells), csv_link=filters.link("/history", format="csv"), bisections=recent)
 

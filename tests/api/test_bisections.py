@@ -46,7 +46,8 @@ def test_the_fifth_build_lowering_acceptance_is_found_in_three_steps_after_good_
     created = _create(client)
     assert created.status_code == 201, created.text
     bisection = created.json()
-    assert (bisection["state"], bisection["next_build"], bisection["steps_left"]) == ("running", "s7", 4)
+    assert (bisection["state"], bisection["next_build"], bisection["steps_left"], bisection["bad_sweep_id"]) == (
+        "running", "s7", 4, None)
     good = run_cell(client, worker, dataset, "s0", [100.0, 101.0], accepted=accepted["s0"])
     ran = []
     while bisection["state"] == "running":
@@ -65,6 +66,8 @@ def test_the_fifth_build_lowering_acceptance_is_found_in_three_steps_after_good_
     assert (evidence["cell"], evidence["against"], evidence["verdict"], evidence["acceptance_change"]) == (CELL, "good", "worse", "worse")
     assert (versus_bad["against"], versus_bad["verdict"], versus_bad["acceptance_change"]) == ("bad", "unchanged", "unchanged")
     assert [e["against"] for e in bisection["steps"][0]["evidence"]] == ["good"]
+    # Each later step's rows against the bad build compare with s7's own sweep, the first step's.
+    assert bisection["bad_sweep_id"] == bisection["steps"][0]["sweep_id"] != bisection["steps"][0]["against_sweep_id"]
     # 10 of 120 against 60 of 120: -41.7 points, its interval with it.
     difference = evidence["acceptance_difference"]
     assert round(difference["value"], 4) == round(10 / 120 - 60 / 120, 4)
