@@ -62,5 +62,5 @@ def out(found: Bisection) -> BisectionOut:
              for s in found.steps]
     return BisectionOut(id=found.id, name=found.name, series=list(found.series), good=found.good, bad=found.bad,
                         state=now.state, last_good=now.last_good, first_bad=now.first_bad, next_build=now.next_build,
-                        steps_left=now.steps_left, symptoms=symptoms, bad_sweep_id=service.bad_sweep(found), steps=steps, created_by=found.created_by,
-                        created_at=found.created_at)
+                        steps_left=now.steps_left, symptoms=symptoms, bad_sweep_id=service.bad_sweep(found), steps=steps,
+                        created_by=found.created_by, created_at=found.created_at)

@@ -20,6 +20,8 @@ from app.sweeps.paths import SAFE, SAFE_CHARS
 
 Problem = tuple[list[str | int], str, list[str] | None]
 
+# A scalar engine argument given as a list is an axis (``axes``), of at most this many values.
+MAX_AXIS_VALUES = 16
 # The serialised size of engine_args, and of one speculative config: each job stores a copy.
 MAX_ENGINE_ARGS_BYTES = 16 * 1024
 MAX_SPECULATIVE_BYTES = 8 * 1024
@@ -212,6 +214,14 @@ def problems(engine_args: Mapping[str, Any]) -> list[Problem]:
     return found
 
 
+def axes(engine_args: Mapping[str, Any]) -> dict[str, list]:
+    """The engine arguments given as a list where vLLM takes one value (``tensor_parallel_size: [1, 2]``): each is an
+    axis of the sweep (``app.sweeps.matrix.expand``), in its listed order. Arguments that take a list or a mapping are
+    never axes."""
+    return {key: list(value) for key, value in engine_args.items()
+            if isinstance(value, list) and key in ENGINE_ARGS and _scalar(ENGINE_ARGS[key])}
+
+
 def speculative_problems(extra: Mapping[str, Any]) -> list[Problem]:
     """Every key of one speculative config (beyond method, num_speculative_tokens, model) that may not reach vLLM."""
     found: list[Problem] = []
@@ -247,6 +257,9 @@ def _check(
             found.append((loc, f"{where}.{key} is not accepted: {refused[key]}", None))
         elif key not in allowed:
             found.append((loc, f"{where}.{key} is not an accepted {what}", sorted(allowed)))
+        elif isinstance(value, list) and root == "engine_args" and not prefix and _scalar(allowed[key]):
+            if problem := _axis_problem(value, allowed[key]):
+                found.append((loc, f"{where}.{key} {problem}", None))
         elif value is not None and not _fits(value, allowed[key]):
             found.append((loc, f"{where}.{key} must be {_describe(allowed[key])}, not {value!r}", None))
         elif isinstance(value, str) and not SAFE.fullmatch(value):
@@ -286,6 +299,25 @@ def _walk(value: Any, prefix: list[str | int]) -> list[tuple[list[str | int], st
                 out.append(([*loc, index], "", inner))
                 stack.append(([*loc, index], inner))
     return out
+
+
+def _scalar(kind: str | tuple[str, ...]) -> bool:
+    return kind not in (LIST, MAPPING)
+
+
+def _axis_problem(values: list, kind: str | tuple[str, ...]) -> str | None:
+    """Why ``values`` cannot be an axis of a scalar argument of ``kind``, or None: 1 to ``MAX_AXIS_VALUES`` distinct
+    values, each of the kind (strings of safe characters)."""
+    if not 1 <= len(values) <= MAX_AXIS_VALUES:
+        return f"as an axis takes 1 to {MAX_AXIS_VALUES} values, not {len(values)}"
+    for value in values:
+        if value is None or not _fits(value, kind):
+            return f"must be {_describe(kind)}, or a list of them (an axis), not {value!r} in {values!r}"
+        if isinstance(value, str) and not SAFE.fullmatch(value):
+            return f"{value!r} may contain only {SAFE_CHARS}"
+    if len({json.dumps(v) for v in values}) < len(values):
+        return f"lists a value twice: {values!r}"
+    return None
 
 
 def _fits(value: Any, kind: str | tuple[str, ...]) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 from app.enums import AttentionBackend, GpuKind, Mode
 from app.schemas.cell import CellSpec
 from app.schemas.sweep import SpeculativeConfig, SweepSpec
+from app.sweeps import engine_args as allowed
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ def runs_on(backend: AttentionBackend, gpu: GpuKind) -> bool:
 
 def expand(spec: SweepSpec) -> list[Cell]:
     """The cartesian product GPU kind x backend x graph mode x speculative config (plus baselines)
-    x env combination x concurrency (serve mode).
+    x env combination x concurrency (serve mode) x engine-argument combination.
 
     A config whose ``num_speculative_tokens`` is a list is one config per k, in its place and in
     ascending k (``each_k``). Backend/GPU pairs that cannot run (``runs_on``) are left out; repeats
@@ -38,8 +39,9 @@ def expand(spec: SweepSpec) -> list[Cell]:
     if spec.baseline:
         speculative = [None, *speculative]
     cells = []
-    for gpu, backend, mode, spec_config, env, concurrency in itertools.product(
-        spec.gpu_kinds, spec.backends, spec.graph_modes, speculative, env_combinations(spec.env), concurrencies(spec)
+    for gpu, backend, mode, spec_config, env, concurrency, engine in itertools.product(
+        spec.gpu_kinds, spec.backends, spec.graph_modes, speculative, env_combinations(spec.env), concurrencies(spec),
+        engine_args_combinations(spec.engine_args),
     ):
         if not runs_on(backend, gpu):
             continue
@@ -52,7 +54,7 @@ def expand(spec: SweepSpec) -> list[Cell]:
             speculative=spec_config,
             backend=backend,
             graph_mode=mode,
-            engine_args=spec.engine_args,
+            engine_args=engine,
             timeout_s=spec.timeout_s,
             mode=spec.mode,
             concurrency=concurrency,
@@ -92,6 +94,15 @@ def env_combinations(env: dict[str, list[str]]) -> list[dict[str, str]]:
     return [dict(zip(names, values, strict=True)) for values in itertools.product(*(env[name] for name in names))]
 
 
+def engine_args_combinations(engine_args: dict[str, Any]) -> list[dict[str, Any]]:
+    """``{tensor_parallel_size: [1, 2], max_num_seqs: 8}`` -> ``[{tensor_parallel_size: 1, max_num_seqs: 8},
+    {tensor_parallel_size: 2, max_num_seqs: 8}]``: each argument ``engine_args.axes`` names is an axis, in its listed
+    order; ``engine_args`` alone without one, so a sweep without an axis keeps its cells and config hashes."""
+    axes = allowed.axes(engine_args)
+    names = sorted(axes)
+    return [{**engine_args, **dict(zip(names, values, strict=True))} for values in itertools.product(*(axes[n] for n in names))]
+
+
 def concurrencies(spec: SweepSpec) -> list[int | None]:
     """The serve mode's client counts (default one client); offline cells have none."""
     if spec.mode is Mode.OFFLINE:
@@ -102,17 +113,16 @@ def concurrencies(spec: SweepSpec) -> list[int | None]:
 def gpus_needed(cell: CellSpec) -> int:
     """GPUs the cell takes on one host: ``tensor_parallel_size`` x ``pipeline_parallel_size``.
 
-    0 on the CPU engine. Raises ValueError when either size is not a positive integer.
+    0 on the CPU engine. Raises ValueError when either size is not a positive integer, on the CPU engine too.
     """
-    if cell.gpu_kind is GpuKind.CPU:
-        return 0
     total = 1
     for key in ("tensor_parallel_size", "pipeline_parallel_size"):
-        size = cell.engine_args.get(key, 1)
+        # None is vLLM's default, one (app.sweeps.engine_args).
+        size = 1 if cell.engine_args.get(key) is None else cell.engine_args[key]
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"engine_args.{key} must be a positive integer, got {size!r}")
         total *= size
-    return total
+    return 0 if cell.gpu_kind is GpuKind.CPU else total
 
 
 def canonical(cell: CellSpec) -> dict[str, Any]:

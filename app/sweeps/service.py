@@ -99,7 +99,8 @@ def job_count(spec: SweepSpec, *, max_jobs: int) -> int:
     """How many jobs the sweep makes, counted without expanding it (a hostile matrix of thousands of drafts
     x every GPU costs nothing); InputError when no cell can run or there are more than ``max_jobs``."""
     pairs = sum(matrix.runs_on(backend, gpu) for gpu in spec.gpu_kinds for backend in spec.backends)
-    axes = math.prod(len(values) for values in spec.env.values()) * len(matrix.concurrencies(spec))
+    axes = math.prod(len(values) for values in [*spec.env.values(), *engine_args.axes(spec.engine_args).values()])
+    axes *= len(matrix.concurrencies(spec))
     count = pairs * len(spec.graph_modes) * matrix.speculative_count(spec) * axes
     if not count:
         raise InputError(

@@ -56,6 +56,48 @@ def test_jobs_carry_their_mode_clients_and_env(client, dataset) -> None:
     assert sorted(j["concurrency"] for j in statuses) == [1, 16] and {j["mode"] for j in statuses} == {"serve"}
 
 
+# Engine arguments as axes: a list where vLLM takes one value.
+
+def test_a_list_of_parallel_sizes_is_one_cell_per_size_counted_as_expand_does() -> None:
+    spec = _spec(engine_args={"tensor_parallel_size": [1, 2], "pipeline_parallel_size": [1, 2], "max_num_seqs": 8},
+                 gpu_kinds=["H200"], backends=["FLASH_ATTN"], graph_modes=["FULL"], baseline=True)
+    cells = matrix.expand(spec)
+    # (2 drafts + the baseline) x 2 x 2 sizes; each cell holds one integer of each, and the other arguments as given.
+    assert len(cells) == 12 and sweeps.job_count(spec, max_jobs=100) == 12
+    sizes = [(c.spec.engine_args["tensor_parallel_size"], c.spec.engine_args["pipeline_parallel_size"]) for c in cells]
+    assert sizes[:4] == [(1, 1), (2, 1), (1, 2), (2, 2)] and {c.spec.engine_args["max_num_seqs"] for c in cells} == {8}
+    assert sorted(matrix.gpus_needed(c.spec) for c in cells) == [1] * 3 + [2] * 6 + [4] * 3
+    # The size tells the cells apart on every page: the label names what differs.
+    labels = identity.labels([identity.variant(matrix.canonical(c.spec)) for c in cells[:2]])
+    assert sorted(labels.values()) == ["baseline tensor_parallel_size=1", "baseline tensor_parallel_size=2"]
+
+
+def test_a_sweep_without_an_engine_axis_keeps_its_cells_and_hashes() -> None:
+    spec = _spec(engine_args={"max_num_seqs": 8})
+    assert matrix.engine_args_combinations({"max_num_seqs": 8}) == [{"max_num_seqs": 8}]
+    assert [c.spec.engine_args for c in matrix.expand(spec)] == [{"max_num_seqs": 8}] * len(matrix.expand(spec))
+    # A list argument (a mapping's list, or one vLLM takes as a list) is no axis.
+    assert matrix.engine_args_combinations({"compilation_config": {"cudagraph_capture_sizes": [1, 2]}}) == [
+        {"compilation_config": {"cudagraph_capture_sizes": [1, 2]}}]
+
+
+@pytest.mark.parametrize(
+    ("engine_args", "loc", "fragment"),
+    [({"tensor_parallel_size": [1, "2"]}, ["body", "engine_args", "tensor_parallel_size"], "an integer, or a list of them"),
+     ({"tensor_parallel_size": [1, 1]}, ["body", "engine_args", "tensor_parallel_size"], "lists a value twice"),
+     ({"tensor_parallel_size": []}, ["body", "engine_args", "tensor_parallel_size"], "takes 1 to 16 values"),
+     ({"tensor_parallel_size": list(range(1, 18))}, ["body", "engine_args", "tensor_parallel_size"], "not 17"),
+     ({"dtype": ["bfloat16", "x;y"]}, ["body", "engine_args", "dtype"], "may contain only"),
+     ({"tensor_parallel_size": [1, 0]}, ["body", "engine_args"], "must be a positive integer, got 0")],
+)
+def test_a_bad_engine_axis_is_422_naming_the_field(client, dataset, engine_args, loc, fragment) -> None:
+    register_worker(client)
+    response = submit(client, sweep_body(dataset, engine_args=engine_args))
+    assert response.status_code == 422, response.text
+    error = response.json()["detail"][0]
+    assert error["loc"] == loc and fragment in error["msg"], error
+
+
 # The k axis: num_speculative_tokens as a list inside one speculative config.
 
 DRAFT = {"method": "draft_model", "model": "/models/tiny", "num_speculative_tokens": [4, 1, 2]}
