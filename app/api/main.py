@@ -21,6 +21,7 @@ from app.api.jobs import router as jobs_router
 from app.api.limits import BodyLimitMiddleware
 from app.api.metrics import router as metrics_router
 from app.api.noise import router as noise_router
+from app.api.parallel import router as parallel_router
 from app.api.results import router as results_router
 from app.api.speedups import router as speedups_router
 from app.api.sweeps import router as sweeps_router
@@ -37,7 +38,8 @@ from dashboards.cache import FINISHED_SWEEPS, SHOWN_PAGES
 from dashboards.pages import router as dashboards_router
 
 API_ROUTERS = (sweeps_router, jobs_router, results_router, alarms_router, compare_router, alerts_router, crashes_router,
-               noise_router, speedups_router, bisections_router, workers_router, metrics_router, tokens_router)
+               noise_router, speedups_router, parallel_router, bisections_router, workers_router, metrics_router,
+               tokens_router)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

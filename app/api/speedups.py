@@ -7,10 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.api.responses import answers
+from app.api.scopes import RecentScope
 from app.cells import best_k
 from app.cells import service as cell_service
-from app.cells.scope import CellScope
-from app.enums import AttentionBackend, GpuKind, GraphMode, Mode, SpecMethod
+from app.enums import Mode
 from app.schemas.speedup import BestKOut, BreakEvenOut, SpeedupCellOut, SpeedupLineOut
 from app.sessions import SessionDep
 
@@ -20,21 +20,13 @@ router = APIRouter(prefix="/api/v1", tags=["results"])
 @router.get("/speedups", response_model=list[SpeedupLineOut], responses=answers(422))
 def read_speedups(
     session: SessionDep,
+    scope: RecentScope,
     mode: Annotated[Mode, Query(description="serve: against clients; offline: against batch size")] = Mode.SERVE,
-    sweep_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
-    build: Annotated[str | None, Query(max_length=128)] = None,
-    gpu_kind: GpuKind | None = None,
-    method: SpecMethod | None = None,
-    backend: Annotated[AttentionBackend | None, Query(description="The backend requested")] = None,
-    graph_mode: Annotated[GraphMode | None, Query(description="The graph mode requested")] = None,
 ) -> list[SpeedupLineOut]:
     """The lines of the cells in scope (the newest sweeps' builds when neither a sweep nor a build is named), read
     with their baselines whatever ``method`` names."""
-    builds = None if build or sweep_id is not None else cell_service.recent_builds(session=session)
-    scope = CellScope(sweep_id=sweep_id, build=build, builds=builds, gpu_kind=gpu_kind and gpu_kind.value,
-                      backend=backend and backend.value, graph_mode=graph_mode and graph_mode.value, mode=mode.value)
-    cells = cell_service.load(session=session, scope=replace(scope, method=None))
-    return [out(line) for line in best_k.lines(cells, mode.value) if method is None or line.method == method.value]
+    cells = cell_service.load(session=session, scope=replace(scope, method=None, mode=mode.value))
+    return [out(line) for line in best_k.lines(cells, mode.value) if scope.method is None or line.method == scope.method]
 
 
 def out(line: best_k.Line) -> SpeedupLineOut:

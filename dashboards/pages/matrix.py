@@ -6,6 +6,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from app.alarms import service as alarms
+from app.cells import parallel
 from app.sessions import SessionDep
 from dashboards import data, render
 from dashboards.figures.heatmap import METRICS, heatmap
@@ -42,5 +43,6 @@ def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metr
         return render.figure(drawings, figure)
     toggles = {m: filters.link("/matrix", metric=m) for m in METRICS}
     return render.page(request, "matrix.html", filters, drawings=drawings, cells=cells, alarmed=alarmed, panels=panels,
-                       metric=metric, toggles=toggles, by_category=by_category, metrics=METRICS, scope=scope, facts=data.run_facts(cells),
+                       metric=metric, toggles=toggles, by_category=by_category, metrics=METRICS, scope=scope,
+                       twins=[(t, parallel.sentence(t)) for t in parallel.twins(cells)], facts=data.run_facts(cells),
                        csv_link=filters.link("/matrix", metric=metric, format="csv"))

@@ -9,6 +9,8 @@
 # Everything it keeps goes to $OUT: the database, the service's and worker's logs, peer.tar.
 # IMPORTS: exported sweep folders stored first (an earlier session's history, which the noise model reads);
 # CI_CHECK="SWEEP:BASE:HEAD:MINUTES": `draftbench ci` on examples/h200/SWEEP.yaml beside the sweeps.
+# GPUS: the worker's --gpus (default all: one worker per GPU); GPUS= (empty) starts one worker holding every GPU, which
+# tensor-parallel cells need (examples/h200/tp2-8b-*.yaml).
 # Call it again on the same warm machine to wait for the rest.
 set -euo pipefail
 # BUDGET counts from here, the install included: a call that runs past the device's 600 s limit loses the machine.
@@ -33,7 +35,7 @@ fi
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 SWEEPS=${SWEEPS:-"peer shape-8b serving matrix-rest repeats"}
 python3 -m benchmarks.h200_proof --work /tmp/h200 --out "$OUT" --python "$(command -v python3)" --service-python python3 \
-  --budget-s "$(( ${BUDGET:-480} - ($(date +%s) - STARTED) ))" $(for p in ${PATCHES:-}; do echo --patch "$p"; done) \
+  --budget-s "$(( ${BUDGET:-480} - ($(date +%s) - STARTED) ))" ${GPUS+--gpus=$GPUS} $(for p in ${PATCHES:-}; do echo --patch "$p"; done) \
   $(for f in ${IMPORTS:-}; do echo --import "$f"; done) ${CI_CHECK:+--ci "examples/h200/${CI_CHECK%%:*}.yaml:${CI_CHECK#*:}"} \
   $(for s in $SWEEPS; do echo examples/h200/$s.yaml; done)
 if [ "${PHASE:-sweeps}" = peer ]; then
