@@ -8,6 +8,7 @@ interval of the difference, flagged beyond ``MIN_EFFECT`` at ``ALPHA``) and thei
 pooled cells (``app.analysis.fallback.ratio``, 95 %). It reads the cells a page already pooled, never the results.
 """
 
+import bisect
 import json
 from dataclasses import dataclass
 
@@ -32,25 +33,34 @@ class Twin:
 
 
 def sizes(cell: PooledCell) -> tuple[int | None, int | None]:
-    """The target's and the draft's tensor-parallel size as the cell asked them; None where it set none."""
-    fields = dict(cell.variant.fields)
-    return tuple(json.loads(fields[path]) if path in fields else None for path in (TARGET, DRAFT))
+    """The target's and the draft's tensor-parallel size as the cell asked them; None where it set none. A variant's
+    fields are sorted by path (``app.cells.identity.variant``): each is found by bisection, as every page cell is read."""
+    return tuple(_field(cell.variant.fields, path) for path in (TARGET, DRAFT))
+
+
+def _field(fields: tuple[tuple[str, str], ...], path: str) -> int | None:
+    at = bisect.bisect_left(fields, (path,))
+    return json.loads(fields[at][1]) if at < len(fields) and fields[at][0] == path else None
 
 
 def twins(cells: list[PooledCell]) -> list[Twin]:
     """Every cell of ``cells`` asked to run on more than one GPU (a size above 1) whose one-GPU twin is among them, in
     the cells' order. Two cells are twins when their build, GPU kind, backend, graph mode and every measured field
-    but the two sizes agree. O(n)."""
-    one_gpu = {_twin_key(c): c for c in cells if not _parallel(c)}
+    but the two sizes agree. O(n): each cell's sizes read once, and the twins' keys only where a cell is parallel (a
+    page of one-GPU cells, most of them, pays one pass)."""
+    asked = [(cell, sizes(cell)) for cell in cells]
+    if not any(_parallel(both) for _, both in asked):
+        return []
+    one_gpu = {_twin_key(cell): cell for cell, both in asked if not _parallel(both)}
     found = []
-    for cell in cells:
-        if not _parallel(cell) or (twin := one_gpu.get(_twin_key(cell))) is None:
+    for cell, both in asked:
+        if not _parallel(both) or (twin := one_gpu.get(_twin_key(cell))) is None:
             continue
         tested = None
         if cell.draft_tokens and twin.draft_tokens:
             tested = two_proportions(twin.accepted, twin.draft_tokens, cell.accepted, cell.draft_tokens)
         speed = ratio(cell.speed, twin.speed) if cell.speed and twin.speed else None
-        found.append(Twin(cell, twin, sizes(cell), tested, speed))
+        found.append(Twin(cell, twin, both, tested, speed))
     return found
 
 
@@ -74,8 +84,8 @@ def sentence(twin: Twin) -> str:
     return f"{parts[0]}: {'; '.join(parts[1:])}"
 
 
-def _parallel(cell: PooledCell) -> bool:
-    return any(size is not None and size > 1 for size in sizes(cell))
+def _parallel(both: tuple[int | None, int | None]) -> bool:
+    return any(size is not None and size > 1 for size in both)
 
 
 def _twin_key(cell: PooledCell) -> tuple:
