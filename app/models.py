@@ -294,6 +294,9 @@ class Result(Base):
     resolved_draft_graph_mode: Mapped[str | None] = mapped_column(String(32))
     graph_downgraded: Mapped[bool] = mapped_column(Boolean, default=False)
     draft_eager: Mapped[bool] = mapped_column(Boolean, default=False)
+    # vLLM's log said it turned asynchronous scheduling off (app.vllmlog.ran); NULL on rows stored before migration
+    # 0025 that `draftbench rederive` has not read again.
+    async_scheduling_off: Mapped[bool | None] = mapped_column(Boolean)
     vllm_version: Mapped[str | None] = mapped_column(String(64))
     gpu_name: Mapped[str | None] = mapped_column(String(128))
     versions: Mapped[dict[str, Any]] = mapped_column(default=dict)

@@ -180,11 +180,12 @@ def speedup_lines(found: list[PooledCell], mode: str) -> list[best_k.Line]:
 
 
 def speedup_sentences(line: best_k.Line) -> dict[str, list[str]]:
-    """What a reader reads of a line before its figure: each k's break-even, the best k at each load, and the loads
-    where one k alone cannot give a prediction."""
+    """What a reader reads of a line before its figure: each k's break-even, the best k at each load, the k whose
+    scheduling differed from their baselines', and the loads where one k alone cannot give a prediction."""
     return {
         "break_even": [best_k.break_even_sentence(line, k) for k in sorted(line.break_even)],
         "best": [best_k.best_sentence(found, at, line.mode) for at, found in sorted(line.best.items())],
+        "scheduler": [text] if (text := best_k.scheduler_sentence(line)) else [],
         "one_k": [f"The counters' prediction needs two k: one alone ran at {', '.join(map(str, line.one_k))} "
                   f"{best_k.UNITS[line.mode][1]}."] if line.one_k else [],
     }
@@ -192,7 +193,8 @@ def speedup_sentences(line: best_k.Line) -> dict[str, list[str]]:
 
 def speedup_frame(lines: list[best_k.Line]) -> pd.DataFrame:
     """One row per speculative cell of ``lines``: its k and load, the speedup over its baseline with its 95 % interval,
-    its mean acceptance length and the speedup the counters predict (``off`` when the interval misses it), whether it
+    its mean acceptance length and the speedup the counters predict (``off`` when the interval misses it), whether vLLM
+    turned asynchronous scheduling off for it and not its baseline (``scheduler_differs``), whether it
     is the best k at its load or within noise of it, where its k stops paying, and the jobs behind it and its
     baseline: the figure's and the tables' numbers on ``/serving`` (``table=speedup``); ``line_number`` counts the lines
     from 1 in their order (two lines may share a title)."""
@@ -213,6 +215,7 @@ def speedup_frame(lines: list[best_k.Line]) -> pd.DataFrame:
                 "best_k_here": best.k if best else None, "within_noise_of_best": bool(best and m.k in best.within_noise),
                 "break_even": ends and ends.pays.value, "break_even_load": ends and ends.x,
                 "break_even_low": ends and ends.low, "break_even_high": ends and ends.high,
+                "scheduler_differs": m.scheduler_differs,
                 "starts": len(m.cell.repeats), "baseline_starts": len(m.baseline.repeats) if m.baseline else 0,
                 "sweeps": " ".join(str(i) for i in m.cell.sweep_ids), "jobs": " ".join(str(j) for j in m.cell.job_ids),
                 "baseline_jobs": " ".join(str(j) for j in m.baseline.job_ids) if m.baseline else None,

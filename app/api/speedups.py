@@ -36,6 +36,7 @@ def out(line: best_k.Line) -> SpeedupLineOut:
         cells.append(SpeedupCellOut(
             k=m.k, load=m.load, label=m.cell.label, speedup=s and s.value, speedup_low=s and s.low, speedup_high=s and s.high,
             acceptance_length=m.tau, predicted_speedup=p and p.predicted, off_prediction=bool(p and p.off),
+            scheduler_differs=m.scheduler_differs,
             starts=len(m.cell.repeats), baseline_starts=len(m.baseline.repeats) if m.baseline else 0, jobs=m.cell.job_ids,
             baseline_jobs=m.baseline.job_ids if m.baseline else [],
         ))
@@ -46,4 +47,5 @@ def out(line: best_k.Line) -> SpeedupLineOut:
                          sentence=best_k.break_even_sentence(line, k)) for k, e in sorted(line.break_even.items())]
     return SpeedupLineOut(title=line.title, build=line.build, gpu_kind=line.gpu_kind, method=line.method, name=line.name,
                           backend=line.backend, resolved_graph_mode=line.resolved_graph_mode, mode=line.mode, ks=line.ks,
-                          loads=line.loads, cells=cells, best=best, break_even=ends, one_k=list(line.one_k))
+                          loads=line.loads, cells=cells, best=best, break_even=ends, one_k=list(line.one_k),
+                          scheduler=best_k.scheduler_sentence(line))

@@ -26,7 +26,7 @@ from app.analysis.speedup import (
 )
 from app.cells import service as cell_service
 from app.cells import serving
-from app.cells.pooling import PooledCell
+from app.cells.pooling import PooledCell, scheduler_differs
 from app.enums import Mode
 
 K = "speculative.num_speculative_tokens"
@@ -49,6 +49,11 @@ class KCell:
     tau: float | None
     baseline: PooledCell | None
     prediction: Prediction | None = None
+
+    @property
+    def scheduler_differs(self) -> bool:
+        """``app.cells.pooling.scheduler_differs`` of the cell and its baseline."""
+        return scheduler_differs(self.cell, self.baseline)
 
 
 @dataclass(frozen=True)
@@ -216,6 +221,16 @@ def best_sentence(best: BestK, at: int, mode: str) -> str:
     else:
         text += "; no other k within noise"
     return text
+
+
+def scheduler_sentence(line: Line) -> str | None:
+    """``vLLM turned asynchronous scheduling off for draft_model k=1, 2 and kept it for their baselines: ...``; None when
+    no cell of the line differs from its baseline there (``KCell.scheduler_differs``)."""
+    ks = sorted({m.k for m in line.cells if m.scheduler_differs})
+    if not ks:
+        return None
+    return (f"vLLM turned asynchronous scheduling off for {line.method} k={', '.join(map(str, ks))} and kept it for "
+            "their baselines (each start's log says so): these speedups hold the scheduler's cost as well as the drafting's.")
 
 
 def break_even_sentence(line: Line, k: int) -> str:

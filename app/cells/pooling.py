@@ -50,6 +50,10 @@ class PooledCell:
     resolved_draft_graph_modes: set[str] = field(default_factory=set)
     downgraded: bool = False
     draft_eager: bool = False
+    # Starts whose log said vLLM turned asynchronous scheduling off, and those whose log said nothing of it; a row stored
+    # before migration 0025 and not read again (``draftbench rederive``) counts in neither.
+    async_off: int = 0
+    async_kept: int = 0
     drafts: int = 0
     draft_tokens: int = 0
     accepted: int = 0
@@ -151,6 +155,13 @@ class PooledCell:
         return self.downgraded or (self.draft_eager and self.graph_mode != "NONE")
 
 
+def scheduler_differs(cell: PooledCell, baseline: PooledCell | None) -> bool:
+    """vLLM turned asynchronous scheduling off for some of ``cell``'s starts and kept it for some of ``baseline``'s: the
+    speedup between them then holds the scheduler's difference too, not the drafting's cost alone (vLLM 0.26 turns it
+    off for ``draft_model``; the cell's own steps then wait for the CPU's scheduling of the next)."""
+    return baseline is not None and cell.async_off > 0 and baseline.async_kept > 0
+
+
 def shown(pooled: CellSpeed | None, repeats: list[RepeatSpeed]) -> tuple[float, float | None, float | None] | None:
     """The pooled median with ``exp(ln m +- 1.96 se)``, the interval ``fallback.ratio`` works with; for one engine
     start, its own interval (over its passes or its rounds) carried to 95 % side by side (``fallback.repeat_interval``)."""
@@ -188,6 +199,7 @@ class StoredResult(Protocol):
     resolved_draft_graph_mode: str | None
     graph_downgraded: bool | None
     draft_eager: bool | None
+    async_scheduling_off: bool | None
     vllm_version: str | None
     gpu_name: str | None
     serving: dict | None
@@ -203,6 +215,9 @@ def add(cell: PooledCell, result: StoredResult, *, job_id: int, pair_id: str | N
     cell.resolved_draft_graph_modes.add(result.resolved_draft_graph_mode or "?")
     cell.downgraded |= bool(result.graph_downgraded)
     cell.draft_eager |= bool(result.draft_eager)
+    if result.async_scheduling_off is not None:
+        cell.async_off += result.async_scheduling_off
+        cell.async_kept += not result.async_scheduling_off
     if (why := impossible_counts(result)) is not None:
         cell.notes.append(f"job {job_id}: {why}; its acceptance is left out")
     else:

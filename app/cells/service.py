@@ -24,7 +24,7 @@ _COLUMNS = (
     Result.num_drafts, Result.num_draft_tokens, Result.num_accepted_tokens, Result.accepted_per_position,
     Result.mean_acceptance_length, Result.mean_acceptance_length_low, Result.mean_acceptance_length_high,
     Result.resolved_graph_mode, Result.resolved_draft_graph_mode, Result.graph_downgraded, Result.draft_eager,
-    Result.vllm_version, Result.gpu_name, Result.serving, Result.source,
+    Result.async_scheduling_off, Result.vllm_version, Result.gpu_name, Result.serving, Result.source,
     Crash.kind.label("crash_kind"), CrashSignature.signature, CrashSignature.title, Sweep.name.label("sweep_name"),
 )
 

@@ -2,7 +2,8 @@
 
 ``draftbench rederive`` runs it after the rules of ``app.vllmlog`` or ``app.crashes`` change. A
 result with a stored log gets its resolved backends, graph modes and draft eagerness again
-(``app.vllmlog.ran``); every crash is signed again from its log and placed by the merges and splits
+(``app.vllmlog.ran``) and whether vLLM turned asynchronous scheduling off; every crash is signed again from its log
+and placed by the merges and splits
 made by hand (``app.crashes.overrides``), which therefore survive. Groups that no crash is left in
 are dropped. What changed is returned, so that a caller can show it or roll it back (a dry run).
 """
@@ -20,7 +21,7 @@ from app.vllmlog.ran import parse_log
 
 RESOLVED = (
     "resolved_backend", "resolved_draft_backend", "resolved_graph_mode", "resolved_draft_graph_mode",
-    "graph_downgraded", "draft_eager",
+    "graph_downgraded", "draft_eager", "async_scheduling_off",
 )
 
 

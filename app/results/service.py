@@ -114,6 +114,7 @@ def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: 
         resolved_draft_graph_mode=resolved.resolved_draft_graph_mode,
         graph_downgraded=resolved.graph_downgraded,
         draft_eager=resolved.draft_eager,
+        async_scheduling_off=resolved.async_scheduling_off,
         vllm_version=result.versions.vllm,
         gpu_name=result.versions.gpu_name,
         versions=result.versions.model_dump(mode="json"),

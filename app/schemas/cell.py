@@ -358,6 +358,9 @@ class Resolved(Input):
     resolved_draft_graph_mode: reported(Result.resolved_draft_graph_mode) | None = None
     graph_downgraded: bool = False
     draft_eager: bool = False
+    # vLLM said it turned its asynchronous scheduling off (``draft_model`` on vLLM 0.26 does): steps then wait on the
+    # CPU's scheduling, so such a cell's speedup over a baseline that kept it is not the drafting's alone.
+    async_scheduling_off: bool = False
     # The log lines that moved the graph mode or the backend away from the request, verbatim.
     downgrades: list[reported(Result.ran, 2000)] = Field(default_factory=list, max_length=100)
 

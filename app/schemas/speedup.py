@@ -16,6 +16,8 @@ class SpeedupCellOut(BaseModel):
     acceptance_length: float | None = Field(description="tau = 1 + sum of the per-position acceptance rates")
     predicted_speedup: float | None = Field(description="tau x T0 / T_fit(k); null with one k at this load")
     off_prediction: bool = Field(description="The measured speedup's interval excludes the prediction")
+    scheduler_differs: bool = Field(description="vLLM's log says it turned asynchronous scheduling off for this cell's starts "
+                                    "and not for its baseline's: the speedup holds the scheduler's cost as well as the drafting's")
     starts: int
     baseline_starts: int
     jobs: list[int]
@@ -59,3 +61,4 @@ class SpeedupLineOut(BaseModel):
     best: list[BestKOut]
     break_even: list[BreakEvenOut]
     one_k: list[int] = Field(description="Loads where one k alone ran: the counters' prediction needs two")
+    scheduler: str | None = Field(description="Which k ran without vLLM's asynchronous scheduling beside baselines that had it")

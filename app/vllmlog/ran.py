@@ -30,8 +30,13 @@ Rules, in short:
   target downgraded to PIECEWISE did exactly that.
 - The draft also runs eagerly when vLLM says so ("... running the draft eagerly."), and always for
   methods that never capture draft graphs (``SpecMethod.never_graphed``) when graphs were requested.
+- Asynchronous scheduling is vLLM's default where the platform and method allow it; vLLM turns it off with a
+  warning ("Async scheduling not supported with draft_model-based speculative decoding and will be disabled.",
+  "Async scheduling is disabled because ..."; vllm/config/vllm.py in 0.26 and 0.32), which ``async_scheduling_off``
+  records. A log without such a line ran with vLLM's default, or with ``async_scheduling`` set by the cell.
 - ``downgrades`` keeps, verbatim (log prefix stripped, duplicates dropped), every line that moved the
-  graph mode away from the request, made the draft eager, or refused the requested backend.
+  graph mode away from the request, made the draft eager, turned asynchronous scheduling off, or refused the
+  requested backend.
 """
 
 import re
@@ -70,6 +75,7 @@ _CAPTURE = re.compile(
 )
 # The backend's name holds no parentheses: read possessively, so that a line of many "draft attention ("
 # costs one pass, now that the service reads logs a worker sent.
+_ASYNC_OFF = re.compile(r"^Async scheduling .*\bdisabled\b")
 _DRAFT_EAGER = re.compile(r"draft attention \([^()\n]*+\) does not support full CUDA graphs; running the draft eagerly\.$")
 
 
@@ -148,7 +154,7 @@ def parse_log(text: str, *, backend: str, graph_mode: str, method: str | None) -
     resolved_backend, draft_backend = _backends(_backend_events(messages), on_cpu=on_cpu, method=spec_method)
 
     mode = graph_mode
-    draft_eager = False
+    draft_eager = async_off = False
     downgrades: list[str] = []
     for _process, message in messages:
         resolved = _resolve_mode(message)
@@ -159,6 +165,8 @@ def parse_log(text: str, *, backend: str, graph_mode: str, method: str | None) -
             noteworthy = bool(_BACKEND_REFUSED.match(message))
         if _DRAFT_EAGER.search(message):
             draft_eager = noteworthy = True
+        if _ASYNC_OFF.match(message):
+            async_off = noteworthy = True
         if noteworthy and message[:1000] not in downgrades:
             downgrades.append(message[:1000])
     target_captures, decode_only, draft_captures = _captures(text)
@@ -185,5 +193,6 @@ def parse_log(text: str, *, backend: str, graph_mode: str, method: str | None) -
         resolved_draft_graph_mode=draft_graph_mode,
         graph_downgraded=mode != graph_mode,
         draft_eager=draft_eager,
+        async_scheduling_off=async_off,
         downgrades=downgrades[:100],
     )

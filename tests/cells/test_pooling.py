@@ -42,3 +42,21 @@ def test_starts_pool_their_requests_by_category_and_a_start_without_them_is_not_
     # Two starts of two qa requests each, 10 of 15 accepted apiece.
     assert (qa.requests, qa.accepted, qa.draft_tokens) == (4, 40, 60)
     assert cell.requests.rate_bins == [0, 0, 0, 4, 0, 0, 4, 0, 0, 0]
+
+
+def test_starts_count_where_vllm_turned_async_scheduling_off_and_rows_never_read_count_nowhere() -> None:
+    job = Job(spec={})
+    draft = PooledCell("build", "gpu", "backend", "graph_mode", "draft_model", identity.variant(job.spec), "")
+    base = PooledCell("build", "gpu", "backend", "graph_mode", None, identity.variant(job.spec), "")
+    result = CellResult.model_validate(cell_result())
+    for cell, offs in ((draft, (True, True, None)), (base, (False, None))):
+        for index, off in enumerate(offs):
+            row = results.result_row(job, result, Resolved(async_scheduling_off=bool(off)), created_at=utcnow())
+            row.async_scheduling_off = off  # None: a row stored before migration 0025, not read again
+            pooling.add(cell, row, job_id=index)
+    assert (draft.async_off, draft.async_kept, base.async_off, base.async_kept) == (2, 0, 0, 1)
+    assert pooling.scheduler_differs(draft, base) and not pooling.scheduler_differs(draft, None)
+    # Both without it, or a baseline whose rows were never read: nothing to say.
+    assert not pooling.scheduler_differs(draft, draft)
+    base.async_kept = 0
+    assert not pooling.scheduler_differs(draft, base)

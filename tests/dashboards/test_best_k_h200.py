@@ -65,3 +65,17 @@ def test_every_cell_that_ran_reports_its_joules_on_the_page(h200: TestClient) ->
     html = h200.get("/serving").text
     assert "pays at none of the loads measured (1 to 64 clients)" in html
     assert html.count("not reported") == 0
+
+
+def test_the_draft_cells_ran_without_async_scheduling_and_the_page_says_their_baselines_had_it(h200: TestClient) -> None:
+    # vLLM 0.26 logged "Async scheduling not supported with draft_model-based speculative decoding and will be disabled."
+    # in every draft cell and nothing of it in the baselines': each speedup holds the scheduler's cost too.
+    [line] = h200.get("/api/v1/speedups").json()
+    assert all(c["scheduler_differs"] for c in line["cells"])
+    sentence = ("vLLM turned asynchronous scheduling off for draft_model k=1, 2 and kept it for their baselines (each start's "
+                "log says so): these speedups hold the scheduler's cost as well as the drafting's.")
+    assert line["scheduler"] == sentence
+    html = h200.get("/serving").text
+    assert sentence.replace("'", "&#39;") in html and html.count(">sync scheduling</span>") == 6
+    matrix = h200.get("/matrix").text
+    assert matrix.count(">sync scheduling</span>") == 6

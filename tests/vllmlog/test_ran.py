@@ -1,5 +1,6 @@
 """parse_log on hand-written excerpts in vLLM's own formats (0.32.0 sources; 0.26.0 lines seen on the H200)."""
 
+import json
 from pathlib import Path
 
 from app.vllmlog.lines import split_line
@@ -278,3 +279,41 @@ def test_eager_request_runs_the_draft_eagerly_without_calling_it_a_fallback():
     text = log(engine("Enforce eager set, disabling torch.compile and CUDAGraphs.", level="WARNING"))
     resolved = parse_log(text, backend="FLASH_ATTN", graph_mode="NONE", method="dflash")
     assert (resolved.resolved_graph_mode, resolved.resolved_draft_graph_mode, resolved.draft_eager, resolved.graph_downgraded) == ("NONE", "NONE", False, False)
+
+
+APISERVER = "(APIServer pid=3103) WARNING 12-04 17:17:32 [vllm.py:1077] {message}"
+ASYNC_OFF_DRAFT_MODEL = "Async scheduling not supported with draft_model-based speculative decoding and will be disabled."
+
+
+def test_async_scheduling_turned_off_is_recorded_with_its_line():
+    text = log(APISERVER.format(message=ASYNC_OFF_DRAFT_MODEL), worker("Using AttentionBackendEnum.FLASH_ATTN backend."))
+    resolved = parse_log(text, backend="FLASH_ATTN", graph_mode="FULL_AND_PIECEWISE", method="draft_model")
+    assert resolved.async_scheduling_off
+    assert ASYNC_OFF_DRAFT_MODEL in resolved.downgrades
+    # vLLM 0.32's other reasons name it the same way.
+    for message in ("Async scheduling is disabled because the V1 model runner does not support it with pipeline parallelism.",
+                    "Async scheduling will be disabled because it is not supported with the `ray` distributed executor backend. "):
+        assert parse_log(log(engine(message, level="WARNING")), backend="FLASH_ATTN", graph_mode="NONE", method=None).async_scheduling_off
+
+
+def test_a_log_that_says_nothing_of_async_scheduling_kept_vllms_default():
+    for message in ("Async scheduling is not compatible with ROCm DeepEP high-throughput DBO. Please use --no-async-scheduling",
+                    "The scheduler ran asynchronous scheduling: disabled later maybe"):
+        resolved = parse_log(log(engine(message)), backend="FLASH_ATTN", graph_mode="NONE", method=None)
+        assert not resolved.async_scheduling_off
+    assert not parse_log(log(), backend="FLASH_ATTN", graph_mode="NONE", method=None).async_scheduling_off
+
+
+def test_the_h200_draft_model_cells_ran_without_async_scheduling_and_the_baselines_with_it():
+    folder = Path(__file__).parents[1] / "data" / "h200-2026-12-04c" / "h200-bestk-8b" / "cells"
+    seen = {True: 0, False: 0}
+    # Cells the device time left unrun have no log.
+    for cell in sorted(c for c in folder.iterdir() if (c / "cell.log").is_file()):
+        spec = json.loads((cell / "spec.json").read_text())
+        text = (cell / "cell.log").read_text()
+        method = (spec["speculative"] or {}).get("method")
+        resolved = parse_log(text, backend=spec["backend"], graph_mode=spec["graph_mode"], method=method)
+        drafted = method == "draft_model"
+        assert resolved.async_scheduling_off is drafted, cell.name
+        seen[drafted] += 1
+    assert seen == {True: 7, False: 4}  # 7: the one the device time cut short logged too
