@@ -1,11 +1,10 @@
 """Everything read from stored logs, read again with today's rules: what ran, and the crashes' groups.
 
-``draftbench rederive`` runs it after the rules of ``app.vllmlog`` or ``app.crashes`` change. A
-result with a stored log gets its resolved backends, graph modes and draft eagerness again
-(``app.vllmlog.ran``) and whether vLLM turned asynchronous scheduling off; every crash is signed again from its log
-and placed by the merges and splits
-made by hand (``app.crashes.overrides``), which therefore survive. Groups that no crash is left in
-are dropped. What changed is returned, so that a caller can show it or roll it back (a dry run).
+``draftbench rederive`` runs it after the rules of ``app.vllmlog`` or ``app.crashes`` change. A result with a stored log
+gets its resolved backends, graph modes, draft eagerness and asynchronous scheduling again (``app.vllmlog.ran``); every
+crash is signed again from its log and placed by the merges and splits made by hand (``app.crashes.overrides``), which
+therefore survive. Groups that no crash is left in are dropped. What changed is returned, so that a caller can show it
+or roll it back (a dry run).
 """
 
 from dataclasses import dataclass, field
