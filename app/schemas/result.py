@@ -2,7 +2,7 @@
 
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from app.enums import AlarmKind
 
@@ -54,6 +54,8 @@ class ResultOut(BaseModel):
     resolved_draft_graph_mode: str | None
     graph_downgraded: bool
     draft_eager: bool
+    async_scheduling_off: bool | None = Field(
+        default=None, description="vLLM's log said it turned asynchronous scheduling off; null: stored before it was read")
     mode: str = "offline"
     concurrency: int | None = None
     env: dict[str, str] = {}

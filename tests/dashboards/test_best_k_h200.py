@@ -79,3 +79,5 @@ def test_the_draft_cells_ran_without_async_scheduling_and_the_page_says_their_ba
     assert sentence.replace("'", "&#39;") in html and html.count(">sync scheduling</span>") == 6
     matrix = h200.get("/matrix").text
     assert matrix.count(">sync scheduling</span>") == 6
+    results = [r for r in h200.get("/api/v1/results").json() if r["sweep_name"] == "h200-bestk-8b"]
+    assert sorted((r["method"] or "", r["async_scheduling_off"]) for r in results) == [("", False)] * 4 + [("draft_model", True)] * 6
