@@ -51,8 +51,9 @@ def bisect(
         tagged = spec | {"tags": [*spec.get("tags", []), "bisect"], "reason": f"bisection {found['id']}"}
         print(f"bisection {found['id']}: {len(labels)} builds, at most {found['steps_left']} rounds", file=sys.stderr)
         good_sweep = ci.submit(api, tagged | {"build": good}, key=f"{key}:{good}")["id"]
-        # The bad build's starts run beside the good build's (a pair per repeat): the host's drift falls out.
-        sweep = ci.submit(api, tagged | {"build": bad, "paired_with": good_sweep}, key=f"{key}:{bad}")
+        # The bad build's starts run beside the good build's (a pair per repeat), so the host's drift falls out; unpaired
+        # when a worker took every good job first.
+        sweep = ci.paired_head(api, tagged | {"build": bad}, good_sweep, key=f"{key}:{bad}")
         follow(api, good_sweep, api.get(f"/api/v1/sweeps/{good_sweep}")["total"], poll, out=_progress)
         while True:
             follow(api, sweep["id"], sweep["total"], poll, out=_progress)

@@ -85,7 +85,7 @@ def ci(
         if found is None:
             base_spec = {k: v for k, v in spec.items() if k != "pull_request"} | {"build": base_build, "commit": base}
             base_id = submit(api, base_spec, key=f"{head_key}:base:{base}:{base_build}")["id"]
-            head_sweep = _paired_head(api, head_spec, base_id, key=head_key)
+            head_sweep = paired_head(api, head_spec, base_id, key=head_key)
         else:
             base_id = found
             print(f"base: finished sweep {base_id} of build {base_build} at {base[:12]} has the same matrix", file=sys.stderr)
@@ -142,15 +142,17 @@ def read_sweep(path: Path) -> dict[str, Any]:
     return spec
 
 
-def _paired_head(api: Api, head_spec: dict[str, Any], base_id: int, *, key: str) -> dict[str, Any]:
+def paired_head(api: Api, head_spec: dict[str, Any], base_id: int, *, key: str) -> dict[str, Any]:
     """The head paired with its base; unpaired when workers took every base job between the two submissions (the
-    service pairs only with queued jobs), as with a finished base. Another refusal stands."""
+    service pairs only with queued jobs), as with a finished base. Another refusal stands. ``draftbench bisect``
+    pairs its bad build with its good one through it."""
     try:
         return submit(api, head_spec | {"paired_with": base_id}, key=key)
     except CliError:
         if api.get(f"/api/v1/sweeps/{base_id}")["counts"].get("queued", 0):
             raise
-    print("base: workers took every base job before the head was submitted: the head's starts run unpaired", file=sys.stderr)
+    print(f"{head_spec['build']}: workers took every job of sweep {base_id} before this one was submitted: its starts run "
+          "unpaired", file=sys.stderr)
     return submit(api, head_spec, key=f"{key}:unpaired")
 
 

@@ -10,8 +10,10 @@ import httpx
 import pytest
 import yaml
 
+from app.cli import ci
 from app.cli.bisect import narrowed, read_series
 from app.cli.errors import CliError
+from app.cli.http import Api
 from tests.conftest import AUTH, TOKEN
 from tests.factories import cell_result, sweep_body
 
@@ -65,6 +67,23 @@ def test_bisect_names_the_first_build_that_accepts_less_with_its_evidence(server
     assert [(b["state"], b["first_bad"], len(b["steps"])) for b in bisections] == [("found", "c2", 4)]
     sweeps = httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()
     assert sorted(s["build"] for s in sweeps) == ["c0", "c1", "c2", "c3", "c7"]
+
+
+def test_a_bad_build_submitted_after_a_worker_took_every_good_job_runs_unpaired(server: str, dataset: Path,
+                                                                               capsys: pytest.CaptureFixture) -> None:
+    # What a fast worker did in CI: the good build's one job claimed before the bad build's sweep was sent, which the
+    # service refuses to pair (it pairs with queued jobs only). The bisection goes on, its bad build unpaired.
+    worker = {"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "c0"}, {"label": "c7"}]}
+    registered = httpx.post(f"{server}/api/v1/workers", json=worker, headers=AUTH, timeout=30).json()
+    spec = sweep_body(dataset, repeats=1) | {"speculative": [sweep_body(dataset)["speculative"][0]]}
+    with Api(server, TOKEN) as api:
+        good = ci.submit(api, spec | {"build": "c0"}, key="good")
+        own = {"Authorization": f"Bearer {registered['credential']}"}
+        claimed = httpx.post(f"{server}/api/v1/workers/{registered['id']}/claim", headers=own, timeout=30)
+        assert claimed.status_code == 200 and claimed.json()["spec"]["build"] == "c0"
+        bad = ci.paired_head(api, spec | {"build": "c7"}, good["id"], key="bad")
+    assert bad["paired_with"] is None and bad["total"] == 1
+    assert f"c7: workers took every job of sweep {good['id']} before this one was submitted" in capsys.readouterr().err
 
 
 def test_bisect_of_an_unregistered_build_says_which_in_one_line(server: str, tmp_path: Path, dataset: Path) -> None:
