@@ -13,7 +13,7 @@ from app.cells import best_k, identity, serving
 from app.cells import calibration as calibration_cells
 from app.cells import service as cell_service
 from app.cells.calibration import CalibrationCell
-from app.cells.pooling import PooledCell
+from app.cells.pooling import PooledCell, scheduler_differs
 from app.cells.scope import CellScope
 from app.comparisons import service as comparisons
 from app.workers import service as workers
@@ -128,7 +128,8 @@ def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
     """One row per serving cell of ``found`` with its figures (``app.cells.serving``: TTFT, TPOT and ITL p50 and
     p99, each the median over engine starts with its interval and that interval's level; the failed requests
     with Wilson's interval, and against the baseline's), tokens/s and speedup with their intervals, and its
-    baseline (``baselines``: the same clients). Ordered by GPU x backend x graph mode x build, then clients,
+    baseline (``baselines``: the same clients), and whether vLLM turned asynchronous scheduling off for the cell and not
+    for that baseline (``scheduler_differs``). Ordered by GPU x backend x graph mode x build, then clients,
     each baseline before the speculative cells of its clients; ``series`` names a line against clients."""
     cells = [c for c in found if c.concurrency is not None]
     paired = baselines(found)
@@ -160,7 +161,7 @@ def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
             "tokens_per_s": tps[0], "tokens_per_s_low": tps[1], "tokens_per_s_high": tps[2],
             **_per_joule(c),
             "speedup": speedup.value if speedup else None, "speedup_low": speedup.low if speedup else None,
-            "speedup_high": speedup.high if speedup else None,
+            "speedup_high": speedup.high if speedup else None, "scheduler_differs": scheduler_differs(c, base),
             "unreadable": mine.unreadable if mine else 0,
             "crash_kind": ", ".join(sorted(c.crash_kinds)) or None, "crash_signature": c.crash_signature,
             "sweeps": " ".join(str(s) for s in c.sweep_ids), "jobs": " ".join(str(j) for j in c.job_ids),

@@ -76,7 +76,7 @@ def test_the_draft_cells_ran_without_async_scheduling_and_the_page_says_their_ba
                 "log says so): these speedups hold the scheduler's cost as well as the drafting's.")
     assert line["scheduler"] == sentence
     html = h200.get("/serving").text
-    assert sentence.replace("'", "&#39;") in html and html.count(">sync scheduling</span>") == 6
+    assert sentence.replace("'", "&#39;") in html and html.count(">sync scheduling</span>") == 12  # the line's table and the serving table
     matrix = h200.get("/matrix").text
     assert matrix.count(">sync scheduling</span>") == 6
     results = [r for r in h200.get("/api/v1/results").json() if r["sweep_name"] == "h200-bestk-8b"]

@@ -185,7 +185,10 @@ def test_the_speedups_are_against_the_baseline_with_the_same_clients(h200: TestC
     rows = _rows(h200.get("/serving").text, "serving-2")
     # /api/v1/results: 1.596 at 1 client, 1.332 at 16, 1.754 at 64.
     speedups = {c: rows[("draft_model k=3 (h200-serving-8b-shape)", c)]["speedup [95 %]"] for c in (1, 16, 64)}
-    assert speedups == {1: "1.60 [1.40, 1.81]x", 16: "1.33 [1.11, 1.60]x", 64: "1.75 [1.54, 1.99]x"}
+    # vLLM 0.26 turned async scheduling off for these draft_model cells ("Async scheduling not supported with
+    # draft_model-based speculative decoding"), not for their baselines: each speedup is marked.
+    sync = " sync scheduling"
+    assert speedups == {1: f"1.60 [1.40, 1.81]x{sync}", 16: f"1.33 [1.11, 1.60]x{sync}", 64: f"1.75 [1.54, 1.99]x{sync}"}
     api = {r["concurrency"]: round(r["speedup"], 3) for r in h200.get("/api/v1/results").json()
            if r["sweep_name"] == "h200-serving-8b-shape" and r["method"]}
     assert api == {1: 1.596, 16: 1.332, 64: 1.754}
