@@ -35,8 +35,7 @@ Rules, in short:
   "Async scheduling is disabled because ..."; vllm/config/vllm.py in 0.26 and 0.32), which ``async_scheduling_off``
   records. A log without such a line ran with vLLM's default, or with ``async_scheduling`` set by the cell.
 - ``downgrades`` keeps, verbatim (log prefix stripped, duplicates dropped), every line that moved the
-  graph mode away from the request, made the draft eager, turned asynchronous scheduling off, or refused the
-  requested backend.
+  graph mode away from the request, made the draft eager, or refused the requested backend.
 """
 
 import re
@@ -166,7 +165,7 @@ def parse_log(text: str, *, backend: str, graph_mode: str, method: str | None) -
         if _DRAFT_EAGER.search(message):
             draft_eager = noteworthy = True
         if _ASYNC_OFF.match(message):
-            async_off = noteworthy = True
+            async_off = True
         if noteworthy and message[:1000] not in downgrades:
             downgrades.append(message[:1000])
     target_captures, decode_only, draft_captures = _captures(text)
