@@ -72,9 +72,10 @@ _EAGER = re.compile(
 _CAPTURE = re.compile(
     r"Capturing (?:(?P<who>[a-z0-9_]+) )?CUDA graphs \((?:(?P<phase>decode|mixed prefill-decode), )?(?P<mode>FULL|PIECEWISE)\)"
 )
+# vLLM's every reason to turn asynchronous scheduling off starts so and says "disabled" (vllm/config/vllm.py).
+_ASYNC_OFF = re.compile(r"^Async scheduling .*\bdisabled\b")
 # The backend's name holds no parentheses: read possessively, so that a line of many "draft attention ("
 # costs one pass, now that the service reads logs a worker sent.
-_ASYNC_OFF = re.compile(r"^Async scheduling .*\bdisabled\b")
 _DRAFT_EAGER = re.compile(r"draft attention \([^()\n]*+\) does not support full CUDA graphs; running the draft eagerly\.$")
 
 
