@@ -63,8 +63,9 @@ def signature_for(
        Traceback ...``), or its innermost frame's ``raise X("...")`` line (``CUT_MESSAGE`` without literal).
     6. A dead worker process (WORKER_DIED).
     7. Only wrappers: the error a ``Worker failed with error '...'`` quotes.
-    8. A traceback cut before its exception that says nothing of it: its frames (``CUT_TRACEBACK``).
-    9. Only wrappers: ENGINE_DEAD.
+    8. A traceback cut before its exception that says nothing of it, unless a wrapper came before it
+       (what follows a wrapper is the shutdown it caused, or the caller's frames): its frames (``CUT_TRACEBACK``).
+    9. Only wrappers, in tracebacks or on lines of their own (``EngineDeadError: ...``): ENGINE_DEAD.
     10. ``signal``: SIGNAL, ``"killed by signal SIGSEGV"``, frames from a ``faulthandler`` dump.
     11. EXIT, ``"exit code N"``: a log that holds any traceback never comes to this.
 
@@ -128,24 +129,32 @@ def _cause(log: lines.Log) -> _Cause | None:
         hit = finder(log)
         if hit is not None:
             return _Cause(kind or kinds.classify(None, hit.message), None, hit.message, ())
-    for exc_type, message in tracebacks.bare_exceptions(log):
-        if not tracebacks.is_wrapper(exc_type, message):
-            return _Cause(kinds.classify(exc_type, message), exc_type, message, ())
+    bare_wrapper = None
+    for bare in tracebacks.bare_exceptions(log):
+        if not tracebacks.is_wrapper(bare.exc_type, bare.message):
+            return _Cause(kinds.classify(bare.exc_type, bare.message), bare.exc_type, bare.message, ())
+        bare_wrapper = bare_wrapper or bare
     cut = None if found is None or found.cut is None else _cut(found.cut)
     if cut is not None and cut.message != CUT_TRACEBACK:
         return _refined(cut, log)
     died = failures.worker_died(log)
     if died is not None:
         return _Cause(CrashKind.WORKER_DIED, None, died.message, ())
-    quoted = tracebacks.quoted_error(found.traceback.message) if found is not None and found.wrapper else None
+    wrapper = found.traceback if found is not None and found.wrapper else None
+    quoted = tracebacks.quoted_error(wrapper.message) if wrapper is not None else None
     if quoted:
         return _Cause(kinds.classify(None, quoted), None, quoted, ())
-    if cut is not None:
+    first_wrapper = min(
+        (line for line in (wrapper and wrapper.start, bare_wrapper and bare_wrapper.line) if line is not None),
+        default=None,
+    )
+    if cut is not None and (first_wrapper is None or found.cut.start < first_wrapper):
         return cut
-    if found is None:
-        return None
-    wrapper = found.traceback
-    return _Cause(CrashKind.ENGINE_DEAD, wrapper.exc_type, wrapper.message, render(wrapper.frames))
+    if wrapper is not None:
+        return _Cause(CrashKind.ENGINE_DEAD, wrapper.exc_type, wrapper.message, render(wrapper.frames))
+    if bare_wrapper is not None:
+        return _Cause(CrashKind.ENGINE_DEAD, bare_wrapper.exc_type, bare_wrapper.message, ())
+    return cut
 
 
 # What a cut traceback's message is when none is left: the exception's type without it, or nothing.

@@ -4,12 +4,14 @@
   [0,0,0] Assertion `idx < size` failed.`` (CUDA's own line; Triton's ``device_assert`` prints the
   same shape with a ``.py`` file);
 - ``cuda_line``: a C++ ``CUDA error: ...`` or ``CUDA out of memory ...`` line (``terminate called
-  ... what(): CUDA error: ...``, or vLLM's line beside an ``EngineDeadError``), else torch's ``Search
-  for `cudaErrorX'`` line;
+  ... what(): CUDA error: ...``, or vLLM's line beside an ``EngineDeadError``), else vLLM's own CUDA
+  check (``Failed: Cuda error /csrc/custom_all_reduce.cuh:368 'invalid argument'``), else torch's
+  ``Search for `cudaErrorX'`` line;
 - ``nccl_timeout``: ``Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5,
   OpType=ALLREDUCE, ...)``, kept as its collective;
 - ``compiler_error``: nvcc's ``kernel.cu(12): error: ...``, gcc's ``x.cpp:3:4: error: ...`` and
-  ``fatal error: x.h: No such file or directory``, ``nvcc fatal : ...``, ``ptxas fatal : ...``;
+  ``fatal error: x.h: No such file or directory``, ptxas's ``ptxas /tmp/k.ptx, line 6; error   : ...``,
+  ``nvcc fatal : ...``, ``ptxas fatal : ...``;
 - ``worker_died``: ``Worker proc VllmWorker-2 died unexpectedly (exit code: -9)``, the older ``Worker
   VllmWorkerProcess pid 1159 died, exit code: -6``, Ray's ``RayWorkerProc rank=1 died unexpectedly``;
 - ``faulthandler_frames``: the crashing thread's frames of a ``faulthandler`` dump.
@@ -38,6 +40,9 @@ _KERNEL_ASSERT = re.compile(
 )
 _CUDA_LINE = re.compile(r"CUDA (?:error: |out of memory)[^\n]*+")
 _CUDA_HINT = re.compile(r"Search for `(cudaError\w++)'")
+# vLLM's CUDACHECK in its C++ kernels: printf("Failed: Cuda error %s:%d '%s'\n", __FILE__, __LINE__, ...),
+# the file and error kept; a paste may cut the line anywhere after "Cuda error".
+_VLLM_CHECK = re.compile(r"Failed: Cuda error (?:\S{0,300}?/)?([^\s/:]{1,200}+)(?!/)(?::\d++ '([^'\n]{1,200})')?")
 # What torch says for the error names its "Search for `cudaErrorX'" line gives, when its message is cut off.
 _CUDA_ERRORS = {
     "cudaErrorIllegalAddress": "an illegal memory access was encountered",
@@ -54,6 +59,8 @@ _ERROR = re.compile(r"error: ")
 _SOURCE_ERROR = re.compile(
     r"\b(\w++\.(?:cu|cuh|cpp|cc|c|h|hpp))(?:\(\d++\)|:\d++(?::\d++)?): (?:fatal )?error: ([^\n]{0,500})"
 )
+_PTXAS = re.compile(r"ptxas")
+_PTXAS_ERROR = re.compile(r"ptxas\b[^\n]{0,300}?\berror +: ([^\n]{0,500})")
 _FATAL = re.compile(r"fatal")
 _FATAL_LINE = re.compile(r"[ \t]*+(?:fatal error|(?:nvcc|ptxas) fatal *+): ([^\n]{0,500})")
 _DIED = re.compile(r"died")
@@ -81,6 +88,10 @@ def cuda_line(log: Log) -> Found | None:
     found = _CUDA_LINE.search(log.text)
     if found is not None:
         return Found(log.line_number(found.start()), found.group())
+    check = _VLLM_CHECK.search(log.text)
+    if check is not None:
+        source, error = check.groups()
+        return Found(log.line_number(check.start()), f"CUDA error: {error or 'message cut off'} in {source}")
     hint = _CUDA_HINT.search(log.text)
     if hint is None:
         return None
@@ -96,14 +107,18 @@ def nccl_timeout(log: Log) -> Found | None:
 
 
 def compiler_error(log: Log) -> Found | None:
-    """``file: error: what`` (or ``fatal: what``) of the first compiler error line."""
-    source = _around(log, _ERROR, _SOURCE_ERROR)
-    fatal = _around(log, _FATAL, _FATAL_LINE, whole_line=True)
-    if source is not None and (fatal is None or source.start() < fatal.start()):
-        return Found(log.line_number(source.start()), f"{source.group(1)}: error: {source.group(2).strip()}")
-    if fatal is not None:
-        return Found(log.line_number(fatal.start()), f"fatal: {fatal.group(1).strip()}")
-    return None
+    """``file: error: what``, ``ptxas error: what`` (or ``fatal: what``) of the first compiler error line."""
+    found = [
+        (hit.start(), words(hit)) for hit, words in (
+            (_around(log, _ERROR, _SOURCE_ERROR), lambda hit: f"{hit.group(1)}: error: {hit.group(2).strip()}"),
+            (_around(log, _PTXAS, _PTXAS_ERROR), lambda hit: f"ptxas error: {hit.group(1).strip()}"),
+            (_around(log, _FATAL, _FATAL_LINE, whole_line=True), lambda hit: f"fatal: {hit.group(1).strip()}"),
+        ) if hit is not None
+    ]
+    if not found:
+        return None
+    start, message = min(found)
+    return Found(log.line_number(start), message)
 
 
 def worker_died(log: Log) -> Found | None:

@@ -15,9 +15,12 @@ What comes off a line, in the order it is printed:
 4. torch.distributed's ``[rank0]: `` (repeated when nested), and a launcher's tag before it
    (``[vllm]: [rank0]: ``);
 5. without any of the above, a leading ISO timestamp (``[2026-01-28T23:59:42Z] ``, ``2025-06-27 17:14:23: ``),
-   when the log's first line starts with one (a CI runner stamps every line).
+   when the log's first line starts with one (a CI runner stamps every line);
+6. torch's C++-style logger header, ``E0701 14:28:21.083000 911603 torch/_inductor/x.py:539] ``, after
+   the rank when there is one (``[rank0]:E0701 ...``), with the compile id dynamo adds (``[0/0] ``).
 
-Ray's `` [repeated 6x across cluster]`` comes off the end. A traceback header glued after a message
+Ray's `` [repeated 6x across cluster]`` comes off the end, and so does the right border a terminal
+viewer draws (`` │``, as Kubernetes dashboards print a pod's log). A traceback header glued after a message
 (``EngineCore hit an exception: Traceback (most recent call last):``) starts its line; the message
 is kept apart (``Log.above``): the V0 executors print the worker's exception there, ``Exception in
 worker VllmWorkerProcess while processing method init_device: NCCL error: ..., Traceback ...``.
@@ -54,6 +57,8 @@ _TAG = re.compile(r"\[[\w.-]{1,64}\] ")  # between a process label and the heade
 _RANK_TAG = re.compile(r"\[[\w.-]{1,64}\]: (?=\[rank\d)")  # a launcher's "[vllm]: " before the rank
 _STAMP = re.compile(r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d++)?(?:Z|[+-]\d\d:?\d\d)?\]?:? ?")
 _REPEATED = re.compile(r" *+\[repeated \d++x across cluster\]$")
+_TORCH_HEADER = re.compile(r"[DIWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d++)? ++\d++ [\w./-]{1,200}:\d++\] (?:\[[\d/_]{1,40}\] )?")
+_BORDERS = ("│", "┃")
 _LINE_BREAK = re.compile(r"[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # where str.splitlines splits
 # A line with a prefix holds one of these (Ray's "[repeated ...]" comes with a process label); a log
 # holding none is not read line by line.
@@ -207,9 +212,14 @@ def _rest(line: str, start: int) -> str:
         start = tag.end() if tag else start
     if line.startswith("[rank", start):
         start = _RANK.match(line, start, PREFIX_WINDOW).end()
+    if line[start : start + 1] in "DIWEF" and line[start + 1 : start + 2].isdigit():
+        torch_header = _TORCH_HEADER.match(line, start, PREFIX_WINDOW)
+        start = torch_header.end() if torch_header else start
     text = line[start:] if start else line
     if text.endswith("cluster]"):
         text = _REPEATED.sub("", text)
+    elif text.endswith(_BORDERS):
+        text = text.rstrip(" " + "".join(_BORDERS))
     return text
 
 

@@ -10,6 +10,9 @@ message``. The message goes on over:
 - every line up to the one that closes the quote of ``Worker failed with error '...'`` (the worker's
   error is quoted whole, line breaks included), at most ``MAX_QUOTED_LINES``.
 
+An ``AssertionError`` without a message takes its ``assert`` statement for one, as pytest shows it
+(the innermost frame's source line, or the line just above a bare ``AssertionError``).
+
 Chained exceptions print their cause first, so log order is cause order within a process. The first
 ``MAX_TRACEBACKS`` traceback headers of each process are read, no more: later ones are consequences.
 
@@ -45,11 +48,15 @@ _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*+(?:\([\w.]++\))?)(?::\s*+(.*+))
 # A bare exception line outside any traceback: a dotted name whose last part is an exception's,
 # found by that ending (at C speed), then read from its line's start.
 # Its repr too, ``OutOfMemoryError('CUDA out of memory. ...')``, as V0's engine logs it above the traceback.
+# A name alone on its line too (``AssertionError``), which Python prints for an exception without a message.
 _ENDINGS = ("Error:", "Exception:", "Failed:", "Error('", 'Error("', "Exception('", 'Exception("')
-_EXCEPTION_ENDING = re.compile("|".join(map(re.escape, _ENDINGS)))
+_EXCEPTION_ENDING = re.compile("|".join(map(re.escape, _ENDINGS)) + r"|(?:Error|Exception)$", re.MULTILINE)
 _BARE_EXCEPTION = re.compile(
-    r"((?:[A-Za-z_]\w*+\.)*+[A-Z]\w{0,80}?(?:Error|Exception|Failed))(?:: ?(.*+)|\((['\"])(.*+))"
+    r"((?:[A-Za-z_]\w*+\.)*+[A-Z]\w{0,80}?(?:Error|Exception|Failed))(?:: ?(.*+)|\((['\"])(.*+))?"
 )
+# Before a bare exception: its indentation, and pytest's "E   " on the lines of an exception it reports.
+_BARE_LEAD = re.compile(r"\s*+(?:E\s++)?")
+_HEADER_END = "] "  # what is left of a logger header where a paste lost the line breaks before it
 _WRAPPER = re.compile(
     r"(?:see|check)(?: the)? stack trace \(?above\)?|see root cause above|see stack trace for the root cause",
     re.IGNORECASE,
@@ -63,6 +70,12 @@ _CARETS = re.compile(r"[\s^~]*+")
 _LEAD_IN = re.compile(r"Exception in worker \S{1,200}? while processing method \S{1,200}?: ")
 _RAISE = re.compile(r"raise ((?:[A-Za-z_]\w*+\.)*+[A-Z]\w*+)\((.*+)")
 _LITERAL = re.compile(r'"([^"]*+)"|\'([^\']*+)\'')
+
+
+class Bare(NamedTuple):
+    line: int  # its line number in the log
+    exc_type: str
+    message: str
 
 
 class Traceback(NamedTuple):
@@ -157,20 +170,42 @@ def raised(statement: str) -> tuple[str, str] | None:
     return found.group(1), "".join(literals).strip()
 
 
-def bare_exceptions(log: Log) -> Iterator[tuple[str, str]]:
-    """``(type, message)`` of exception lines outside tracebacks too, in log order (a cut log keeps some).
+def bare_exceptions(log: Log) -> Iterator[Bare]:
+    """Exception lines outside tracebacks too, in log order (a cut log keeps some).
 
-    Only lines that start with the exception (``Type: message``, or its repr ``Type('message')``),
-    among the first ``MAX_CANDIDATES`` lines holding an exception's ending (``Error:``...).
+    Lines that start with the exception (``Type: message``, its repr ``Type('message')``, or ``Type``
+    alone), after indentation or pytest's ``E``, or that hold it right after a logger header's ``] ``
+    (a paste that lost its line breaks); among the first ``MAX_CANDIDATES`` lines holding an
+    exception's ending (``Error:``...). A message that ends with ``:`` goes on over the next line, as
+    in a traceback; an ``AssertionError`` alone takes the ``assert`` line above it.
     """
-    if not any(ending in log.text for ending in _ENDINGS):
+    text = log.text
+    if "Error" not in text and "Exception" not in text and "Failed:" not in text:
         return
-    for start, _, end in log.candidates(_EXCEPTION_ENDING):
-        found = _BARE_EXCEPTION.fullmatch(log.text, start, end)
+    number = counted = 0  # line numbers counted on from the last one, once over the text
+    for start, at, end in log.candidates(_EXCEPTION_ENDING):
+        found = _BARE_EXCEPTION.fullmatch(text, _BARE_LEAD.match(text, start, end).end(), end)
+        if found is None and (glued := text.rfind(_HEADER_END, start, at)) != -1:
+            found = _BARE_EXCEPTION.fullmatch(text, glued + len(_HEADER_END), end)
         if found is None:
             continue
         exc_type, message, quote, quoted = found.groups()
-        yield exc_type, (message if quote is None else quoted.removesuffix(")").removesuffix(quote)).strip()
+        message = (message or "") if quote is None else quoted.removesuffix(")").removesuffix(quote)
+        number += text.count("\n", counted, start)
+        counted = start
+        if message.endswith(":") and number + 1 < len(log.lines):
+            message = f"{message} {log.lines[number + 1].strip()}"
+        elif not message and exc_type == _ASSERTION and number > 0:
+            message = _assertion(log.lines[number - 1].strip())
+        yield Bare(number, exc_type, message.strip())
+
+
+_ASSERTION = "AssertionError"
+
+
+def _assertion(statement: str) -> str:
+    """The message an ``AssertionError`` without one gets from its source line: the ``assert`` statement, else ""."""
+    return statement if statement.startswith("assert ") else ""
 
 
 def _headless(log: Log, header: int) -> tuple[Stream, int] | None:
@@ -219,6 +254,8 @@ def _stream_tracebacks(stream: Stream, headless: int | None, above: dict[int, st
             yield Traceback(numbers[start], "", message, frames[-MAX_FRAMES:], cut=True, statements=statements)
             continue
         exc_type, text = exception.groups("")
+        if not text and exc_type.endswith(_ASSERTION) and at:
+            text = _assertion(_statements(stripped, at[-1:], i)[0])
         i += 1
         # Most messages end on their line: the next is blank or another traceback's header.
         if (i < end and stripped[i] not in _ENDS) or (_QUOTED_ERROR in text and _QUOTE_END not in text):

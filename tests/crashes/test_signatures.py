@@ -121,6 +121,29 @@ vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See 
     assert info.frames == ("vllm.v1.engine.core_client:get_output",)
 
 
+_DEAD_LINE = (
+    "(APIServer pid=1) ERROR 08-28 06:16:24 [async_llm.py:744] vllm.v1.engine.exceptions.EngineDeadError: "
+    "EngineCore encountered an issue. See stack trace (above) for the root cause.\n"
+)
+_SHUTDOWN_FRAMES = f"""\
+(EngineCore pid=374)   File "{GPU_VENV}/vllm/v1/engine/core.py", line 1357, in run_engine_core
+(EngineCore pid=374)     engine_core.shutdown()
+(EngineCore pid=374)   File "{GPU_VENV}/vllm/v1/engine/core.py", line 754, in shutdown
+(EngineCore pid=374)     self.model_executor.shutdown()
+"""
+
+
+def test_an_engine_dead_line_without_its_traceback_is_engine_dead():
+    info = sign(_DEAD_LINE)
+    assert (info.kind, info.exception_type) == (CrashKind.ENGINE_DEAD, "vllm.v1.engine.exceptions.EngineDeadError")
+
+
+def test_a_cut_traceback_printed_after_the_wrapper_is_its_consequence_and_one_before_it_the_cause():
+    assert sign(_DEAD_LINE + _SHUTDOWN_FRAMES).kind == CrashKind.ENGINE_DEAD
+    before = sign(_SHUTDOWN_FRAMES + _DEAD_LINE)
+    assert (before.kind, before.title) == (CrashKind.EXCEPTION, "traceback cut before its exception line in core.shutdown")
+
+
 def test_failed_start_is_signed_by_its_root_cause():
     log = f"""\
 (EngineCore_DP0 pid=4321) ERROR 11-30 00:01:02 [core.py:1510] EngineCore failed to start.

@@ -56,3 +56,21 @@ def test_near_misses_beyond_the_first_thousand_lines_are_not_read():
     # The bound on work: a log of a million "Assertion `" lines costs a thousand bounded reads.
     text = "Assertion `x` never\n" * 2000 + "a.cu:1: k: block: [0,0,0], thread: [0,0,0] Assertion `x` failed.\n"
     assert find(failures.kernel_assert, text) is None
+
+
+def test_vllms_own_cuda_check_keeps_its_error_and_file_whole_or_cut():
+    whole = "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'\n"
+    assert find(failures.cuda_line, whole) == "CUDA error: invalid argument in custom_all_reduce.cuh"
+    assert find(failures.cuda_line, "Failed: Cuda error /workspace/csrc/custom_all_red") == (
+        "CUDA error: message cut off in custom_all_red"
+    )
+
+
+def test_a_ptxas_error_behind_torchs_logger_header_comes_before_its_fatal_line():
+    prefix = "[rank0]:E0701 14:28:21.083000 911603 torch/_inductor/runtime/triton_heuristics.py:539] [0/0] "
+    text = (
+        f"{prefix}ptxas /tmp/tmpmwke15zw.ptx, line 6; error   : PTX .version 8.4 does not support .target sm_120a\n"
+        f"{prefix}ptxas fatal   : Ptx assembly aborted due to errors\n"
+    )
+    assert find(failures.compiler_error, text) == "ptxas error: PTX .version 8.4 does not support .target sm_120a"
+    assert find(failures.compiler_error, text.splitlines()[1]) == "fatal: Ptx assembly aborted due to errors"

@@ -37,6 +37,11 @@ MESSAGE = "ValueError: Free memory on device cuda:0 (1.53/22.05 GiB) on startup"
         (f"[rank0]:[rank0]: {MESSAGE}", None),
         (f"(RayWorkerWrapper pid=880) ERROR 04-16 01:01:44 [worker_base.py:620] {MESSAGE} [repeated 6x across cluster]",
          "RayWorkerWrapper pid=880"),
+        # torch's C++-style header, after the rank, with dynamo's compile id.
+        (f"[rank0]:E0701 14:28:21.083000 911603 torch/_inductor/runtime/triton_heuristics.py:539] [0/0] {MESSAGE}", None),
+        (f"W1203 10:00:00.5 42 torch/distributed/run.py:793] {MESSAGE}", None),
+        # A terminal viewer's box around each line.
+        (f"│ ERROR 09-27 06:46:46 engine.py:157] {MESSAGE}                      │", None),
     ],
 )
 def test_every_prefix_format_comes_off(line, label):

@@ -90,7 +90,7 @@ def test_a_traceback_of_another_process_does_not_cut_this_one():
 
 def test_bare_exception_lines_are_read_from_their_line_start_only():
     log = lines.read("note: ValueError: not at the start\nValueError: Free memory on device\n")
-    assert list(tracebacks.bare_exceptions(log)) == [("ValueError", "Free memory on device")]
+    assert list(tracebacks.bare_exceptions(log)) == [(1, "ValueError", "Free memory on device")]
 
 
 def test_only_the_innermost_frames_are_kept():
@@ -165,4 +165,43 @@ def test_a_raise_statement_gives_its_type_and_its_string_literals_joined(stateme
 def test_a_bare_exception_line_in_its_repr_form_is_read():
     # V0's engine logs the exception's repr above its traceback.
     log = lines.read("ERROR 04-27 09:07:04 [engine.py:160] OutOfMemoryError('CUDA out of memory. Tried to allocate 1.50 GiB.')\n")
-    assert list(tracebacks.bare_exceptions(log)) == [("OutOfMemoryError", "CUDA out of memory. Tried to allocate 1.50 GiB.")]
+    assert list(tracebacks.bare_exceptions(log)) == [(0, "OutOfMemoryError", "CUDA out of memory. Tried to allocate 1.50 GiB.")]
+
+
+@pytest.mark.parametrize(
+    ("text", "bare"),
+    [
+        # Indented, as a paste keeps it; behind pytest's "E"; after a header a paste glued to the line before.
+        (" RuntimeError: The expanded size of the tensor (1024)", (0, "RuntimeError", "The expanded size of the tensor (1024)")),
+        ("E           vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+         (0, "vllm.v1.engine.exceptions.EngineDeadError", "EngineCore encountered an issue.")),
+        ("self.all_reduce(data) ERROR 11-04 18:02:56 [multiproc_executor.py:597] RuntimeError: NCCL error: unhandled cuda error",
+         (0, "RuntimeError", "NCCL error: unhandled cuda error")),
+        # A message that ends with ":" goes on over the next line.
+        ("tvm.error.InternalError: Check failed: (status == cudaSuccess) is false:\n"
+         "  BatchPrefillWithPagedKVCache failed with error invalid resource handle",
+         (0, "tvm.error.InternalError",
+          "Check failed: (status == cudaSuccess) is false: BatchPrefillWithPagedKVCache failed with error invalid resource handle")),
+        # A name alone takes the assert statement above it.
+        ("x = 1\nassert all(v == vocab_size for v in vocab_sizes)\nAssertionError\nProcess SpawnProcess-1:",
+         (2, "AssertionError", "assert all(v == vocab_size for v in vocab_sizes)")),
+        ("print(x)\nAssertionError", (1, "AssertionError", "")),
+    ],
+)
+def test_bare_exception_lines_in_the_shapes_pastes_keep_them(text, bare):
+    assert list(tracebacks.bare_exceptions(lines.read(text)))[:1] == [bare]
+
+
+def test_a_name_in_the_middle_of_a_line_is_no_bare_exception():
+    assert list(tracebacks.bare_exceptions(lines.read("raise ValueError\nthe KeyError was caught\n"))) == []
+
+
+def test_an_assertion_error_without_a_message_takes_its_assert_statement():
+    text = f"""\
+Traceback (most recent call last):
+  File "{VENV}/vllm/model_executor/parameter.py", line 153, in load_column_parallel_weight
+    assert self.data.shape == loaded_weight.shape
+AssertionError
+"""
+    found = root(text).traceback
+    assert (found.exc_type, found.message) == ("AssertionError", "assert self.data.shape == loaded_weight.shape")
