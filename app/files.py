@@ -10,6 +10,7 @@ none past the limits the service holds a worker's uploads to. Every refusal is a
 file and why.
 """
 
+import json
 import os
 import stat
 from dataclasses import dataclass
@@ -107,11 +108,29 @@ def read_given(path: Path, *, limit: Limit) -> Content:
 
 
 def validated(model: type[M], content: bytes, *, name: Path | str) -> M:
-    """``content`` (JSON) as ``model``; FileRefused naming the file and the fields that are wrong."""
+    """``content`` (JSON) as ``model``; FileRefused naming the file and the fields that are wrong.
+
+    A lone UTF-16 surrogate escape (``"\\udc80"``), which Pydantic's JSON parser refuses whole, is read as the API
+    reads a worker's report: by Python's parser, then validated, so that a text field of a report keeps the rest of
+    its text (the surrogate as U+FFFD, ``app.schemas.text.clean``) and another names its field.
+    """
     try:
         return model.model_validate_json(content)
     except ValidationError as exc:
+        if not any(e["type"] == "json_invalid" and "surrogate" in e["msg"] for e in exc.errors(include_url=False)):
+            raise FileRefused(f"{name}: {describe(exc)}") from None
+    try:
+        data = json.loads(content, parse_constant=_refused_constant)
+    except ValueError as exc:
+        raise FileRefused(f"{name}: not JSON: {exc}") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
         raise FileRefused(f"{name}: {describe(exc)}") from None
+
+
+def _refused_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def describe(exc: ValidationError, *, most: int = 3) -> str:

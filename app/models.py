@@ -18,6 +18,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -268,6 +269,10 @@ class Result(Base):
     model_runner: Mapped[str | None] = mapped_column(String(16))
     # Serving mode: latency percentiles and rates (app.schemas.cell.Serving); None offline.
     serving: Mapped[dict[str, Any] | None] = mapped_column()
+    # The serving runner before cell schema 5 counted a stream whose tokens decoded to no text as failed and left its
+    # tokens out of tokens/s: such a start measured another quantity, so it is a cell of its own
+    # (``app.cells.identity.counted``). False offline, and for files of vLLM's own bench tools.
+    empty_as_failed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # Calibration cells (synthetic acceptance): the per-position rates asked for, and whether a
     # measured rate's interval misses its expected rate.
     expected_per_position: Mapped[list[Any] | None] = mapped_column()

@@ -76,11 +76,6 @@ def main() -> None:
             subprocess.run([args.service_python, "-m", "app.cli", "import", str(folder)], cwd=ROOT, env=env, check=True)
         start(args.work, "service", [args.service_python, "-m", "app.cli", "serve", "--port", str(PORT)], env)
         wait(lambda: httpx.get(f"{server}/api/v1/sweeps", timeout=2).status_code == 200, 120)
-        for sweep in httpx.get(f"{server}/api/v1/sweeps", timeout=30).json():
-            # An imported sweep's cells that never ran stay queued: history to read here, not work for this worker.
-            if "imported" in sweep["tags"] and sweep["counts"].get("queued"):
-                httpx.post(f"{server}/api/v1/sweeps/{sweep['id']}/cancel", headers={"Authorization": f"Bearer {TOKEN}"},
-                           timeout=60).raise_for_status()
         builds = {BUILD: args.python}
         for given in args.patch:
             label, _, patch = given.partition("=")

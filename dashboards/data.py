@@ -3,12 +3,14 @@ read ``app.cells`` and ``app.comparisons``. Pages of sweeps, crashes, workers, a
 call those services."""
 
 from collections import defaultdict
+from functools import lru_cache
 
 import pandas as pd
 from sqlalchemy.orm import Session
 
 from app.alarms.service import Alarm, Check
 from app.alerts.service import Alert
+from app.analysis.intervals import wilson_interval
 from app.cells import best_k, identity, serving
 from app.cells import calibration as calibration_cells
 from app.cells import service as cell_service
@@ -17,12 +19,15 @@ from app.cells.pooling import PooledCell, scheduler_differs
 from app.cells.scope import CellScope
 from app.comparisons import service as comparisons
 from app.workers import service as workers
+from dashboards import frames, marks
 from dashboards.filters import Filters
 
 
 def cells(*, session: Session, scope: CellScope, speedups: bool = True) -> list[PooledCell]:
-    """``app.cells.service.load``: ``speedups=False`` for a page that shows no speedup (a method's baselines unread)."""
-    return cell_service.load(session=session, scope=scope, speedups=speedups)
+    """``app.cells.service.load``: ``speedups=False`` for a page that shows no speedup (a method's baselines unread);
+    in its order, but for the numbers in labels, read as numbers (``c=4`` before ``c=16``: ``marks.natural``)."""
+    found = cell_service.load(session=session, scope=scope, speedups=speedups)
+    return sorted(found, key=_order)
 
 
 def with_requests(*, session: Session, scope: CellScope, found: list[PooledCell]) -> list[PooledCell]:
@@ -35,8 +40,13 @@ def baselines(found: list[PooledCell]) -> dict[tuple, PooledCell]:
     return cell_service.baselines(found)
 
 
+def _order(c: PooledCell) -> tuple:
+    return c.build, c.gpu_kind, marks.natural(c.label), c.backend, c.graph_mode
+
+
 def calibration(*, session: Session, scope: CellScope) -> list[CalibrationCell]:
-    return calibration_cells.load(session=session, scope=scope)
+    """``app.cells.calibration.load``, in the order of ``cells``."""
+    return sorted(calibration_cells.load(session=session, scope=scope), key=lambda c: _order(c.cell))
 
 
 def recent_builds(*, session: Session) -> tuple[str, ...]:
@@ -71,18 +81,55 @@ def _per_joule(c: PooledCell) -> dict:
     """A cell's tokens/J columns: the pooled value and its interval, the repeats that reported energy, why others did not."""
     tpj, low, high = _triple(c.tokens_per_joule)
     return {"tokens_per_joule": tpj, "tokens_per_joule_low": low, "tokens_per_joule_high": high,
-            "energy_repeats": len(c.energy_repeats), "energy_reasons": "; ".join(sorted(c.energy_reasons)) or None}
+            "energy_repeats": len(c.energy_repeats), "energy_reasons": marks.energy_why(c.energy_reasons)}
+
+
+PER_JOULE = ("tokens_per_joule", "tokens_per_joule_low", "tokens_per_joule_high", "energy_repeats", "energy_reasons")
+CELL_COLUMNS = (
+    "build", "gpu_kind", "method", "variant", "speculative", "backend", "graph_mode", "resolved_graph_mode", "downgraded",
+    "draft_eager", "async_scheduling_off_starts", "runs", "ran", "died", "repeats", "rounds", "acceptance", "acceptance_low",
+    "acceptance_high", "accepted_tokens", "draft_tokens", "degenerate", "acceptance_length", "acceptance_length_low",
+    "acceptance_length_high", "tokens_per_s", "tokens_per_s_low", "tokens_per_s_high", *PER_JOULE, "speedup",
+    "speedup_low", "speedup_high", "lossless", "lossless_low", "lossless_high", "lossless_requests", "synthetic_acceptance",
+    "crash_kind", "crash_signature", "alarm", "sweeps", "jobs", "vllm_version", "ran_at",
+)
+
+
+def lossless(c: PooledCell) -> tuple[float, float, float] | None:
+    """The share of a cell's requests whose output equals its baseline's (same sweep and repeat), with Wilson's 95 %
+    interval over those requests; None where no baseline's outputs were compared."""
+    if not c.lossless_total:
+        return None
+    return (c.lossless_same / c.lossless_total, *wilson_interval(c.lossless_same, c.lossless_total))
+
+
+def synthetic(c: PooledCell) -> bool:
+    """A cell that asked vLLM to accept drafts at set rates (``rejection_sample_method: synthetic``): its outputs
+    differ from its baseline's by design, so its lossless share says nothing of a bug."""
+    return _synthetic(c.variant)
+
+
+@lru_cache(maxsize=4096)
+def _synthetic(variant: identity.Variant) -> bool:
+    # Once per config: a page's thousands of cells share a few dozen.
+    return ("speculative.rejection_sample_method", '"synthetic"') in variant.fields
+
+
+def _ids(ids: list[int]) -> str:
+    return " ".join(map(str, ids))
 
 
 def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None = None) -> pd.DataFrame:
     """One row per cell with every number and where it came from: the frame behind figures and CSVs; ``method`` is
     the cell's label and ``variant`` the digest of what it measured (one figure row or series per variant, whatever
-    its label); ``alarms`` (``app.alarms.service.by_cell``) fills its alarm column."""
+    its label); ``alarms`` (``app.alarms.service.by_cell``) fills its alarm column. ``sweeps`` and ``jobs`` are every
+    one that holds the cell, queued ones too (``marks.ran_in``: those whose results it pooled)."""
     rows = []
     for c in found:
         acc, acc_low, acc_high = _triple(c.acceptance)
         length, length_low, length_high = _triple(c.acceptance_length)
         tps, tps_low, tps_high = _triple(c.tokens_per_s)
+        same, same_low, same_high = _triple(lossless(c))
         speedup = c.speedup
         rows.append({
             "build": c.build, "gpu_kind": c.gpu_kind, "method": c.label, "variant": c.variant.measured,
@@ -98,13 +145,21 @@ def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None
             "tokens_per_s": tps, "tokens_per_s_low": tps_low, "tokens_per_s_high": tps_high,
             **_per_joule(c),
             "speedup": speedup.value if speedup else None, "speedup_low": speedup.low if speedup else None,
-            "speedup_high": speedup.high if speedup else None, "lossless": c.lossless,
+            "speedup_high": speedup.high if speedup else None, "lossless": same, "lossless_low": same_low,
+            "lossless_high": same_high, "lossless_requests": c.lossless_total, "synthetic_acceptance": synthetic(c),
             "crash_kind": ", ".join(sorted(c.crash_kinds)) or None, "crash_signature": c.crash_signature,
             "alarm": ", ".join(sorted({str(a.kind) for a in (alarms or {}).get(c.key, ())})) or None,
             "sweeps": " ".join(str(s) for s in c.sweep_ids), "jobs": " ".join(str(j) for j in c.job_ids),
             "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
         })
-    return pd.DataFrame(rows)
+    return frames.table(rows, CELL_COLUMNS)
+
+
+CALIBRATION_COLUMNS = (
+    "cell", "build", "gpu_kind", "method", "backend", "graph_mode", "resolved_graph_mode", "downgraded", "draft_eager",
+    "position", "expected", "measured", "measured_low", "measured_high", "accepted", "drafts", "miss", "starts", "rounds",
+    "starts_missed", "sweeps", "jobs", "vllm_version", "ran_at",
+)
 
 
 def calibration_frame(found: list[CalibrationCell]) -> pd.DataFrame:
@@ -112,18 +167,32 @@ def calibration_frame(found: list[CalibrationCell]) -> pd.DataFrame:
     95 % interval, the counts behind it, the miss, and what was pooled (``app.cells.calibration``)."""
     rows = []
     for c in found:
+        sweeps, jobs = marks.ran_in(c.cell)  # what was pooled
         for p in c.positions:
             rate, low, high = _triple(p.measured)
             rows.append({
                 "cell": c.label, "build": c.cell.build, "gpu_kind": c.cell.gpu_kind, "method": c.cell.label,
-                "backend": c.cell.backend, "graph_mode": c.cell.graph_mode, "position": p.number,
+                "backend": c.cell.backend, "graph_mode": c.cell.graph_mode,
+                "resolved_graph_mode": ", ".join(sorted(c.cell.resolved_graph_modes)), "downgraded": c.cell.downgraded,
+                "draft_eager": c.cell.draft_eager, "position": p.number,
                 "expected": p.expected, "measured": rate, "measured_low": low, "measured_high": high,
                 "accepted": p.accepted, "drafts": p.drafts, "miss": p.miss, "starts": c.starts, "rounds": c.rounds,
-                "starts_missed": c.starts_missed, "sweeps": " ".join(str(s) for s in c.cell.sweep_ids),
-                "jobs": " ".join(str(j) for j in c.cell.job_ids), "vllm_version": ", ".join(sorted(c.cell.vllm_versions)),
-                "ran_at": c.cell.ran_at,
+                "starts_missed": c.starts_missed, "sweeps": _ids(sweeps), "jobs": _ids(jobs),
+                "vllm_version": ", ".join(sorted(c.cell.vllm_versions)), "ran_at": c.cell.ran_at,
             })
-    return pd.DataFrame(rows)
+    return frames.table(rows, CALIBRATION_COLUMNS)
+SERVING_COLUMNS = (
+    "build", "gpu_kind", "backend", "graph_mode", "resolved_graph_mode", "downgraded", "draft_eager",
+    "async_scheduling_off_starts", "series", "method", "speculative", "concurrency", "baseline", "runs", "ran", "died",
+    "starts", *(f"{name}_ms{end}" for name in serving.LATENCIES for end in ("", "_low", "_high", "_level")),
+    "completed", "failed", "empty", "empty_as_failed", "sent", "failed_share", "failed_share_low", "failed_share_high",
+    "failed_vs_baseline", "failed_vs_baseline_low", "failed_vs_baseline_high", "failed_differs", "tokens_per_s",
+    "tokens_per_s_low", "tokens_per_s_high", *PER_JOULE, "speedup", "speedup_low", "speedup_high", "scheduler_differs",
+    "unreadable", "crash_kind", "crash_signature", "sweeps", "jobs", "measured_sweeps", "measured_jobs", "vllm_version",
+    "ran_at",
+)
+
+
 def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
     """One row per serving cell of ``found`` with its figures (``app.cells.serving``: TTFT, TPOT and ITL p50 and
     p99, each the median over engine starts with its interval and that interval's level; the failed requests
@@ -141,8 +210,11 @@ def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
         theirs = figures.get(base.key) if base else None
         change = serving.failed_against(mine, theirs) if mine and theirs else None
         tps, speedup = _triple(c.tokens_per_s), c.speedup
+        measured_sweeps, measured_jobs = marks.ran_in(c)
         row = {
             "build": c.build, "gpu_kind": c.gpu_kind, "backend": c.backend, "graph_mode": c.graph_mode,
+            "resolved_graph_mode": ", ".join(sorted(c.resolved_graph_modes)), "downgraded": c.downgraded,
+            "draft_eager": c.draft_eager, "async_scheduling_off_starts": c.async_off,
             "series": names[c.key], "method": c.label, "speculative": c.method is not None, "concurrency": c.concurrency,
             "baseline": base.label if base else None, "runs": sum(c.states.values()), "ran": c.ran, "died": c.died,
             "starts": mine.starts if mine else 0,
@@ -164,16 +236,16 @@ def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
             "speedup_high": speedup.high if speedup else None, "scheduler_differs": scheduler_differs(c, base),
             "unreadable": mine.unreadable if mine else 0,
             "crash_kind": ", ".join(sorted(c.crash_kinds)) or None, "crash_signature": c.crash_signature,
-            "sweeps": " ".join(str(s) for s in c.sweep_ids), "jobs": " ".join(str(j) for j in c.job_ids),
-            "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
+            "sweeps": _ids(c.sweep_ids), "jobs": _ids(c.job_ids), "measured_sweeps": _ids(measured_sweeps),
+            "measured_jobs": _ids(measured_jobs), "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
         }
         rows.append(row)
-    if not rows:
-        return pd.DataFrame()
+    if not rows:  # without a serving cell (an offline view): its columns, without pandas' work on none
+        return frames.table(rows, SERVING_COLUMNS)
     order = ["gpu_kind", "backend", "graph_mode", "build", "concurrency", "speculative", "series"]
     # Counts stay whole where a cell that never ran has none: a float column would write 192 as 192.0.
     counts = dict.fromkeys(("completed", "failed", "empty", "sent"), "Int64")
-    return pd.DataFrame(rows).astype(counts).sort_values(order, kind="stable", ignore_index=True)
+    return frames.table(rows, SERVING_COLUMNS).astype(counts).sort_values(order, kind="stable", ignore_index=True)
 
 
 def speedup_lines(found: list[PooledCell], mode: str) -> list[best_k.Line]:
@@ -183,14 +255,26 @@ def speedup_lines(found: list[PooledCell], mode: str) -> list[best_k.Line]:
 
 def speedup_sentences(line: best_k.Line) -> dict[str, list[str]]:
     """What a reader reads of a line before its figure: each k's break-even, the best k at each load, the k whose
-    scheduling differed from their baselines', and the loads where one k alone cannot give a prediction."""
+    scheduling differed from their baselines', the cells that ran less than they asked (``marks.what_ran``: a line is
+    titled by the mode that ran), and the loads where one k alone cannot give a prediction."""
     return {
         "break_even": [best_k.break_even_sentence(line, k) for k in sorted(line.break_even)],
         "best": [best_k.best_sentence(found, at, line.mode) for at, found in sorted(line.best.items())],
         "scheduler": [text] if (text := best_k.scheduler_sentence(line)) else [],
+        "what_ran": [text] if (text := marks.what_ran(marks.of(m.cell) for m in line.cells)) else [],
         "one_k": [f"The counters' prediction needs two k: one alone ran at {', '.join(map(str, line.one_k))} "
                   f"{best_k.UNITS[line.mode][1]}."] if line.one_k else [],
     }
+
+
+SPEEDUP_COLUMNS = (
+    "line_number", "line", "build", "gpu_kind", "method", "backend", "resolved_graph_mode", "mode", "load", "load_unit",
+    "k", "label", "speedup", "speedup_low", "speedup_high", "tokens_per_s", "tokens_per_s_low", "tokens_per_s_high",
+    "baseline_tokens_per_s", "baseline_tokens_per_s_low", "baseline_tokens_per_s_high", "acceptance_length",
+    "predicted_speedup", "off_prediction", "best_k_here", "within_noise_of_best", "break_even", "break_even_load",
+    "break_even_low", "break_even_high", "scheduler_differs", "starts", "baseline_starts", "sweeps", "jobs",
+    "baseline_sweeps", "baseline_jobs",
+)
 
 
 def speedup_frame(lines: list[best_k.Line]) -> pd.DataFrame:
@@ -205,6 +289,7 @@ def speedup_frame(lines: list[best_k.Line]) -> pd.DataFrame:
         for m in line.cells:
             best, ends, s = line.best.get(m.load), line.break_even.get(m.k), m.speedup
             tps, base_tps = _triple(m.cell.tokens_per_s), _triple(m.baseline.tokens_per_s if m.baseline else None)
+            ran, base = marks.ran_in(m.cell), marks.ran_in(m.baseline) if m.baseline else None
             rows.append({
                 "line_number": number, "line": line.title, "build": line.build, "gpu_kind": line.gpu_kind, "method": line.name,
                 "backend": line.backend, "resolved_graph_mode": line.resolved_graph_mode, "mode": line.mode,
@@ -219,10 +304,10 @@ def speedup_frame(lines: list[best_k.Line]) -> pd.DataFrame:
                 "break_even_low": ends and ends.low, "break_even_high": ends and ends.high,
                 "scheduler_differs": m.scheduler_differs,
                 "starts": len(m.cell.repeats), "baseline_starts": len(m.baseline.repeats) if m.baseline else 0,
-                "sweeps": " ".join(str(i) for i in m.cell.sweep_ids), "jobs": " ".join(str(j) for j in m.cell.job_ids),
-                "baseline_jobs": " ".join(str(j) for j in m.baseline.job_ids) if m.baseline else None,
+                "sweeps": _ids(ran[0]), "jobs": _ids(ran[1]), "baseline_sweeps": _ids(base[0]) if base else None,
+                "baseline_jobs": _ids(base[1]) if base else None,
             })
-    return pd.DataFrame(rows)
+    return frames.table(rows, SPEEDUP_COLUMNS)
 
 
 def _series_names(cells: list[PooledCell]) -> dict[tuple, str]:
@@ -241,6 +326,13 @@ def _series_names(cells: list[PooledCell]) -> dict[tuple, str]:
             for c in cells}
 
 
+ALARM_COLUMNS = (
+    "alarm_kind", "build", "gpu_kind", "method", "backend", "graph_mode", "resolved_graph_mode", "value", "value_low",
+    "value_high", "successes", "trials", "eager_backend", "eager_value", "eager_value_low", "eager_value_high",
+    "eager_successes", "eager_trials", "difference", "difference_low", "difference_high", "sweeps", "jobs", "eager_jobs",
+)
+
+
 def alarms_frame(found: list[Alarm]) -> pd.DataFrame:
     """One row per alarm with both cells' proportions (successes of trials, Wilson's interval), the difference with
     its interval, and the jobs each side pooled: the ``/alarms`` CSV."""
@@ -257,7 +349,7 @@ def alarms_frame(found: list[Alarm]) -> pd.DataFrame:
             "sweeps": " ".join(map(str, a.sweep_ids)), "jobs": " ".join(map(str, a.cell.job_ids)),
             "eager_jobs": " ".join(map(str, a.sibling.job_ids)),
         })
-    return pd.DataFrame(rows)
+    return frames.table(rows, ALARM_COLUMNS)
 
 
 def commit_dates(*, session: Session, builds: set[str]) -> dict:

@@ -1,7 +1,7 @@
 """The query string every page reads its filters from, so a view is a shareable link.
 
 Values are checked against ``app.enums``: a wrong one is a 422 naming the field and the allowed
-values. An empty value (a form's "any") is no filter.
+values; a sweep that does not exist is a 404 naming it. An empty value (a form's "any") is no filter.
 """
 
 from dataclasses import dataclass, replace
@@ -10,9 +10,13 @@ from urllib.parse import urlencode
 
 from fastapi import Depends, Query
 from pydantic import BeforeValidator, Field
+from sqlalchemy.orm import Session
 
 from app.cells.scope import CellScope
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
+from app.schemas.ids import Id
+from app.sessions import SessionDep
+from app.sweeps import service as sweeps
 
 
 def _blank_is_none(value: object) -> object:
@@ -21,7 +25,7 @@ def _blank_is_none(value: object) -> object:
 
 Blank = BeforeValidator(_blank_is_none)
 # Bounds go on the inner type: a blank value becomes None before them, and None has no bounds to check.
-SweepId = Annotated[Annotated[int, Field(ge=1, le=2**62)] | None, Blank, Query(description="A sweep's id")]
+SweepId = Annotated[Id | None, Blank, Query(description="A sweep's id")]
 BuildLabel = Annotated[Annotated[str, Field(max_length=128)] | None, Blank, Query(description="A build label")]
 
 
@@ -52,7 +56,16 @@ class Filters:
         return replace(self, **changes)
 
 
+def existing(session: Session, *sweep_ids: int | None) -> None:
+    """Raises ``NotFoundError`` (a 404 naming the sweep, as ``/sweeps/{id}`` answers) for a sweep id that no sweep has:
+    a page of a sweep that does not exist says so, never that it has no cell."""
+    for sweep_id in sweep_ids:
+        if sweep_id is not None:
+            sweeps.get(session=session, sweep_id=sweep_id)
+
+
 def read_filters(
+    session: SessionDep,
     sweep_id: SweepId = None,
     build: BuildLabel = None,
     gpu_kind: Annotated[GpuKind | None, Blank, Query()] = None,
@@ -60,6 +73,7 @@ def read_filters(
     backend: Annotated[AttentionBackend | None, Blank, Query(description="The backend requested")] = None,
     graph_mode: Annotated[GraphMode | None, Blank, Query(description="The graph mode requested")] = None,
 ) -> Filters:
+    existing(session, sweep_id)
     return Filters(sweep_id, build, gpu_kind and gpu_kind.value, method and method.value,
                    backend and backend.value, graph_mode and graph_mode.value)
 

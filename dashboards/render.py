@@ -2,7 +2,7 @@
 figures."""
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlencode
@@ -14,9 +14,10 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from app import spreadsheets
+from app.cells.scope import CellScope
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod, allowed
 from app.errors import NotFoundError
-from dashboards import frames
+from dashboards import frames, marks
 from dashboards.cache import SHOWN_FOR_S
 from dashboards.filters import Filters
 
@@ -119,7 +120,26 @@ def interval(value: float | None, low: float | None, high: float | None, digits:
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
+def described(scope: CellScope, builds: Iterable[str]) -> str:
+    """Where a page's cells come from, for its heading: ``scope.describe()``, but where the page read the newest sweeps'
+    builds unasked, the builds of the cells it shows (``builds``), so a heading names no build it has nothing of."""
+    shown = sorted(set(builds))
+    if scope.builds is None or scope.sweep_id is not None or scope.build is not None or not shown:
+        return scope.describe()
+    return f"build{'s' if len(shown) > 1 else ''} {', '.join(shown)} (of the newest sweeps' builds)"
+
+
 templates.env.filters["num"] = number
 templates.env.filters["known"] = frames.known
 templates.env.globals["interval"] = interval
 templates.env.globals["figure_src"] = figure_src
+templates.env.globals["described"] = described
+templates.env.globals["ran_in"] = marks.ran_in
+templates.env.globals["ran_marks"] = marks.badges
+templates.env.globals["cell_marks"] = marks.cell_badges
+templates.env.globals["cell_links"] = marks.cell_links
+templates.env.globals["row_links"] = marks.row_links
+templates.env.globals["what_ran"] = marks.what_ran
+templates.env.globals["ran_of"] = marks.of
+templates.env.filters["ran_row"] = marks.of_row
+templates.env.globals["energy_why"] = marks.energy_why

@@ -1,7 +1,6 @@
 """What a finished cell process amounts to: its result, what ran, or how it died."""
 
-from pydantic import ValidationError
-
+from app import files
 from app.schemas.cell import CellResult, CellSpec, JobOutcome
 from app.vllmlog.ran import parse_log
 
@@ -29,7 +28,8 @@ def outcome_of(
             outcome.error = "the cell exited 0 but wrote no result JSON"
             return outcome
         try:
-            outcome.result = CellResult.model_validate_json(result_json)
-        except ValidationError as exc:
+            # As an import reads it (``app.files.validated``): a lone surrogate in a text is kept as U+FFFD, as the API keeps it.
+            outcome.result = files.validated(CellResult, result_json, name="result.json")
+        except files.FileRefused as exc:
             outcome.error = f"the cell exited 0 but its result JSON is unusable: {exc}"
     return outcome

@@ -17,6 +17,7 @@ from app import db
 from app.analysis.noise import log_values, pooled_spread
 from app.models import Base
 from app.noise import service as noise
+from tests.dashboards.h200 import SWEEPS, imported_folder
 
 
 def _engine(url: str):
@@ -111,4 +112,38 @@ def test_results_stored_before_0021_get_the_round_terms_their_rounds_give(tmp_pa
     every = [log_values(noise.round_speeds(json.loads(raw).get("rounds"))) for raw, _, _ in rows]
     assert sum(c.within.values for c in found) == sum(len(r) for r in every)
     assert pooled_spread(every).df == sum(c.within.df for c in found)
+    engine.dispose()
+
+
+def test_serving_results_of_the_runner_before_cell_schema_5_are_marked_as_counting_empty_streams_failed(tmp_path: Path) -> None:
+    """0026 marks the serving starts whose runner left empty streams' tokens out (``batch3``: the 8B shape served on
+    the H200 by the schema-4 runner), from what each row stored; offline rows stay unmarked."""
+    url = f"sqlite:///{tmp_path / 'batch3.sqlite'}"
+    shutil.copy(Path(__file__).parent / "data" / "h200-proof-2026-11-30" / "batch3.sqlite", tmp_path / "batch3.sqlite")
+    db.upgrade(url)
+    engine = _engine(url)
+    with engine.connect() as conn:
+        marked = conn.execute(text("SELECT j.mode, r.empty_as_failed, count(*) FROM results r JOIN jobs j ON j.id = r.job_id "
+                                   "GROUP BY j.mode, r.empty_as_failed")).all()
+    engine.dispose()
+    assert {(mode, bool(flag)): n for mode, flag, n in marked} == {("serve", True): 6, ("offline", False): 16}
+
+
+def test_queued_jobs_of_sweeps_imported_before_0027_get_no_attempt_here(tmp_path: Path) -> None:
+    """The proof's matrix (3 of its 24 cells never ran) imported: down at 0026 its queued jobs could be claimed again,
+    and 0027 gives them none; the jobs of a sweep submitted here keep theirs."""
+    url = f"sqlite:///{tmp_path / 'imported.sqlite'}"
+    db.upgrade(url)
+    imported_folder(url, SWEEPS / "proof" / "h200-matrix")
+    engine = _engine(url)
+    left = "SELECT max_attempts, count(*) FROM jobs WHERE state = 'queued' GROUP BY max_attempts"
+    with engine.begin() as conn:
+        assert conn.execute(text(left)).all() == [(0, 3)]
+        cfg = db.alembic_config(url)
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0026")
+        assert conn.execute(text(left)).all() == [(1, 3)]
+    db.upgrade(url)
+    with engine.connect() as conn:
+        assert conn.execute(text(left)).all() == [(0, 3)]
     engine.dispose()

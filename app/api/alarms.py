@@ -10,13 +10,14 @@ from app.api.responses import answers
 from app.cells.scope import CellScope
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
 from app.schemas.alarm import AlarmOut, CheckCounts
+from app.schemas.ids import Id
 from app.sessions import SessionDep
 
 router = APIRouter(prefix="/api/v1", tags=["results"])
 
 
 def _scope(
-    sweep_id: Annotated[int | None, Query(ge=0, le=2**62, description="Alarms whose either side ran in this sweep")] = None,
+    sweep_id: Annotated[Id | None, Query(description="Alarms whose either side ran in this sweep")] = None,
     build: Annotated[str | None, Query(max_length=128)] = None,
     gpu_kind: GpuKind | None = None,
     method: SpecMethod | None = None,

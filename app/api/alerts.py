@@ -8,6 +8,7 @@ from app.alerts import service
 from app.api.deps import Submitter
 from app.api.responses import answers
 from app.schemas.alert import AckIn, AlertOut
+from app.schemas.ids import Id
 from app.sessions import SessionDep
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
@@ -19,7 +20,7 @@ AlertId = Annotated[str, Path(min_length=16, max_length=16, pattern="^[0-9a-f]{1
 def list_alerts(
     session: SessionDep,
     state: Annotated[Literal["open", "acknowledged", "all"], Query(description="open: not acknowledged")] = "open",
-    sweep_id: Annotated[int | None, Query(ge=0, le=2**62, description="Only those whose newest cell ran in this sweep")] = None,
+    sweep_id: Annotated[Id | None, Query(description="Only those whose newest cell ran in this sweep")] = None,
     build: Annotated[str | None, Query(max_length=128, description="Only drops that began at this build or are open at it")] = None,
 ) -> list[AlertOut]:
     """Cells whose tokens/s or acceptance dropped by over 5 % at some build and stayed down to the newest

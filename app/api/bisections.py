@@ -10,11 +10,12 @@ from app.api.responses import answers
 from app.bisections import service
 from app.models import Bisection
 from app.schemas.bisection import BisectionIn, BisectionOut, Evidence, StepIn, StepOut
+from app.schemas.ids import Id
 from app.sessions import SessionDep
 
 router = APIRouter(prefix="/api/v1/bisections", tags=["bisections"])
 
-BisectionId = Annotated[int, Path(ge=0, le=2**62, description="A bisection's id")]
+BisectionId = Annotated[Id, Path(description="A bisection's id")]
 
 
 @router.post("", response_model=BisectionOut, status_code=status.HTTP_201_CREATED,

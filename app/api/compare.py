@@ -24,12 +24,13 @@ from app.schemas.compare import (
     Interval,
     SpeedCall,
 )
+from app.schemas.ids import Id
 from app.sessions import SessionDep
 from app.sweeps import service as sweeps
 
 router = APIRouter(prefix="/api/v1", tags=["results"])
 
-SweepParam = Annotated[int, Query(ge=0, le=2**62, description="A sweep id")]
+SweepParam = Annotated[Id, Query(description="A sweep id")]
 AlphaParam = Annotated[float, Query(gt=0, lt=1, description=(
     "The two-sided level of the tokens/s calls by the noise model or by pairs of starts (a CI run's later looks "
     "pass a share of it: app.analysis.sequential)"))]

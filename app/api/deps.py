@@ -16,6 +16,7 @@ from app.enums import TokenScope
 from app.errors import NotFoundError
 from app.jobs import queue
 from app.models import Job
+from app.schemas.ids import Id
 from app.sessions import SessionDep, SettingsDep
 
 _bearer = HTTPBearer(
@@ -30,23 +31,26 @@ def authenticate(
 ) -> Principal:
     """Who is calling: 401 for a missing, unknown or revoked token (or one issued under a revoked token).
 
-    Failed attempts are rate-limited per client address, and the limit is checked before the
-    secret: while an address's bucket of failures is spent, every attempt from it gets the same
-    429, the right secret too, so guessing cannot go faster than the limit.
+    Failed attempts are rate-limited per client address. While an address's bucket of failures is
+    spent, every attempt from it gets the same 429, the right bootstrap token too, so guessing a token a
+    person chose cannot go faster than the limit; only tokens this service issued are still read, as
+    their 256 random bits cannot be guessed at any rate: a flood of bad tokens from an address that
+    others share (a NAT, a proxy not in ``trusted_proxies``) never locks out the workers and CI behind it.
     """
     settings: Settings = request.app.state.settings
     limiter = request.app.state.failed_auth_limiter
     key = addresses.client_key(request, trusted=settings.trusted_proxies)
     wait = limiter.wait(key)
-    if wait:
+    principal = None
+    if credentials is not None and (not wait or credentials.credentials.startswith(tokens.PREFIX)):
+        principal = tokens.authenticate(session=session, secret=credentials.credentials,
+                                        bootstrap="" if wait else settings.token)
+    if principal is None and wait:
         raise HTTPException(
             status.HTTP_429_TOO_MANY_REQUESTS,
             f"too many failed authentications from this address (limit {limiter.per_minute} a minute)",
             headers={"Retry-After": retry_after(wait)},
         )
-    principal = None
-    if credentials is not None:
-        principal = tokens.authenticate(session=session, secret=credentials.credentials, bootstrap=settings.token)
     if principal is None:
         limiter.take(key)
         raise HTTPException(
@@ -139,14 +143,14 @@ def acting_worker(principal: WorkerScope) -> int:
     return principal.worker_id
 
 
-def worker_in_path(worker_id: Annotated[int, Path()], acting: Annotated[int, Depends(acting_worker)]) -> int:
+def worker_in_path(worker_id: Annotated[Id, Path()], acting: Annotated[int, Depends(acting_worker)]) -> int:
     """The path's worker, which must be the caller's own (403 otherwise)."""
     if worker_id != acting:
         raise HTTPException(status.HTTP_403_FORBIDDEN, f"this credential acts for worker {acting}, not worker {worker_id}")
     return worker_id
 
 
-def existing_job(job_id: Annotated[int, Path()], session: SessionDep) -> Job:
+def existing_job(job_id: Annotated[Id, Path()], session: SessionDep) -> Job:
     """The path's job, or 404."""
     job = session.get(Job, job_id)
     if job is None:
@@ -167,18 +171,52 @@ def held_job(worker_id: ActingWorker, job: ExistingJob, session: SessionDep, set
 HeldJob = Annotated[Job, Depends(held_job)]
 
 
+# Unknown query parameters one answer names at most.
+MAX_UNKNOWN_NAMED = 10
+
+
 def known_query(request: Request) -> None:
-    """422 for a query parameter the route does not declare: a misspelt filter must not return every row."""
+    """422 for query parameters the route does not declare: a misspelt filter must not return every row.
+
+    One error however many there are: it names the first (``loc``), lists the allowed names once, then the unknown
+    ones up to ``MAX_UNKNOWN_NAMED``. An error per name, each with the allowed list, made a 24 KB URL of 3,000
+    names a 686 KB answer.
+    """
     route = request.scope.get("route")
     if route is None or not request.query_params:
         return
     allowed = _query_names(route)
-    unknown = [name for name in request.query_params if name not in allowed]
-    if unknown:
-        listed = ", ".join(sorted(allowed)) or "none"
-        raise RequestValidationError(
-            [{"loc": ["query", name], "msg": f"unknown query parameter; allowed: {listed}", "type": "value_error"} for name in unknown]
-        )
+    unknown = list(dict.fromkeys(name for name in request.query_params if name not in allowed))
+    if not unknown:
+        return
+    listed = ", ".join(sorted(allowed)) or "none"
+    msg = f"unknown query parameter; allowed: {listed}"
+    if len(unknown) > 1:
+        named = ", ".join(unknown[:MAX_UNKNOWN_NAMED])
+        more = len(unknown) - MAX_UNKNOWN_NAMED
+        msg = f"{len(unknown)} unknown query parameters; allowed: {listed}; unknown: {named}" + (f" and {more} more" if more > 0 else "")
+    raise RequestValidationError([{"loc": ["query", unknown[0]], "msg": msg, "type": "value_error"}])
+
+
+def storable_params(request: Request) -> None:
+    """422 naming a path or query parameter that holds a NUL character, on every route and page, before any query runs.
+
+    PostgreSQL cannot compare text holding one and refused the statement (a 422 from ``app.api.handlers``), while
+    SQLite compared it and found nothing (200, or 404): the two databases answered one request differently.
+    """
+    if error := nul_param(request):
+        raise RequestValidationError([error])
+
+
+def nul_param(request: Request) -> dict | None:
+    """The validation error naming the first path or query parameter holding a NUL character, or None."""
+    params = (("path", request.path_params.items()), ("query", request.query_params.multi_items()))
+    for where, items in params:
+        for name, value in items:
+            if isinstance(value, str) and "\x00" in value:
+                return {"loc": [where, name], "msg": "holds a NUL character, which the database cannot compare",
+                        "type": "value_error"}
+    return None
 
 
 _QUERY_NAMES: dict[int, frozenset[str]] = {}

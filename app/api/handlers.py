@@ -11,6 +11,7 @@ from sqlalchemy import BigInteger, Column, Integer, String
 from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException
 
+from app.api import deps
 from app.errors import ConflictError, InputError, NotFoundError
 from app.jobs.queue import NotLeasedError
 from app.models import Base
@@ -83,12 +84,8 @@ def database_refusal(exc: Exception, request: Request | None = None) -> dict:
         column, why = culprit
         return {"loc": ["request", column.table.name, column.name], "msg": f"{column.table.name}.{column.name} {why}",
                 "type": "value_error"}
-    for where, params in (("path", request.path_params), ("query", request.query_params)) if request else ():
-        for name, value in params.items():
-            if isinstance(value, str) and "\x00" in value:
-                return {"loc": [where, name], "msg": "holds a NUL character, which the database cannot compare",
-                        "type": "value_error"}
-    return {"loc": ["request"], "msg": "a value is out of the range the database stores", "type": "value_error"}
+    nul = deps.nul_param(request) if request else None
+    return nul or {"loc": ["request"], "msg": "a value is out of the range the database stores", "type": "value_error"}
 
 
 _WRITTEN_TABLE = re.compile(r"^\s*(?:INSERT\s+INTO|UPDATE)\s+\"?(\w+)", re.IGNORECASE)

@@ -8,6 +8,7 @@ from app.api.deps import ExistingJob
 from app.api.responses import answers
 from app.enums import JobState
 from app.jobs import service
+from app.schemas.ids import Id
 from app.schemas.worker import JobOut
 from app.sessions import SessionDep
 
@@ -17,7 +18,7 @@ router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 @router.get("", response_model=list[JobOut], responses=answers(422))
 def list_jobs(
     session: SessionDep,
-    sweep_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    sweep_id: Annotated[Id | None, Query()] = None,
     state: JobState | None = None,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,

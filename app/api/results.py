@@ -13,6 +13,7 @@ from app.crashes import service as crashes
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
 from app.metrics.service import MetricsDep
 from app.results import calibration, service
+from app.schemas.ids import Id
 from app.schemas.result import CalibrationMisses, ResultOut
 from app.schemas.worker import CompleteRequest, JobOut
 from app.sessions import SessionDep
@@ -21,7 +22,7 @@ router = APIRouter(prefix="/api/v1", tags=["results"])
 
 
 def _filter(
-    sweep_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    sweep_id: Annotated[Id | None, Query()] = None,
     build: str | None = None,
     gpu_kind: GpuKind | None = None,
     method: SpecMethod | None = None,
@@ -68,7 +69,7 @@ def export_csv(session: SessionDep, where: FilterDep, limit: Limit = 10_000, off
 @router.get("/calibration-misses", response_model=CalibrationMisses, responses=answers(422))
 def list_calibration_misses(
     session: SessionDep,
-    sweep_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    sweep_id: Annotated[Id | None, Query()] = None,
     limit: Annotated[int, Query(ge=0, le=1000)] = calibration.SHOWN,
 ) -> CalibrationMisses:
     """Calibration results (synthetic acceptance at known per-position rates) whose measured interval misses a rate

@@ -8,12 +8,13 @@ from fastapi import Depends, Query
 from app.cells import service as cell_service
 from app.cells.scope import CellScope
 from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
+from app.schemas.ids import Id
 from app.sessions import SessionDep
 
 
 def recent_scope(
     session: SessionDep,
-    sweep_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    sweep_id: Annotated[Id | None, Query()] = None,
     build: Annotated[str | None, Query(max_length=128)] = None,
     gpu_kind: GpuKind | None = None,
     method: SpecMethod | None = None,

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from app.api.deps import Submitter
 from app.api.responses import answers
 from app.enums import TokenScope
+from app.schemas.ids import Id
 from app.schemas.sweep import MoreRequest, SweepDetail, SweepSpec, SweepSummary
 from app.sessions import SessionDep, SettingsDep
 from app.sweeps import pairing, parsing, service
@@ -53,13 +54,14 @@ def create_sweep(
     response: Response,
     session: SessionDep,
     settings: SettingsDep,
-    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    idempotency_key: Annotated[str | None, Header(min_length=1, max_length=200)] = None,
 ) -> SweepDetail:
     """Validate a sweep and queue one job per cell and repeat.
 
     A ``custom_class`` draft is code execution: only an admin token may submit one (403).
     The same Idempotency-Key from the same token with the same sweep returns the first sweep (200)
-    and creates nothing; with a different sweep it is 409. Keys of other tokens are theirs alone.
+    and creates nothing; with a different sweep it is 409. Keys of other tokens are theirs alone. An empty key is
+    a 422, not no key: a client that meant one would make a new sweep at each resend.
     ``warnings`` says which jobs no live worker can run yet.
     """
     if service.runs_code(spec) and not by.has(TokenScope.ADMIN):
@@ -67,7 +69,7 @@ def create_sweep(
             status.HTTP_403_FORBIDDEN,
             "a custom_class draft makes vLLM import and run the class it names: only an admin token may submit it",
         )
-    idempotency = service.Idempotency(scope=by.key, key=idempotency_key) if idempotency_key else None
+    idempotency = service.Idempotency(scope=by.key, key=idempotency_key) if idempotency_key is not None else None
     sweep, created = service.create(
         session=session, spec=spec, settings=settings, idempotency=idempotency, created_by_token_id=by.token_id
     )
@@ -86,14 +88,14 @@ def list_sweeps(
 
 
 @router.get("/{sweep_id}", response_model=SweepDetail, responses=answers(404, 422))
-def get_sweep(sweep_id: int, session: SessionDep, settings: SettingsDep) -> SweepDetail:
+def get_sweep(sweep_id: Id, session: SessionDep, settings: SettingsDep) -> SweepDetail:
     return service.detail(
         session=session, sweep=service.get(session=session, sweep_id=sweep_id), lease_seconds=settings.lease_seconds
     )
 
 
 @router.post("/{sweep_id}/cancel", response_model=SweepSummary, responses=answers(401, 403, 404, 422, 429))
-def cancel_sweep(by: Submitter, sweep_id: int, session: SessionDep) -> SweepSummary:
+def cancel_sweep(by: Submitter, sweep_id: Id, session: SessionDep) -> SweepSummary:
     """Cancel the sweep's queued and running jobs; workers stop running ones at their next heartbeat.
 
     An admin token cancels any sweep, a submit token only the sweeps it submitted (403 otherwise).
@@ -107,7 +109,7 @@ def cancel_sweep(by: Submitter, sweep_id: int, session: SessionDep) -> SweepSumm
 
 @router.post("/{sweep_id}/more", response_model=SweepDetail, responses=answers(401, 403, 404, 409, 413, 422, 429))
 def more_starts(
-    by: Submitter, sweep_id: int, body: MoreRequest, session: SessionDep, settings: SettingsDep
+    by: Submitter, sweep_id: Id, body: MoreRequest, session: SessionDep, settings: SettingsDep
 ) -> SweepDetail:
     """More paired starts of some cells (by cell index) of a paired sweep: each pair adds a job to this sweep and
     one to its partner (the sweep it is paired with, either side), at the cell's next repeat, run back to back on

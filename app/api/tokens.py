@@ -5,6 +5,7 @@ from fastapi import APIRouter, status
 from app.api.deps import AdminAuth, AdminIssuer
 from app.api.responses import answers
 from app.auth import service
+from app.schemas.ids import Id
 from app.schemas.token import TokenCreate, TokenCreated, TokenOut
 from app.sessions import SessionDep
 
@@ -30,6 +31,6 @@ def list_tokens(session: SessionDep) -> list[TokenOut]:
 
 
 @router.delete("/{token_id}", response_model=TokenOut, responses=answers(404))
-def revoke_token(token_id: int, session: SessionDep) -> TokenOut:
+def revoke_token(token_id: Id, session: SessionDep) -> TokenOut:
     """Revoke a token: from now on it, and every token issued under it, gets 401. The row stays, for the record."""
     return TokenOut.model_validate(service.revoke(session=session, token_id=token_id))

@@ -121,6 +121,26 @@ def baseline(axes: Axes, variant: Variant) -> Identity:
     return Identity(axes.gpu_kind, axes.backend, axes.graph_mode, variant.baseline)
 
 
+# The field ``counted`` adds to a variant, as labels and ``apart`` show it.
+EMPTY_AS_FAILED = ("counting", json.dumps("empty streams as failed (runner before cell schema 5)"))
+
+
+def counted(variant: Variant, empty_as_failed: bool) -> Variant:
+    """The variant of a start as its runner counted it: unchanged, or, where the serving runner before cell schema 5
+    counted a stream whose tokens decoded to no text as failed and left its tokens out of tokens/s
+    (``Result.empty_as_failed``), a variant of its own, whose baseline and line are the starts counted alike: such
+    tokens/s are another quantity, never pooled or compared with today's."""
+    if not empty_as_failed:
+        return variant
+    return Variant(
+        _digest({"counted": variant.measured, "empty_as_failed": True}),
+        _digest({"counted": variant.baseline, "empty_as_failed": True}),
+        _digest({"counted": variant.series, "empty_as_failed": True}),
+        variant.series_label,  # labels (``labels``) name the way of counting where cells counted otherwise are beside
+        tuple(sorted((*variant.fields, EMPTY_AS_FAILED))),
+    )
+
+
 # A job's config hash names its whole config, which never changes: its variant is read once per process,
 # so a page reads no config it has seen (their JSON is most of the cost of reading thousands of jobs).
 _VARIANTS: dict[str, Variant] = {}

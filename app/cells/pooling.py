@@ -176,6 +176,10 @@ def shown(pooled: CellSpeed | None, repeats: list[RepeatSpeed]) -> tuple[float, 
     return (m, *(scaled_ends(m, -Z_95 * se, Z_95 * se) or (None, None)))
 
 
+# Why a start has no tokens/J where its row stored no reason (NULL): it was stored before energy was read, not refused.
+NOT_RECORDED = "not recorded: stored before draftbench read the GPUs' energy (a row from before migration 0023)"
+
+
 class StoredResult(Protocol):
     """The columns of a stored result (``app.models.Result``) that pooling reads."""
 
@@ -203,7 +207,7 @@ class StoredResult(Protocol):
     vllm_version: str | None
     gpu_name: str | None
     serving: dict | None
-    source: str
+    empty_as_failed: bool
 
 
 def add(cell: PooledCell, result: StoredResult, *, job_id: int, pair_id: str | None = None) -> None:
@@ -242,7 +246,7 @@ def add(cell: PooledCell, result: StoredResult, *, job_id: int, pair_id: str | N
     add_energy(cell, result, job_id=job_id)
     if result.serving:
         cell.serving.append(result.serving)
-        cell.empty_as_failed += result.source == "cell" and result.serving.get("empty") is None
+        cell.empty_as_failed += result.empty_as_failed
     cell.vllm_versions.add(result.vllm_version or "?")
     if result.gpu_name:
         cell.gpu_names.add(result.gpu_name)
@@ -260,7 +264,7 @@ def add_energy(cell: PooledCell, result: StoredResult, *, job_id: int) -> None:
     """One repeat's tokens/J into ``cell.energy_repeats`` (its interval the order statistics of its rounds), or why it
     has none into ``cell.energy_reasons``; one beyond ``MAX_TOKENS_PER_JOULE`` is left out with a note."""
     if result.tokens_per_joule is None or result.tokens_per_joule <= 0:
-        cell.energy_reasons.add(result.energy_reason or "not reported")
+        cell.energy_reasons.add(result.energy_reason or NOT_RECORDED)
     elif result.tokens_per_joule > MAX_TOKENS_PER_JOULE:
         cell.notes.append(f"job {job_id}: {result.tokens_per_joule:g} tokens/J beyond {MAX_TOKENS_PER_JOULE:g}; left out")
     else:

@@ -24,8 +24,8 @@ _COLUMNS = (
     Result.num_drafts, Result.num_draft_tokens, Result.num_accepted_tokens, Result.accepted_per_position,
     Result.mean_acceptance_length, Result.mean_acceptance_length_low, Result.mean_acceptance_length_high,
     Result.resolved_graph_mode, Result.resolved_draft_graph_mode, Result.graph_downgraded, Result.draft_eager,
-    Result.async_scheduling_off, Result.vllm_version, Result.gpu_name, Result.serving, Result.source,
-    Crash.kind.label("crash_kind"), CrashSignature.signature, CrashSignature.title, Sweep.name.label("sweep_name"),
+    Result.async_scheduling_off, Result.vllm_version, Result.gpu_name, Result.serving,
+    Result.empty_as_failed, Crash.kind.label("crash_kind"), CrashSignature.signature, CrashSignature.title, Sweep.name.label("sweep_name"),
 )
 
 
@@ -59,7 +59,7 @@ def load(*, session: Session, scope: CellScope, speedups: bool = True) -> list[P
         rows = sorted([*rows, *db.plain(session.connection().execute(theirs))], key=lambda row: row.id)
     variants = identity.variants(session=session, hashes={row.config_hash for row in rows})
     for row in rows:
-        variant = variants[row.config_hash]
+        variant = identity.counted(variants[row.config_hash], bool(row.empty_as_failed))
         key = (row.build, identity.measured(row, variant))
         cell = cells.get(key)
         if cell is None:
@@ -137,7 +137,7 @@ def _lossless(session: Session, scope: CellScope, sweep_ids: set[int], cells: di
     """Per repeat, the outputs equal to its baseline's (``app.cells.identity.baseline``, same sweep and repeat), summed."""
     stmt = (
         select(Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.repeat, Job.method, Job.config_hash,
-               Result.raw["requests"].label("requests"))
+               Result.empty_as_failed, Result.raw["requests"].label("requests"))
         .join(Result, Result.job_id == Job.id)
         .where(Job.sweep_id.in_(sorted(sweep_ids)))
     )
@@ -146,15 +146,15 @@ def _lossless(session: Session, scope: CellScope, sweep_ids: set[int], cells: di
     if scope.method is not None:
         stmt = stmt.where(or_(Job.method == scope.method, Job.method.is_(None)))
     rows = db.plain(session.connection().execute(stmt))
-    variants = identity.variants(session=session, hashes={r.config_hash for r in rows})
+    known = identity.variants(session=session, hashes={r.config_hash for r in rows})
+    variants = [identity.counted(known[r.config_hash], r.empty_as_failed) for r in rows]
     prints = {
-        (r.sweep_id, r.repeat, identity.measured(r, variants[r.config_hash])): [q["fingerprint"] for q in r.requests or []]
-        for r in rows if r.method is None
+        (r.sweep_id, r.repeat, identity.measured(r, variant)): [q["fingerprint"] for q in r.requests or []]
+        for r, variant in zip(rows, variants, strict=True) if r.method is None
     }
-    for r in rows:
+    for r, variant in zip(rows, variants, strict=True):
         if r.method is None:
             continue
-        variant = variants[r.config_hash]
         theirs = prints.get((r.sweep_id, r.repeat, identity.baseline(r, variant)))
         mine = [q["fingerprint"] for q in r.requests or []]
         cell = cells.get((r.build, identity.measured(r, variant)))

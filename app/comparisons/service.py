@@ -125,7 +125,7 @@ def histories(*, session: Session, head: list[PooledCell], exclude: set[str]) ->
     # ignores (the timeout, rounds, window) fold into one point.
     points: dict[Identity, dict[str, list]] = defaultdict(dict)
     for r in rows:
-        key = identity.measured(r, variants[r.config_hash])
+        key = identity.measured(r, identity.counted(variants[r.config_hash], r.empty_as_failed))
         if key not in wanted:
             continue
         point = points[key].setdefault(r.build, [0.0, 0, r.first])
@@ -146,9 +146,9 @@ _MEANS: LRU[tuple, list] = LRU(256)
 
 
 def _build_means(*, session: Session, builds: list[str]) -> list:
-    """Per build, GPU kind, backend, graph mode and config hash: its succeeded jobs' mean tokens/s (``mean``), how many
-    (``n``) and the first one's finish (``first``); read in one grouped query for the builds not kept or moved since
-    (``_MEANS``), the others as kept."""
+    """Per build, GPU kind, backend, graph mode, config hash and way of counting (``Result.empty_as_failed``): its
+    succeeded jobs' mean tokens/s (``mean``), how many (``n``) and the first one's finish (``first``); read in one
+    grouped query for the builds not kept or moved since (``_MEANS``), the others as kept."""
     url = str(session.get_bind().url)
     versions = {
         build: (url, build, count, newest, ids) for build, count, newest, ids in session.execute(
@@ -159,12 +159,12 @@ def _build_means(*, session: Session, builds: list[str]) -> list:
     missing = sorted(build for build, rows in kept.items() if rows is None)
     if missing:
         stmt = (
-            select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash,
+            select(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash, Result.empty_as_failed,
                    func.min(Job.finished_at).label("first"), func.avg(Result.tokens_per_s).label("mean"),
                    func.count().label("n"))
             .join(Result, Result.job_id == Job.id)
             .where(Job.state == JobState.SUCCEEDED, Job.build.in_(missing), cells.plausible_speed_sql())
-            .group_by(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash)
+            .group_by(Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.config_hash, Result.empty_as_failed)
         )
         read: dict[str, list] = {build: [] for build in missing}
         for row in db.plain(session.connection().execute(stmt)):

@@ -1,12 +1,12 @@
 """What the crash routes read and answer: groups with their title, and the merges and splits admins make."""
 
 from datetime import datetime
-from typing import Annotated
 
 from pydantic import BaseModel, Field
 
 from app.enums import CrashKind
 from app.schemas.base import Input
+from app.schemas.ids import Id
 
 
 class CrashGroupOut(BaseModel):
@@ -48,7 +48,7 @@ class MergeIn(Input):
 class SplitIn(Input):
     """Split some crashes out of the path's group into a group of their own."""
 
-    job_ids: list[Annotated[int, Field(ge=1, le=2**62)]] = Field(
+    job_ids: list[Id] = Field(
         min_length=1, max_length=10_000, description="Jobs whose crashes leave the group"
     )
     reason: str = Field(min_length=1, max_length=2000, description="Why these crashes are another cause")

@@ -129,7 +129,8 @@ def read(*, session: Session) -> list[ClassNoise]:
     at 100k results, where each build has configs of its own.
     """
     plausible = (Job.state == JobState.SUCCEEDED, plausible_speed_sql())
-    place = (Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency, Job.config_hash)
+    place = (Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.mode, Job.concurrency, Job.config_hash,
+             Result.empty_as_failed)
     # Each finish as the driver gives it (SQLite: the stored UTC text, whose order is the time's): made a datetime
     # once per cell (``_finish``), as making 100k of them cost more than the rest of the row.
     finished = type_coerce(Job.finished_at, String).label("finished")
@@ -138,11 +139,11 @@ def read(*, session: Session) -> list[ClassNoise]:
                Result.gpu_name)
         .join(Result, Result.job_id == Job.id).where(*plausible).order_by(Job.id)
     ).all()
-    cell_of = _identities(session, {row[:8] for row in starts})
+    cell_of = _identities(session, {row[:9] for row in starts})
     cells: dict[tuple, _Cell] = {}
     of_place: dict[tuple, _Cell] = {}  # each place's cell, so a start costs one look-up
     for row in starts:
-        place = row[:8]
+        place = row[:9]
         cell = of_place.get(place)
         if cell is None:
             key = cell_of[place]
@@ -150,7 +151,7 @@ def read(*, session: Session) -> list[ClassNoise]:
             if cell is None:
                 cell = cells[key] = _Cell(NoiseClass.of(*place[1:7]))  # GPU kind to concurrency, as ``place`` lists them
             of_place[place] = cell
-        speed, pair_id, pair_order, speeds, squares, finish, worker_id, gpu_name = row[8:]
+        speed, pair_id, pair_order, speeds, squares, finish, worker_id, gpu_name = row[9:]
         start = math.log(speed)
         cell.starts.append(start)
         if pair_id is not None:
@@ -179,15 +180,19 @@ def _finish(session: Session) -> Callable[[Any], datetime]:
 
 
 def _identities(session: Session, places: set[tuple]) -> dict[tuple, tuple]:
-    """Each place (build, GPU kind, backend, graph mode, method, mode, concurrency, config hash) to its cell's key:
-    the place itself where no other config shares the rest of it, else the rest with the config's measured variant
-    (``identity.variants``, read for those configs alone)."""
-    configs: dict[tuple, set[str]] = defaultdict(set)
+    """Each place (build, GPU kind, backend, graph mode, method, mode, concurrency, config hash, way of counting) to
+    its cell's key: the place itself where no other config or way of counting shares the rest of it, else the rest
+    with the config's measured variant as counted (``identity.variants`` read for those configs alone,
+    ``identity.counted``)."""
+    configs: dict[tuple, set[tuple]] = defaultdict(set)
     for place in places:
-        configs[place[:7]].add(place[7])
+        configs[place[:7]].add(place[7:])
     shared = {place[7] for place in places if len(configs[place[:7]]) > 1}
     variants = identity.variants(session=session, hashes=shared)
-    return {place: (*place[:7], variants[place[7]].measured) if place[7] in shared else place for place in places}
+    return {
+        place: (*place[:7], identity.counted(variants[place[7]], place[8]).measured) if place[7] in shared else place
+        for place in places
+    }
 
 
 def round_speeds(rounds: list[dict] | None) -> list[float]:

@@ -94,6 +94,7 @@ def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: 
         efficiency=efficiency(sum(r.seconds for r in result.rounds) or result.generation_s, result.wall_s or 0.0),
         model_runner=result.model_runner,
         serving=result.serving.model_dump(mode="json") if result.serving else None,
+        empty_as_failed=result.serving is not None and result.serving.empty is None,
         expected_per_position=expected,
         calibration_miss=any(calibration_misses(expected, metrics.per_position)) if expected and counters else None,
         num_drafts=counters.num_drafts if counters else 0,

@@ -10,6 +10,7 @@ from app.enums import BisectionState, StepCall, Verdict
 from app.models import Bisection
 from app.schemas.base import Input
 from app.schemas.compare import Interval
+from app.schemas.ids import Id
 from app.schemas.text import stored
 
 # A series is read by hand on the history page: a few hundred builds is already 8 steps.
@@ -27,8 +28,8 @@ class BisectionIn(Input):
 
 
 class StepIn(Input):
-    sweep_id: int = Field(ge=0, le=2**62, description="A finished sweep of the build the bisection runs next")
-    against_sweep_id: int = Field(ge=0, le=2**62, description="A finished sweep of the good build, of the same cells")
+    sweep_id: Id = Field(description="A finished sweep of the build the bisection runs next")
+    against_sweep_id: Id = Field(description="A finished sweep of the good build, of the same cells")
 
 
 class Evidence(BaseModel):

@@ -10,13 +10,17 @@ at about 1e5 tokens/s) and far below what the arithmetic downstream can no longe
 - counts (requests, tokens, drafts) at most 1e15, within the database's 64-bit integers;
 - rates within [0, 1];
 - energy at most 1e12 J (a month of 8 GPUs at 1 kW is 2e10 J), tokens per joule at most 1e6 (an H200 running a
-  tiny model makes about 1e5 tokens/s at a few hundred watts: hundreds of tokens per joule).
+  tiny model makes about 1e5 tokens/s at a few hundred watts: hundreds of tokens per joule);
+- GPUs of one worker at most 1024: what a worker registers, so also what one cell may ask for (a larger
+  ``tensor_parallel_size`` x ``pipeline_parallel_size`` would wait forever for a worker that cannot exist).
+
+A count is an integer: JSON's ``true`` is refused, although Python's bool is an int (pydantic took it as 1).
 """
 
 import math
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 MAX_TOKENS_PER_S = 1e7
 MAX_REQUESTS_PER_S = 1e6
@@ -24,12 +28,20 @@ MAX_SECONDS = 30 * 24 * 3600.0
 MAX_COUNT = 10**15
 MAX_JOULES = 1e12
 MAX_TOKENS_PER_JOULE = 1e6
+MAX_GPUS = 1024
+
+
+def _not_a_bool(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a count, an integer from 0 to {MAX_COUNT}, not {str(value).lower()}")
+    return value
+
 
 TokensPerS = Annotated[float, Field(ge=0, le=MAX_TOKENS_PER_S)]
 RequestsPerS = Annotated[float, Field(ge=0, le=MAX_REQUESTS_PER_S)]
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
 Milliseconds = Annotated[float, Field(ge=0, le=MAX_SECONDS * 1000)]
-Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+Count = Annotated[int, BeforeValidator(_not_a_bool), Field(ge=0, le=MAX_COUNT)]
 Rate = Annotated[float, Field(ge=0, le=1)]
 Joules = Annotated[float, Field(ge=0, le=MAX_JOULES)]
 

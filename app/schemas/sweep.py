@@ -5,6 +5,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
@@ -25,16 +26,38 @@ from app.enums import AttentionBackend, GpuKind, GraphMode, JobState, Mode, Spec
 from app.models import Sweep
 from app.schemas.base import Input
 from app.schemas.cell import MAX_CONCURRENCY, EnvName, EnvValue, Workload
+from app.schemas.ids import Id
 from app.schemas.physical import Rate
 from app.schemas.text import stored
 
 _RATES = TypeAdapter(Annotated[list[Rate], Field(max_length=64)])
 MAX_K = 64
-K = Annotated[int, Field(ge=1, le=MAX_K)]
+# Strict: JSON's true, "2" and 2.0 are not a k (pydantic's lax integer read them as 1 and 2).
+K = Annotated[int, Field(ge=1, le=MAX_K, strict=True)]
 _K = TypeAdapter(K)
 # num_speculative_tokens as an axis: its schema; what checks it is SpeculativeConfig._k_or_axis.
 KS = Annotated[list[K], Field(min_length=1, max_length=MAX_K, json_schema_extra={"uniqueItems": True})]
 K_ALLOWED = f"an integer from 1 to {MAX_K}, or a non-empty list of distinct integers from 1 to {MAX_K}"
+
+
+def _once(values: list) -> list:
+    """An axis lists each value once: a repeated backend, graph mode, GPU kind, client count or env value made the same
+    cells twice, each run and paid for."""
+    seen: set[str] = set()
+    twice: dict[str, None] = {}  # in the order given
+    for value in values:
+        key = str(getattr(value, "value", value))  # an enum by its name in the body
+        if key in seen:
+            twice[key] = None
+        seen.add(key)
+    if twice:
+        raise PydanticCustomError("axis_repeats", "must list each value once; {twice} given twice", {"twice": ", ".join(twice)})
+    return values
+
+
+def axis(item: Any) -> Any:
+    """A list of ``item`` that is an axis of the matrix: each value once (``uniqueItems`` in the schema)."""
+    return Annotated[list[item], AfterValidator(_once), Field(json_schema_extra={"uniqueItems": True})]
 
 
 class SpeculativeConfig(Input):
@@ -53,8 +76,7 @@ class SpeculativeConfig(Input):
     @field_validator("num_speculative_tokens", mode="wrap")
     @classmethod
     def _k_or_axis(cls, value: Any, _: ValidatorFunctionWrapHandler) -> int | list[int]:
-        # One refusal for every wrong k, naming what is allowed, instead of a union's error per member; a plain
-        # integer is read as it always was (the same lax integer), so that its dumps and hashes stay.
+        # One refusal for every wrong k, naming what is allowed, instead of a union's error per member.
         if not isinstance(value, list):
             return _k(value, "")
         if not 1 <= len(value) <= MAX_K:  # more than MAX_K cannot be distinct
@@ -116,20 +138,20 @@ class SweepSpec(Input):
     tokenizer: stored(Sweep.spec, 1024) | None = None
     workload: Workload
     speculative: list[SpeculativeConfig] = Field(min_length=1, max_length=10_000)
-    backends: list[AttentionBackend] = Field(
+    backends: axis(AttentionBackend) = Field(
         min_length=1, validation_alias=AliasChoices("backends", "attention_backends"), description="Attention backends of the target"
     )
-    graph_modes: list[GraphMode] = Field(
+    graph_modes: axis(GraphMode) = Field(
         min_length=1, validation_alias=AliasChoices("graph_modes", "cudagraph_modes"), description="CUDA-graph modes requested"
     )
-    gpu_kinds: list[GpuKind] = Field(min_length=1, validation_alias=AliasChoices("gpu_kinds", "gpus"))
+    gpu_kinds: axis(GpuKind) = Field(min_length=1, validation_alias=AliasChoices("gpu_kinds", "gpus"))
     repeats: int = Field(default=1, ge=1, le=100, description="Separate engine starts of each cell")
     mode: Mode = Field(default=Mode.OFFLINE, description="offline (LLM.generate) or serve (vLLM's OpenAI server)")
-    concurrency: list[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]] = Field(
+    concurrency: axis(Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]) = Field(
         default_factory=list, max_length=32,
         description="serve mode: an axis of client counts, e.g. [1, 4, 16] (default [1])",
     )
-    env: dict[EnvName, Annotated[list[EnvValue], Field(min_length=1, max_length=16)]] = Field(
+    env: dict[EnvName, Annotated[axis(EnvValue), Field(min_length=1, max_length=16)]] = Field(
         default_factory=dict, max_length=16,
         description="An axis per vLLM variable: {VLLM_USE_V2_MODEL_RUNNER: ['0', '1']}",
     )
@@ -144,8 +166,8 @@ class SweepSpec(Input):
     tags: list[stored(Sweep.tags, 100, min_length=1)] = Field(default_factory=list, max_length=50)
     submitted_by: stored(Sweep.submitted_by) | None = None
     reason: stored(Sweep.reason, 10_000) | None = None
-    paired_with: int | None = Field(
-        default=None, ge=1, le=2**62,
+    paired_with: Id | None = Field(
+        default=None,
         description="A queued or running sweep of the same matrix (its build aside) whose starts this sweep's run "
         "beside, each cell and repeat back to back on one worker (a CI comparison's base)",
     )

@@ -1,7 +1,7 @@
 """The worker protocol: register, claim, heartbeat, upload the log, complete."""
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field, model_validator
 
@@ -9,6 +9,8 @@ from app.enums import BuildKind, GpuKind, JobState
 from app.models import Build, Worker
 from app.schemas.base import Input
 from app.schemas.cell import JobOutcome
+from app.schemas.ids import Id
+from app.schemas.physical import MAX_GPUS
 from app.schemas.text import reported, stored
 from app.schemas.times import PlausibleTime
 
@@ -35,7 +37,7 @@ class RegisterRequest(Input):
     host: stored(Worker.host, min_length=1)
     gpu_kinds: list[GpuKind] = Field(min_length=1, max_length=len(GpuKind))
     # GPUs this worker process may use at once: it claims only jobs needing at most this many.
-    gpu_count: int = Field(default=0, ge=0, le=1024)
+    gpu_count: int = Field(default=0, ge=0, le=MAX_GPUS)
     builds: list[BuildInfo] = Field(min_length=1, max_length=64)
 
     @model_validator(mode="after")
@@ -100,7 +102,7 @@ class ClaimedJob(BaseModel):
 
 
 class HeartbeatRequest(Input):
-    job_ids: list[Annotated[int, Field(ge=0, le=2**62)]] = Field(default_factory=list, max_length=1024)
+    job_ids: list[Id] = Field(default_factory=list, max_length=1024)
 
 
 class HeartbeatResponse(BaseModel):

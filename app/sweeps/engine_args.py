@@ -7,15 +7,21 @@ files chosen by the request (``trust_remote_code``, a compiler backend given as 
 dump and cache folders, a draft's load config) and what the sweep's own fields already set.
 Free-form mappings that reach vLLM (``hf_overrides``, ``compilation_config.pass_config``, ...)
 have no list of keys, so their keys must be names, their strings safe, their size bounded, and a
-key that names a file is a path like any model's (``references``). Pure functions, no I/O.
+key that names a file is a path like any model's (``references``). Numbers are held to the range vLLM
+gives them meaning in (``Number``), so a sweep that can only fail (``max_num_seqs: 0``,
+``gpu_memory_utilization: 5``, a parallel size past any worker's GPUs) is refused naming the field and the
+range, instead of queueing cells that crash or wait forever. Pure functions, no I/O.
 """
 
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from app.enums import AttentionBackend
+from app.schemas.physical import MAX_GPUS
+from app.schemas.sweep import MAX_K
 from app.sweeps.paths import SAFE, SAFE_CHARS
 
 Problem = tuple[list[str | int], str, list[str] | None]
@@ -29,24 +35,73 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}")
 # A key of a free-form mapping that names a file or a model: its value is checked as a path.
 _PATH_KEY = re.compile(r"(?:^|_)(?:path|dir|file|folder|model)$|^model_", re.IGNORECASE)
 
-INT, NUMBER, BOOL, TEXT, LIST, MAPPING = "integer", "number", "boolean", "string", "list", "object"
+BOOL, TEXT, LIST, MAPPING = "boolean", "string", "list", "object"
+
+# Upper bounds where vLLM sets none: counts of tokens, sequences, blocks and requests index 32-bit tensors inside
+# vLLM; a KV cache of over 1 TiB or an offload of over 16 TiB is more memory than any GPU or host has.
+MAX_INT32 = 2**31 - 1
+MAX_KV_CACHE_BYTES = 2**40
+MAX_GIB = 2**14
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number an argument takes: an integer (a float too unless ``integer``) from ``low`` to ``high``, ``low`` itself
+    left out when ``above`` (vLLM's ``gt``), and the ``also`` values besides (``max_model_len: -1``, vLLM's automatic
+    length). The lower bounds are vLLM's own (``ge=1``, ``gt=0``, ``le=1`` in ``vllm/config/``, vLLM 0.32)."""
+
+    low: int | float
+    high: int | float
+    integer: bool = True
+    above: bool = False
+    also: tuple[int, ...] = ()
+
+    def holds(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, int if self.integer else int | float):
+            return False  # JSON true is not a number, although Python's bool is an int
+        if value in self.also:
+            return True
+        return (self.low < value if self.above else self.low <= value) and value <= self.high
+
+    def describe(self) -> str:
+        span = f"above {self.low} and at most {self.high}" if self.above else f"from {self.low} to {self.high}"
+        besides = "".join(f", or {value}" for value in self.also)
+        return f"{'an integer' if self.integer else 'a number'} {span}{besides}"
+
+
+@dataclass(frozen=True)
+class Items:
+    """A non-empty list of numbers (``cudagraph_capture_sizes``: vLLM asserts at least one size)."""
+
+    item: Number
+
+    def holds(self, value: Any) -> bool:
+        return isinstance(value, list) and bool(value) and all(self.item.holds(each) for each in value)
+
+    def describe(self) -> str:
+        return f"a non-empty list, each item {self.item.describe()}"
+
+
+Kind = str | tuple[str, ...] | Number | Items
+TOKENS = Number(1, MAX_INT32)  # a count of tokens, sequences or blocks: at least one
+GPUS = Number(1, MAX_GPUS)  # a parallel size: GPUs of one worker
 
 # Names as vLLM's EngineArgs spells them (checked against vLLM 0.32). None is accepted for each:
 # it means vLLM's default. A value vLLM itself refuses ({"dtype": "float7"}) fails in the cell and
 # is recorded as a crash, like any other bug.
-ENGINE_ARGS: dict[str, str | tuple[str, ...]] = {
-    "max_num_seqs": INT,
-    "max_num_batched_tokens": INT,
-    "max_model_len": INT,
-    "gpu_memory_utilization": NUMBER,
-    "kv_cache_memory_bytes": INT,
-    "num_gpu_blocks_override": INT,
-    "block_size": INT,
-    "cpu_offload_gb": NUMBER,
-    "kv_offloading_size": NUMBER,
-    "tensor_parallel_size": INT,
-    "pipeline_parallel_size": INT,
-    "data_parallel_size": INT,
+ENGINE_ARGS: dict[str, Kind] = {
+    "max_num_seqs": TOKENS,
+    "max_num_batched_tokens": TOKENS,
+    "max_model_len": Number(1, MAX_INT32, also=(-1,)),
+    "gpu_memory_utilization": Number(0, 1, integer=False, above=True),
+    "kv_cache_memory_bytes": Number(1, MAX_KV_CACHE_BYTES),
+    "num_gpu_blocks_override": TOKENS,
+    "block_size": TOKENS,
+    "cpu_offload_gb": Number(0, MAX_GIB, integer=False),
+    "kv_offloading_size": Number(0, MAX_GIB, integer=False, above=True),
+    "tensor_parallel_size": GPUS,
+    "pipeline_parallel_size": GPUS,
+    "data_parallel_size": GPUS,
     "enable_expert_parallel": BOOL,
     "distributed_executor_backend": ("mp", "uni", "ray"),
     "disable_custom_all_reduce": BOOL,
@@ -59,11 +114,11 @@ ENGINE_ARGS: dict[str, str | tuple[str, ...]] = {
     "enable_prefix_caching": BOOL,
     "prefix_caching_hash_algo": TEXT,
     "enable_chunked_prefill": BOOL,
-    "long_prefill_token_threshold": INT,
+    "long_prefill_token_threshold": Number(0, MAX_INT32),
     "async_scheduling": BOOL,
     "scheduling_policy": TEXT,
-    "max_logprobs": INT,
-    "max_cudagraph_capture_size": INT,
+    "max_logprobs": Number(-1, MAX_INT32),
+    "max_cudagraph_capture_size": TOKENS,
     "hf_overrides": MAPPING,
     "limit_mm_per_prompt": MAPPING,
     "compilation_config": MAPPING,
@@ -71,11 +126,11 @@ ENGINE_ARGS: dict[str, str | tuple[str, ...]] = {
 
 # Keys of ``compilation_config``; ``backend`` (an import path), ``inductor_compile_config`` (compiler
 # commands), dump and cache folders stay out.
-COMPILATION_CONFIG: dict[str, str | tuple[str, ...]] = {
-    "mode": INT,
-    "cudagraph_capture_sizes": LIST,
-    "max_cudagraph_capture_size": INT,
-    "cudagraph_num_of_warmups": INT,
+COMPILATION_CONFIG: dict[str, Kind] = {
+    "mode": Number(0, 3),  # vLLM's CompilationMode: NONE .. VLLM_COMPILE
+    "cudagraph_capture_sizes": Items(TOKENS),
+    "max_cudagraph_capture_size": TOKENS,
+    "cudagraph_num_of_warmups": Number(0, MAX_INT32),
     "cudagraph_copy_inputs": BOOL,
     "compile_sizes": LIST,
     "custom_ops": LIST,
@@ -87,36 +142,36 @@ COMPILATION_CONFIG: dict[str, str | tuple[str, ...]] = {
 
 # Keys of a speculative config beyond ``method``, ``num_speculative_tokens`` and ``model`` (checked
 # against vLLM 0.32's SpeculativeConfig; older names kept where releases still take them).
-SPECULATIVE: dict[str, str | tuple[str, ...]] = {
+SPECULATIVE: dict[str, Kind] = {
     "enforce_eager": BOOL,
-    "draft_tensor_parallel_size": INT,
-    "tensor_parallel_size": INT,
+    "draft_tensor_parallel_size": GPUS,
+    "tensor_parallel_size": GPUS,
     "quantization": TEXT,
     "moe_backend": TEXT,
     "attention_backend": tuple(b.value for b in AttentionBackend),
     "kv_cache_dtype": TEXT,
-    "max_model_len": INT,
+    "max_model_len": TOKENS,
     "revision": TEXT,
     "index_share_for_mtp_iteration": BOOL,
     "disable_padded_drafter_batch": BOOL,
     "disable_eagle_block_drop": BOOL,
     "use_local_argmax_reduction": BOOL,
     "use_heterogeneous_vocab": BOOL,
-    "prompt_lookup_max": INT,
-    "prompt_lookup_min": INT,
+    "prompt_lookup_max": TOKENS,
+    "prompt_lookup_min": TOKENS,
     "parallel_drafting": BOOL,
     "num_speculative_tokens_per_batch_size": LIST,
-    "suffix_decoding_max_tree_depth": INT,
-    "suffix_decoding_max_cached_requests": INT,
-    "suffix_decoding_max_spec_factor": NUMBER,
-    "suffix_decoding_min_token_prob": NUMBER,
+    "suffix_decoding_max_tree_depth": TOKENS,
+    "suffix_decoding_max_cached_requests": Number(0, MAX_INT32),
+    "suffix_decoding_max_spec_factor": Number(0, MAX_INT32, integer=False),
+    "suffix_decoding_min_token_prob": Number(0, 1, integer=False),
     "rejection_sample_method": TEXT,
     "synthetic_acceptance_rates": LIST,
-    "synthetic_acceptance_length": NUMBER,
+    "synthetic_acceptance_length": Number(1, MAX_K + 1, integer=False),  # 1 to k + 1
     "enable_adaptive_verification": BOOL,
     "draft_sample_method": TEXT,
-    "dspark_draft_topk": INT,
-    "disable_by_batch_size": INT,
+    "dspark_draft_topk": TOKENS,
+    "disable_by_batch_size": Number(2, MAX_INT32),  # older vLLM: above 1
     "speculative_token_tree": TEXT,
 }
 
@@ -184,8 +239,6 @@ REFUSED: dict[str, str] = {
 }
 
 _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
-    INT: (int,),
-    NUMBER: (int, float),
     BOOL: (bool,),
     TEXT: (str,),
     LIST: (list,),
@@ -211,7 +264,26 @@ def problems(engine_args: Mapping[str, Any]) -> list[Problem]:
     nested = engine_args.get("compilation_config")
     if isinstance(nested, Mapping):
         _check(nested, COMPILATION_CONFIG, REFUSED, ["compilation_config"], "engine_args", "compilation_config key", found)
+    if gpus := _gpus_problem(engine_args):
+        found.append(gpus)
     return found
+
+
+def _gpus_problem(engine_args: Mapping[str, Any]) -> Problem | None:
+    """A cell takes ``tensor_parallel_size`` x ``pipeline_parallel_size`` GPUs of one worker (``matrix.gpus_needed``):
+    with the largest size of each axis that is more than any worker has, some cell could never be claimed. None
+    when it fits, or when a size is refused on its own."""
+    largest = 1
+    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+        value = engine_args.get(key)
+        sizes = (value if isinstance(value, list) else [value]) or [None]
+        if not all(size is None or GPUS.holds(size) for size in sizes):
+            return None
+        largest *= max(size or 1 for size in sizes)
+    if largest <= MAX_GPUS:
+        return None
+    return (["tensor_parallel_size"], f"engine_args.tensor_parallel_size x pipeline_parallel_size asks for {largest} GPUs "
+                                      f"of one worker; a worker has at most {MAX_GPUS}", None)
 
 
 def axes(engine_args: Mapping[str, Any]) -> dict[str, list]:
@@ -228,7 +300,7 @@ def speculative_problems(extra: Mapping[str, Any]) -> list[Problem]:
     size = len(json.dumps(extra))
     if size > MAX_SPECULATIVE_BYTES:
         return [([], f"the speculative config is {size} bytes as JSON, over the limit of {MAX_SPECULATIVE_BYTES}", None)]
-    allowed = {**SPECULATIVE, "method": TEXT, "num_speculative_tokens": INT, "model": TEXT}
+    allowed = {**SPECULATIVE, "method": TEXT, "num_speculative_tokens": Number(1, MAX_K), "model": TEXT}
     _check(extra, allowed, SPECULATIVE_REFUSED, [], "speculative", "speculative-config key", found)
     return found
 
@@ -243,7 +315,7 @@ def references(engine_args: Mapping[str, Any]) -> list[tuple[list[str | int], st
 
 def _check(
     args: Mapping[str, Any],
-    allowed: Mapping[str, str | tuple[str, ...]],
+    allowed: Mapping[str, Kind],
     refused: Mapping[str, str],
     prefix: list[str | int],
     root: str,
@@ -301,11 +373,11 @@ def _walk(value: Any, prefix: list[str | int]) -> list[tuple[list[str | int], st
     return out
 
 
-def _scalar(kind: str | tuple[str, ...]) -> bool:
-    return kind not in (LIST, MAPPING)
+def _scalar(kind: Kind) -> bool:
+    return kind not in (LIST, MAPPING) and not isinstance(kind, Items)
 
 
-def _axis_problem(values: list, kind: str | tuple[str, ...]) -> str | None:
+def _axis_problem(values: list, kind: Kind) -> str | None:
     """Why ``values`` cannot be an axis of a scalar argument of ``kind``, or None: 1 to ``MAX_AXIS_VALUES`` distinct
     values, each of the kind (strings of safe characters)."""
     if not 1 <= len(values) <= MAX_AXIS_VALUES:
@@ -320,15 +392,17 @@ def _axis_problem(values: list, kind: str | tuple[str, ...]) -> str | None:
     return None
 
 
-def _fits(value: Any, kind: str | tuple[str, ...]) -> bool:
+def _fits(value: Any, kind: Kind) -> bool:
     if isinstance(kind, tuple):
         return value in kind
-    if isinstance(value, bool) and kind in (INT, NUMBER):
-        return False  # JSON true is not a number, although Python's bool is an int
+    if isinstance(kind, Number | Items):
+        return kind.holds(value)
     return isinstance(value, _PYTHON_TYPES[kind])
 
 
-def _describe(kind: str | tuple[str, ...]) -> str:
+def _describe(kind: Kind) -> str:
     if isinstance(kind, tuple):
         return "one of " + ", ".join(repr(choice) for choice in kind)
-    return {INT: "an integer", BOOL: "true or false", LIST: "a list", MAPPING: "a mapping"}.get(kind, f"a {kind}")
+    if isinstance(kind, Number | Items):
+        return kind.describe()
+    return {BOOL: "true or false", LIST: "a list", MAPPING: "a mapping"}.get(kind, f"a {kind}")

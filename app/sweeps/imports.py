@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.alarms import service as alarms
 from app.crashes import service as crashes
+from app.enums import JobState
 from app.jobs import queue
 from app.models import Build, Sweep
 from app.results import service as results
@@ -104,6 +105,12 @@ def import_sweep(
         results.record(session=session, job=job, outcome=run.outcome, finished_at=run.finished_at, refresh_alarms=False)
         if job.result is not None:
             job.result.source = source
+            # vLLM's own bench tools count a stream without text completed: only the cell runner ever did otherwise.
+            job.result.empty_as_failed &= source == "cell"
+    for job in sweep.jobs:
+        if job.state is JobState.QUEUED:
+            # It never ran where the sweep ran: history to read here, not work for this service's workers.
+            job.max_attempts = 0
     _register_build(session=session, spec=spec, ran=ran)
     # Once per build and GPU kind that gained a result, not once per result.
     for gpu_kind in sorted({jobs[(run.cell_index, run.repeat)].gpu_kind for run in ran if run.outcome.result is not None}):

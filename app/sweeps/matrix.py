@@ -83,6 +83,20 @@ def each_k(draft: SpeculativeConfig, *, mode: str = "python") -> list[dict[str, 
             for k in k_values(draft)]
 
 
+def repeated_draft(spec: SweepSpec) -> tuple[int, int, int] | None:
+    """The first speculative config that makes a cell an earlier one makes already, as (its index, the earlier one's,
+    the k), or None. Identical entries do, and so do k axes that share a k with all else equal: each such cell would
+    run, and cost, twice. Walks every config of ``each_k``: call it once the job count has bounded them."""
+    made: dict[str, int] = {}
+    for index, draft in enumerate(spec.speculative):
+        for config in each_k(draft, mode="json"):
+            key = json.dumps(config, sort_keys=True)
+            if key in made:  # one entry's ks are distinct, so the earlier one is another entry
+                return index, made[key], config["num_speculative_tokens"]
+            made[key] = index
+    return None
+
+
 def speculative_count(spec: SweepSpec) -> int:
     """How many speculative configs ``expand`` crosses with the other axes: one per k, and the baseline."""
     return sum(len(k_values(draft)) for draft in spec.speculative) + spec.baseline

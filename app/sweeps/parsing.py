@@ -4,7 +4,8 @@ YAML is read with a loader that accepts only what JSON can say: no aliases (a 76
 laughs" body expanded to 69 MB and stalled the service), no tags beyond JSON's types (``!!binary``
 made bytes the database could not store; dates stay text), and no nesting deeper than
 ``MAX_DEPTH``, in either format (Python's parsers recurse, and past about 1,000 levels they raise
-RecursionError). Pure functions.
+RecursionError). A key given twice in one mapping is refused in both formats: their parsers keep the last
+silently (``{"name": "a", "name": "b"}`` was named b). Pure functions.
 """
 
 import json
@@ -37,6 +38,15 @@ class _JsonOnlyLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, str | int | float | bool) and key in seen:
+                raise ConstructorError(None, None, _twice(key), key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
 
 _JsonOnlyLoader.yaml_constructors = {
     tag: constructor
@@ -58,7 +68,9 @@ def load(raw: bytes, content_type: str) -> Any:
             raise BodyError(f"body is not valid YAML: {_first_line(exc)}") from None
     else:
         try:
-            data = json.loads(raw or b"null")
+            data = json.loads(raw or b"null", object_pairs_hook=_once)
+        except BodyError as exc:
+            raise BodyError(f"body is not a valid sweep in JSON: {exc}") from None
         except RecursionError:
             raise BodyError(f"body is not a valid sweep in JSON: nested deeper than {MAX_DEPTH} levels") from None
         except (ValueError, UnicodeDecodeError) as exc:
@@ -83,6 +95,19 @@ def depth(value: Any) -> int:
         deepest = max(deepest, level)
         stack.extend((child, level + 1) for child in children)
     return deepest
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; BodyError for a key given twice."""
+    data = dict(pairs)
+    if len(data) < len(pairs):
+        keys = [key for key, _ in pairs]
+        raise BodyError(_twice(next(key for index, key in enumerate(keys) if key in keys[:index])))
+    return data
+
+
+def _twice(key: Any) -> str:
+    return f"key {key!r} is given twice in one mapping"
 
 
 def _first_line(exc: Exception) -> str:

@@ -4,7 +4,6 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -55,6 +54,7 @@ def create(
     _check_references(session=session, spec=spec)
     base = _pairable(session=session, spec=spec)
     sweep = build(spec, max_jobs=settings.max_jobs, max_attempts=settings.max_attempts)
+    _each_draft_once(spec)  # after build, whose job count bounds the configs it walks
     sweep.created_by_token_id = created_by_token_id
     sweep.request_hash = digest
     if idempotency is not None:
@@ -198,6 +198,15 @@ def check_inputs(spec: SweepSpec, *, settings: Settings) -> None:
             raise InputError(["workload", "dataset"], reason)
 
 
+def _each_draft_once(spec: SweepSpec) -> None:
+    """InputError naming the speculative config that repeats a cell of an earlier one (``matrix.repeated_draft``)."""
+    repeated = matrix.repeated_draft(spec)
+    if repeated:
+        index, earlier, k = repeated
+        raise InputError(["speculative", index], f"speculative[{index}] makes the cell of speculative[{earlier}] with "
+                                                 f"num_speculative_tokens {k} again: list each config and k once")
+
+
 def runs_code(spec: SweepSpec) -> bool:
     """Whether the sweep asks vLLM to import a class it names (``custom_class``): code execution."""
     return any(draft.method is SpecMethod.CUSTOM_CLASS for draft in spec.speculative)
@@ -224,8 +233,8 @@ def _check_references(*, session: Session, spec: SweepSpec) -> None:
             f"dataset {dataset!r} is neither a built-in dataset nor a path",
             allowed=[*(d.value for d in BuiltinDataset), "/path/to/questions.jsonl", "/path/to/sharegpt.json"],
         )
-    if not Path(dataset).is_file():
-        raise InputError(["workload", "dataset"], f"dataset {dataset!r} does not exist")
+    if reason := paths.unreadable(dataset, kind="dataset"):
+        raise InputError(["workload", "dataset"], reason)
 
 
 def _pairable(*, session: Session, spec: SweepSpec) -> Sweep | None:
@@ -413,16 +422,21 @@ def warnings(*, session: Session, sweep_id: int, lease_seconds: float) -> list[s
     pair that has not started, the partner's build too); and which of a paired sweep's jobs run alone."""
     partner = pairing.partner(session=session, sweep_id=sweep_id)
     partner_build = session.scalar(select(Sweep.build).where(Sweep.id == partner)) if partner is not None else None
+    claimable = Job.attempts < Job.max_attempts
     rows = session.execute(
-        select(Job.gpu_kind, Job.build, Job.gpus_needed, Job.pair_id.is_not(None), func.count())
+        select(Job.gpu_kind, Job.build, Job.gpus_needed, Job.pair_id.is_not(None), claimable, func.count())
         .where(Job.sweep_id == sweep_id, Job.state == JobState.QUEUED)
-        .group_by(Job.gpu_kind, Job.build, Job.gpus_needed, Job.pair_id.is_not(None))
+        .group_by(Job.gpu_kind, Job.build, Job.gpus_needed, Job.pair_id.is_not(None), claimable)
         .order_by(Job.gpu_kind, Job.build, Job.gpus_needed)
     ).all()
     needs = [workers.Need(gpu_kind=kind, build=build, gpus=gpus, jobs=count,
                           partner_build=partner_build if paired and partner_build != build else None)
-             for kind, build, gpus, paired, count in rows]
+             for kind, build, gpus, paired, may, count in rows if may]
     said = workers.unserved(session=session, needs=needs, lease_seconds=lease_seconds)
+    if left := sum(count for *_, may, count in rows if not may):
+        # Imported: the cells its run never reached (``app.sweeps.imports``).
+        said.append(f"{left} job(s) never ran where this sweep ran: they stay queued to be seen, and no worker here "
+                    "runs them")
     alone = pairing.unpaired(session=session, sweep_id=sweep_id) if partner is not None else 0
     if alone:
         said.append(f"{alone} job(s) run alone, unpaired: their partner in sweep {partner} had started when the two "

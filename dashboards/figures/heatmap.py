@@ -26,14 +26,16 @@ SMALL, TITLE_SIZE, KEY_SIZE = 8, 10, 7
 # the colour bar's gap, width and the room for its ticks; above them the title; below the two-line mode names, the x
 # label and the key.
 SQUARE_WIDTH, SQUARE_HEIGHT, GAP, BAR_GAP, BAR_WIDTH, BAR_TICKS, TOP, BOTTOM = 1.9, 0.75, 0.2, 0.15, 0.15, 0.55, 0.4, 0.85
-KEY = "v downgraded · E draft eager · ! alarm · 0/1 degenerate · grey: no result"
+KEY = "v downgraded · E draft eager · ! alarm · 0/1 degenerate · grey: no value (why, written in)"
 X_LABEL = "graph mode requested"
 
 
-def heatmap(frame: pd.DataFrame, metric: str, title: str) -> Drawing:
-    """``frame``: ``cells_frame`` rows of one GPU x method. Colour: ``metric``; text: value and marks
-    (``v`` downgraded, ``E`` draft eager, ``!`` alarm, ``0/1`` degenerate, crash kind for cells that only died;
-    by speedup, ``baseline`` for a baseline that ran and ``no baseline ran`` for a cell that ran without one)."""
+def heatmap(frame: pd.DataFrame, metric: str, title: str, scale: tuple[float, float] | None = None) -> Drawing:
+    """``frame``: ``cells_frame`` rows of one GPU x method. Colour: ``metric``, over ``scale`` (a page's panels share
+    one, so one colour is one value on all of them; the metric's natural ends, else the panel's own, without);
+    text: value and marks (``v`` downgraded, ``E`` draft eager, ``!`` alarm, ``0/1`` degenerate), or why a square has
+    no value: the crash kind of a cell that only died, ``no result`` for one that never finished a run, a baseline's
+    ``baseline: no drafts`` (acceptance) or ``baseline`` (speedup), ``no baseline ran`` for a cell without one."""
     rows = columns(frame, (metric, *COLUMNS))
     modes = [m for m in GRAPH_MODES if m in {r[2] for r in rows}]
     backends = sorted({r[1] for r in rows})
@@ -50,11 +52,15 @@ def heatmap(frame: pd.DataFrame, metric: str, title: str) -> Drawing:
         elif metric == "speedup" and known_float(tokens_per_s) is not None:
             # A speedup divides by the baseline: a baseline has none, nor a cell whose baseline did not run.
             text = "no baseline ran" if known(speculative) else "baseline"
+        elif metric.startswith("acceptance") and known_float(tokens_per_s) is not None and not known(speculative):
+            text = "baseline: no drafts"  # it ran; without speculation there is nothing to accept
+        elif known(crash_kind):
+            text = known(crash_kind)
         else:
-            text = known(crash_kind) or "no data"
+            text = "no result" if not known(ran) else "no data"
         cells.append((backends.index(backend), modes.index(mode), value,
                       f"{text}\n{marks}" if marks else text, bool(ran == 0 and known(died))))
-    return Drawing(_figure, (tuple(backends), tuple(modes), tuple(cells), metric, title),
+    return Drawing(_figure, (tuple(backends), tuple(modes), tuple(cells), metric, title, scale or SCALES.get(metric)),
                    f"{title}: {METRICS[metric][0]} of {len(cells)} cells, {len(backends)} backends by {len(modes)} graph modes, "
                    "each square with its value and marks", _layout(tuple(backends), tuple(modes), metric, title)[0])
 
@@ -77,14 +83,15 @@ def _layout(backends: tuple[str, ...], modes: tuple[str, ...], metric: str,
             ((left + width + BAR_GAP) / total, BOTTOM / tall, BAR_WIDTH / total, height / tall))
 
 
-def _figure(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, metric: str, title: str) -> Figure:
+def _figure(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, metric: str, title: str,
+            scale: tuple[float, float] | None) -> Figure:
     grid = np.full((len(backends), len(modes)), np.nan)
     for row, col, value, _, _ in cells:
         grid[row, col] = np.nan if value is None else value
     size, squares, bar_box = _layout(backends, modes, metric, title)
     fig = Figure(figsize=size)
     ax = fig.add_axes(squares)
-    low, high = SCALES.get(metric, (None, None))
+    low, high = scale or (None, None)
     image = ax.imshow(np.ma.masked_invalid(grid), cmap=colormaps["viridis"].with_extremes(bad="#dddddd"), aspect="auto",
                       vmin=low, vmax=high)
     for row, col, value, text, dead in cells:
@@ -96,10 +103,24 @@ def _figure(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, met
     ax.set_yticks(range(len(backends)), backends, fontsize=SMALL)
     ax.set_xlabel(X_LABEL)
     ax.set_title(title, fontsize=TITLE_SIZE, loc="left")
-    bar = fig.colorbar(image, cax=fig.add_axes(bar_box))
-    bar.ax.tick_params(labelsize=SMALL)
-    bar.set_label(METRICS[metric][0], fontsize=SMALL)
+    if scale is not None or not np.isnan(grid).all():
+        # Without a value or a scale, a bar would read matplotlib's default -0.1 to 0.1 as if the squares had one.
+        bar = fig.colorbar(image, cax=fig.add_axes(bar_box))
+        bar.ax.tick_params(labelsize=SMALL)
+        bar.set_label(METRICS[metric][0], fontsize=SMALL)
     # The key hangs under the axis label, wherever the tick labels put it, from the squares' left edge.
     ax.annotate(KEY, xy=(0, 0), xycoords=(ax.transAxes, ax.xaxis.label), xytext=(0, -3), textcoords="offset points",
                 ha="left", va="top", fontsize=KEY_SIZE, color="#444")
     return fig
+
+
+def shared_scale(frame: pd.DataFrame, metric: str) -> tuple[float, float] | None:
+    """The colour scale a page's panels share: the metric's natural ends, else the ends of every drawable value of
+    ``frame`` (all its panels'); None where it holds none."""
+    if metric in SCALES:
+        return SCALES[metric]
+    values = [v for v in map(drawable, map(known_float, frame[metric].tolist())) if v is not None] if len(frame) else []
+    if not values:
+        return None
+    low, high = min(values), max(values)
+    return (low, high) if high > low else (low * 0.9, high * 1.1) if low > 0 else (low - 1, high + 1)

@@ -1,4 +1,5 @@
-"""A cell's acceptance and tokens/s across runs, with intervals, change points ringed in red."""
+"""A cell's acceptance and tokens/s across runs, with intervals, change points ringed in orange (the pages' colour of
+an alarm; red is kept for what ran less than asked: ``base.html``)."""
 
 from datetime import UTC, datetime
 
@@ -8,6 +9,7 @@ from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
 from matplotlib.figure import Figure
 
 from dashboards.figures import Drawing, drawable, grid, legend_inches, whiskers
+from dashboards.figures.serving import COLOURS
 from dashboards.frames import known_time
 
 # Matplotlib places dates from year 1 to 9999, and its ticks and margins reach past a point at either end: a
@@ -16,6 +18,7 @@ FIRST, LAST = date2num(datetime(1, 1, 2, tzinfo=UTC)), date2num(datetime(9999, 1
 # The axis runs 5 % past the points' dates either side, and at least an hour: a single date sits in two hours of
 # axis, not in matplotlib's default years.
 MIN_PAD_DAYS = 1 / 24
+CHANGE = "#e65100"
 # The least height of the acceptance axis (a rate), and of the tokens/s axis as a share of its middle.
 MIN_ACCEPTANCE_SPAN = 0.1
 MIN_SPAN_SHARE = 0.2
@@ -40,7 +43,7 @@ def history(series: list[tuple[str, pd.DataFrame]]) -> Drawing | None:
     if not lines:
         return None
     return Drawing(_figure, (tuple(lines), axis), f"Acceptance rate and output tokens/s with 95 % intervals against {axis}, "
-                   f"{len(lines)} series: {'; '.join(label for label, _ in lines)}; change points ringed in red",
+                   f"{len(lines)} series: {'; '.join(label for label, _ in lines)}; change points ringed in orange",
                    _size(tuple(label for label, _ in lines)))
 
 
@@ -62,16 +65,16 @@ def _figure(lines: tuple, axis: str) -> Figure:
     # legend's rows; beside, the y label and its ticks' labels; between the plots, nothing (they share the dates).
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw=grid(
         size, left=0.95, right=0.3, top=0.4, bottom=0.8 + 0.16 * -(-len(lines) // LEGEND_COLUMNS), down=0.15, rows=2))
-    for label, points in lines:
+    for (label, points), colour in zip(lines, COLOURS * len(lines), strict=False):
         when = [p[0] for p in points]
         for ax, offset, change_at in ((top, 1, 7), (bottom, 4, 8)):
             values = [p[offset] for p in points]
             err = whiskers(values, [p[offset + 1] for p in points], [p[offset + 2] for p in points])
             shown = [v if v is not None else float("nan") for v in values]
-            ax.errorbar(when, shown, yerr=err, marker="o", capsize=3, label=label if ax is top else None)
+            ax.errorbar(when, shown, yerr=err, marker="o", capsize=3, color=colour, label=label if ax is top else None)
             changed = [(w, v) for w, v, p in zip(when, shown, points, strict=True) if p[change_at]]
             if changed:
-                ax.scatter(*zip(*changed, strict=True), s=160, facecolors="none", edgecolors="red", linewidths=2, zorder=5)
+                ax.scatter(*zip(*changed, strict=True), s=160, facecolors="none", edgecolors=CHANGE, linewidths=2, zorder=5)
     xs = [p[0] for _, points in lines for p in points]
     pad = max((max(xs) - min(xs)) * 0.05, MIN_PAD_DAYS)
     bottom.xaxis_date(tz=UTC)
@@ -84,7 +87,7 @@ def _figure(lines: tuple, axis: str) -> Figure:
         ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     top.set_ylabel("acceptance rate")
     bottom.set_ylabel("output tokens/s")
-    bottom.set_xlabel(f"{axis}; red ring: change point")
+    bottom.set_xlabel(f"{axis}; orange ring: change point")
     top.set_title("History across runs (95 % intervals)", fontsize=10)
     fig.legend(*top.get_legend_handles_labels(), loc="lower center", bbox_to_anchor=(0.5, 0.05 / size[1]),
                ncols=min(LEGEND_COLUMNS, len(lines)), fontsize=LEGEND_SIZE, frameon=False)

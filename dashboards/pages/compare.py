@@ -10,7 +10,7 @@ from app.cells.scope import CellScope
 from app.sessions import SessionDep
 from app.sweeps import service as sweep_service
 from dashboards import data, render
-from dashboards.filters import BuildLabel, FiltersDep, Format, SweepId
+from dashboards.filters import BuildLabel, FiltersDep, Format, SweepId, existing
 
 router = APIRouter()
 
@@ -21,6 +21,7 @@ PICKABLE = 200
 @router.get("/compare")
 def compare_page(request: Request, session: SessionDep, filters: FiltersDep, base: SweepId = None, head: SweepId = None,
                  base_build: BuildLabel = None, head_build: BuildLabel = None, format: Format = "html") -> Response:
+    existing(session, base, head)
     if not (base or base_build) and not (head or head_build):
         pair = data.default_pair(session=session)
         if pair:
@@ -33,24 +34,24 @@ def compare_page(request: Request, session: SessionDep, filters: FiltersDep, bas
     ]
     *sides, changes = data.compare(session=session, base=scopes[0], head=scopes[1])
     if format == "csv":
+        # Every column whether or not the sides share a cell: an empty comparison's CSV keeps its header row.
         frame = data.cells_frame([c.head for c in changes])
-        if not frame.empty:
-            frame.insert(0, "verdict", [c.verdict.value for c in changes])
-            base_frame = data.cells_frame([c.base for c in changes])
-            for column in ("build", "acceptance", "tokens_per_s", "tokens_per_joule", "downgraded", "died"):
-                frame[f"base_{column}"] = base_frame[column]
-            frame["speed_ratio"] = [c.speed.value if c.speed else None for c in changes]
-            frame["speed_ratio_low"] = [c.speed.low if c.speed else None for c in changes]
-            frame["speed_ratio_high"] = [c.speed.high if c.speed else None for c in changes]
-            for end in ("value", "low", "high"):
-                frame[f"tokens_per_joule_ratio{'' if end == 'value' else '_' + end}"] = [
-                    getattr(c.per_joule, end) if c.per_joule else None for c in changes]
-            calls = [c.numbers.throughput if c.numbers else None for c in changes]
-            frame["speed_rule"] = [call.rule.value if call else None for call in calls]
-            frame["speed_pairs"] = [call.pairs if call else None for call in calls]
-            frame["speed_detectable"] = [call.detectable if call else None for call in calls]
-            frame["acceptance_delta"] = [c.acceptance.difference if c.acceptance else None for c in changes]
-            frame["reasons"] = ["; ".join(c.reasons) for c in changes]
+        frame.insert(0, "verdict", [c.verdict.value for c in changes])
+        base_frame = data.cells_frame([c.base for c in changes])
+        for column in ("build", "acceptance", "tokens_per_s", "tokens_per_joule", "downgraded", "died"):
+            frame[f"base_{column}"] = base_frame[column]
+        frame["speed_ratio"] = [c.speed.value if c.speed else None for c in changes]
+        frame["speed_ratio_low"] = [c.speed.low if c.speed else None for c in changes]
+        frame["speed_ratio_high"] = [c.speed.high if c.speed else None for c in changes]
+        for end in ("value", "low", "high"):
+            frame[f"tokens_per_joule_ratio{'' if end == 'value' else '_' + end}"] = [
+                getattr(c.per_joule, end) if c.per_joule else None for c in changes]
+        calls = [c.numbers.throughput if c.numbers else None for c in changes]
+        frame["speed_rule"] = [call.rule.value if call else None for call in calls]
+        frame["speed_pairs"] = [call.pairs if call else None for call in calls]
+        frame["speed_detectable"] = [call.detectable if call else None for call in calls]
+        frame["acceptance_delta"] = [c.acceptance.difference if c.acceptance else None for c in changes]
+        frame["reasons"] = ["; ".join(c.reasons) for c in changes]
         return render.csv(frame, "compare")
     args = {"base": base, "head": head, "base_build": base_build, "head_build": head_build}
     counts = {}

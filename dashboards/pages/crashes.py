@@ -6,6 +6,7 @@ from fastapi.responses import HTMLResponse
 from app.crashes import service as crashes
 from app.models import CrashSignature
 from app.sessions import SessionDep
+from app.sweeps import service as sweeps
 from dashboards import data, render
 from dashboards.filters import FiltersDep
 
@@ -20,8 +21,14 @@ def crashes_page(request: Request, session: SessionDep, filters: FiltersDep) -> 
     cells = data.cells(session=session, scope=filters.scope(default_builds=None), speedups=False) if scoped else []
     job_ids = [j for c in cells for j in c.job_ids] if scoped else None
     groups = crashes.groups_in(session=session, job_ids=job_ids, limit=SHOWN)
+    # Whether anything ran that could have crashed: without a crash, "none crashed" says nothing where nothing ran.
+    if scoped:
+        stored = bool(cells)
+        ran = sum(c.ran + c.died for c in cells)
+    else:
+        stored = ran = bool(groups or sweeps.list_recent(session=session, limit=1, offset=0))
     return render.page(request, "crashes.html", filters, groups=_described(session, groups), scoped=scoped,
-                       facts=data.run_facts(cells))
+                       facts=data.run_facts(cells), stored=stored, ran=ran)
 
 
 @router.get("/crashes/{signature}", response_class=HTMLResponse)

@@ -6,7 +6,7 @@ from fastapi.responses import Response
 
 from app.cells import fallback
 from app.sessions import SessionDep
-from dashboards import data, render
+from dashboards import data, marks, render
 from dashboards.figures import Drawing
 from dashboards.figures.bars import speed_bars
 from dashboards.filters import FigureNumber, FiltersDep, Format
@@ -41,7 +41,8 @@ def _figures(frame: pd.DataFrame) -> list[tuple[str, Drawing | None]]:
     share a row."""
     figures = []
     if not frame.empty:
-        for (build, gpu, method, _), group in frame.groupby(["build", "gpu_kind", "method", "variant"], sort=True):
+        groups = frame.groupby(["build", "gpu_kind", "method", "variant"], sort=False)
+        for (build, gpu, method, _), group in sorted(groups, key=lambda g: (g[0][0], g[0][1], marks.natural(g[0][2]))):
             title = f"{gpu} · {method} · {build}"
             figures.append((title, speed_bars(group, f"{title}: tokens/s by backend / graph mode")))
     return figures
@@ -50,8 +51,6 @@ def _figures(frame: pd.DataFrame) -> list[tuple[str, Drawing | None]]:
 def _frame(costs: list[fallback.Cost]) -> pd.DataFrame:
     """The shown cells (``cells_frame``) with each cost, its 95 % interval and the reference it divides by."""
     frame = data.cells_frame([c.cell for c in costs])
-    if frame.empty:
-        return frame
     for name, ratio, ref in (("requested", "vs_requested", "requested"), ("best", "vs_best", "best")):
         values = [getattr(c, ratio) for c in costs]
         refs = [getattr(c, ref) for c in costs]

@@ -10,7 +10,7 @@ from app.analysis.verdicts import DEFAULT_THRESHOLD as MIN_SPEED_CHANGE
 from app.bisections import service as bisections
 from app.cells.scope import CellScope
 from app.sessions import SessionDep
-from dashboards import data, render
+from dashboards import data, marks, render
 from dashboards.figures.history import history
 from dashboards.filters import FigureNumber, FiltersDep, Format
 from dashboards.frames import known_float
@@ -34,8 +34,13 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
     cells = data.cells(session=session, scope=scope, speedups=False)
     frame = data.cells_frame(cells)
     series = []
-    if not frame.empty:
-        frame["sweep"] = [c.sweep_ids[-1] for c in cells]
+    # The sweep a point links to: the one whose result it pooled last (a queued job's sweep holds no run of it).
+    frame["sweep"] = [c.measured_in[max(c.measured_in)] if c.measured_in else c.sweep_ids[-1] for c in cells]
+    frame["measured_sweeps"] = [" ".join(map(str, marks.ran_in(c)[0])) for c in cells]
+    if frame.empty:
+        for name in ("committed_at", "when", "placed_by", "acceptance_change", "speed_change"):
+            frame[name] = []
+    else:
         frame["committed_at"] = frame["build"].map(data.commit_dates(session=session, builds=set(frame["build"])))
         # A series is one measured identity across builds: two configs of one sweep that share a label are two series.
         for (gpu, method, backend, mode, _), group in frame.groupby(["gpu_kind", "method", "backend", "graph_mode", "variant"],

@@ -9,10 +9,16 @@ from app.alarms import service as alarms
 from app.cells import parallel
 from app.sessions import SessionDep
 from dashboards import data, render
-from dashboards.figures.heatmap import METRICS, heatmap
+from dashboards.figures.heatmap import METRICS, heatmap, shared_scale
 from dashboards.filters import Blank, FigureNumber, FiltersDep, Format
 
 router = APIRouter()
+
+LOSSLESS = ("The share of this cell's requests whose output equals its baseline's (the cell without speculation of the same "
+            "sweep and repeat) at temperature 0, with Wilson's 95 % interval over those requests. Speculative decoding must "
+            "not change the output, so below 1 is a finding; but a cell with synthetic acceptance "
+            "(rejection_sample_method: synthetic) accepts drafts at set rates and differs by design. Empty: no baseline "
+            "ran beside it.")
 
 Metric = Annotated[Literal["acceptance", "acceptance_length", "tokens_per_s", "speedup"], Blank,
                    Query(description="What colours the heatmaps")]
@@ -36,8 +42,9 @@ def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metr
         return render.csv(frame, "matrix")
     panels = []
     if not frame.empty:
-        for (build, gpu, method, _), group in frame.groupby(["build", "gpu_kind", "method", "variant"], sort=True):
-            panels.append((f"{gpu} · {method} · {build}", heatmap(group, metric, f"{gpu} · {method} · {build}")))
+        scale = shared_scale(frame, metric)  # one colour one value on every panel of the page
+        for (build, gpu, method, _), group in frame.groupby(["build", "gpu_kind", "method", "variant"], sort=False):
+            panels.append((f"{gpu} · {method} · {build}", heatmap(group, metric, f"{gpu} · {method} · {build}", scale)))
     drawings = [drawing for _, drawing in panels]
     if format == "svg":
         return render.figure(drawings, figure)
@@ -45,4 +52,5 @@ def matrix_page(request: Request, session: SessionDep, filters: FiltersDep, metr
     return render.page(request, "matrix.html", filters, drawings=drawings, cells=cells, alarmed=alarmed, panels=panels,
                        metric=metric, toggles=toggles, by_category=by_category, metrics=METRICS, scope=scope,
                        twins=[(t, parallel.sentence(t)) for t in parallel.twins(cells)], facts=data.run_facts(cells),
-                       csv_link=filters.link("/matrix", metric=metric, format="csv"))
+                       csv_link=filters.link("/matrix", metric=metric, format="csv"), lossless=data.lossless,
+                       synthetic=data.synthetic, lossless_meaning=LOSSLESS)

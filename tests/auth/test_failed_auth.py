@@ -1,4 +1,5 @@
-"""Failed authentications are limited per client address, before the secret is looked at."""
+"""Failed authentications are limited per client address: while its bucket is spent, only tokens the service issued
+are read."""
 
 from fastapi.testclient import TestClient
 
@@ -31,6 +32,17 @@ def test_a_spent_failed_auth_bucket_refuses_the_right_secret_too(make_client) ->
     now[0] = 20.0
     assert [_register(limited, AUTH).status_code, _register(limited, WRONG).status_code] == [201, 401]
     assert _answer(_register(limited, AUTH))[:2] == (429, answers[0][1])
+
+
+def test_a_flood_of_bad_tokens_from_a_shared_address_never_locks_out_the_issued_tokens_behind_it(make_client) -> None:
+    limited = make_client(failed_auth_per_minute=3)
+    limited.app.state.failed_auth_limiter = RateLimiter(3, clock=lambda: 0.0)
+    issued = limited.post("/api/v1/tokens", json={"name": "fleet", "scopes": ["worker"]}, headers=AUTH).json()["secret"]
+    assert [_register(limited, WRONG).status_code for _ in range(4)] == [401, 401, 401, 429]
+    # 256 random bits cannot be guessed at any rate: the issued token still works, and is not counted.
+    assert [_register(limited, {"Authorization": f"Bearer {issued}"}).status_code for _ in range(2)] == [201, 201]
+    # A wrong issued-looking token, and the bootstrap token a person chose, still wait for the bucket.
+    assert [_register(limited, h).status_code for h in (WRONG, AUTH)] == [429, 429]
 
 
 def test_forwarded_for_is_read_only_from_a_trusted_proxy(make_client) -> None:

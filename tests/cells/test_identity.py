@@ -132,3 +132,16 @@ def test_sides_of_the_same_values_combined_otherwise_say_so() -> None:
 def test_sides_that_share_a_cell_or_have_none_are_not_apart() -> None:
     assert identity.apart(_cells(("FLASH_ATTN", 128), ("FLASHINFER", 256)), _cells(("FLASHINFER", 256))) is None
     assert identity.apart([], _cells(("FLASHINFER", 256))) is None
+
+
+def test_starts_counted_as_the_runner_before_cell_schema_5_did_are_a_cell_line_and_baseline_of_their_own() -> None:
+    served, base = identity.variant(_with(mode="serve", concurrency=1)), identity.variant(
+        _with(mode="serve", concurrency=1, speculative=None))
+    assert identity.counted(served, False) is served
+    old_served, old_base = identity.counted(served, True), identity.counted(base, True)
+    assert old_served.measured not in (served.measured, base.measured) and old_served.series != served.series
+    # An old start's baseline is the baseline counted alike, never today's.
+    assert old_served.baseline == old_base.measured != base.measured
+    assert identity.counted(identity.variant(_with(mode="serve", concurrency=16)), True).series == old_served.series
+    labels = identity.labels([served, old_served])
+    assert labels[served.measured] != labels[old_served.measured] and "empty streams as failed" in labels[old_served.measured]

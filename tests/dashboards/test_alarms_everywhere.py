@@ -74,13 +74,16 @@ def _sweep(client: TestClient, name: str) -> int:
 def test_the_overview_shows_every_builds_alarm_and_what_cannot_show_one(h200: TestClient) -> None:
     text = _text(h200.get("/").text)
     assert BUG in text
-    assert "35 graphed cells with drafts in every stored build: 2 alarmed, 2 within the interval of their eager sibling, " \
-           "18 cannot show a capture bug" in text
+    # The stored judgement counts a cell within its interval and one under the minimum effect together: said as both.
+    assert "35 graphed cells with drafts in every stored build: 2 alarmed, 2 not flagged (within the interval of their " \
+           "eager sibling, or less than 2 points from it), 18 cannot show a capture bug" in text
 
 
 def test_alarms_page_and_api_read_every_build_without_a_filter(h200: TestClient) -> None:
     text = _text(h200.get("/alarms").text)
-    assert BUG in text and "2 alarm(s) among 22 graphed cell(s) judged" in text and "18 cannot show" in text
+    assert BUG in text and "18 cannot show" in text
+    assert "2 alarm(s) among the 4 graphed cells that could show a capture bug (22 judged against an eager sibling, 18 of " \
+           "them with acceptance exactly 0 or 1, which cannot)" in text
     api = h200.get("/api/v1/alarms").json()
     assert [(a["build"], a["graph_mode"]) for a in api] == [("vllm-0.26.0-fi-full", "FULL_DECODE_ONLY"),
                                                              ("vllm-0.26.0-fi-full", "FULL_AND_PIECEWISE")]
@@ -88,12 +91,28 @@ def test_alarms_page_and_api_read_every_build_without_a_filter(h200: TestClient)
     assert h200.get("/api/v1/alarms/counts").json() == EVERYTHING
 
 
+def test_a_larger_minimum_effect_says_the_cells_it_spares_moved_beyond_their_interval_not_within_it(h200: TestClient) -> None:
+    """At 50 points the capture bug's -9.0 [-9.4, -8.6] is no alarm, but its interval still excludes 0: "within the
+    interval of their eager sibling" would be false of it. The page judges anew and tells the two apart."""
+    text = _text(h200.get("/alarms", params={"min_effect": 0.5}).text)
+    assert "2 alarmed" not in text and "4 within" not in text
+    assert "0 alarmed, 2 within the interval of their eager sibling, 2 below the minimum effect (their interval excludes 0, " \
+           "but they moved less than 50 points), 18 cannot show a capture bug" in text
+    assert "No alarm in every stored build: 4 of the 22 graphed cells judged against an eager sibling could show a capture bug" in text
+    # Judged anew at an effect below the bug's: the same alarms as stored, and nothing spared is said to be outside.
+    again = _text(h200.get("/alarms", params={"min_effect": 0.05}).text)
+    # (Judged over every build's cells at once, the label tells the config apart from the rest of them.)
+    assert "acceptance 0.910 against 1.000 eager on FLASHINFER, -9.0 points [-9.4, -8.6]" in again
+    assert "2 alarmed, 2 within the interval of their eager sibling, 18 cannot show" in again
+
+
 def test_the_matrix_of_degenerate_drafts_is_never_said_to_stay_within_its_interval(h200: TestClient) -> None:
     matrix = _sweep(h200, "h200-matrix")
     counts = h200.get("/api/v1/alarms/counts", params={"sweep_id": matrix}).json()
     assert (counts["within"], counts["cannot_show"], counts["alarmed"]) == (0, 18, 0)
     unpatched = _text(h200.get("/alarms", params={"build": "vllm-0.26.0"}).text)
-    assert "No alarm in build vllm-0.26.0" in unpatched and "18 cannot show" in unpatched and "2 within" in unpatched
+    assert "No alarm in build vllm-0.26.0: 2 of the 20 graphed cells judged against an eager sibling could show a " \
+           "capture bug" in unpatched and "18 cannot show" in unpatched and "2 not flagged" in unpatched
     assert "18 cannot show" in _text(h200.get(f"/sweeps/{matrix}").text)
 
 

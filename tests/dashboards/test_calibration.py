@@ -34,7 +34,7 @@ def _sections(html: str) -> list[tuple[str, int, list[list[str]]]]:
     found = []
     for index, section in enumerate(html.split('<section class="calibration-cell"')[1:], start=1):
         heading = " ".join(re.sub(r"<[^>]+>", " ", section.split("<h2>")[1].split("</h2>")[0]).split())
-        [job] = re.findall(r"engine start \(job (\d+)\)", section)
+        [job] = re.findall(r"engine start \(job (\d+)\)", re.sub(r"<[^>]+>", "", section))
         found.append((heading, int(job), [cells for _, cells in tables(section)[f"positions-{index}"][1:]]))
     return found
 
@@ -54,7 +54,8 @@ def test_each_cell_shows_the_stored_rates_asked_for_and_measured_with_counts_and
         assert [row[3] for row in rows] == [f"{at} / {result['num_drafts']}" for at in result["accepted_per_position"]]
         assert [row[4] for row in rows] == ["no"] * 3 and result["calibration_miss"] is False
     text = " ".join(html.split())
-    assert "1 engine start (job 1), 3 measured rounds in all, 18938 drafts" in text
+    assert "1 engine start (job 1), 3 measured rounds in all, 18938 drafts" in re.sub(r"<[^>]+>", "", text)
+    assert '(job <a href="/api/v1/jobs/1/log"' in text  # the job pooled, linked to its log
     assert 'id="headline">No miss: every position of the 4 calibration cell(s)' in text
     charts = figures(h200, html)
     assert len(charts) == 4 and "<svg" not in html
@@ -121,3 +122,30 @@ def test_a_position_is_printed_with_the_decimals_that_show_its_miss_or_hold() ->
     # An end on the asked rate itself (a hold) reads alike at every precision: the most decimals shown.
     assert digits(Position(1, 0.5, (0.55, 0.5, 0.6), 55, 100, False)) == 6
     assert digits(Position(1, 0.5, None, None, 0, True)) == 3
+
+
+def test_a_cell_titled_by_the_mode_asked_says_vllm_ran_another_with_the_draft_eager(h200: TestClient) -> None:
+    """Batch 4's FLASHINFER cells asked FULL_AND_PIECEWISE and ran PIECEWISE with the draft eager: each section says
+    so under its heading, with /matrix's marks in its colours; FLASH_ATTN's ran the mode asked, its draft eager."""
+    html = h200.get("/calibration").text
+    stored = {r["job_id"]: r for r in h200.get("/api/v1/results").json()}
+    sections = html.split('<section class="calibration-cell"')[1:]
+    assert len(sections) == 4
+    for (heading, job, _), section in zip(_sections(html), sections, strict=True):
+        result, text = stored[job], " ".join(re.sub(r"<[^>]+>", " ", section).split())
+        # vLLM 0.26 turned asynchronous scheduling off for draft_model: marked too, in its own colour.
+        assert heading.endswith("draft eager sync scheduling") and '<span class="badge eager"' in section
+        assert '<span class="badge sync"' in section
+        if result["graph_downgraded"]:
+            assert (result["backend"], result["resolved_graph_mode"]) == ("FLASHINFER", "PIECEWISE")
+            assert heading.endswith("downgraded draft eager sync scheduling")
+            assert ("Not what was asked: 1 of 1 cell asked FULL_AND_PIECEWISE and vLLM ran PIECEWISE (downgraded); the draft "
+                    "ran without CUDA graphs in 1 of 1 (draft eager).") in text
+            assert '<span class="badge downgraded" title="asked FULL_AND_PIECEWISE; vLLM ran PIECEWISE">' in section
+        else:
+            assert result["backend"] == "FLASH_ATTN" and "downgraded" not in heading
+            assert "Not what was asked: the draft ran without CUDA graphs in 1 of 1 (draft eager)." in text
+    assert sum(stored[job]["graph_downgraded"] for _, job, _ in _sections(html)) == 2
+    rows = list(csv.DictReader(io.StringIO(h200.get("/calibration", params={"format": "csv"}).text)))
+    assert {(r["backend"], r["resolved_graph_mode"], r["downgraded"], r["draft_eager"]) for r in rows} == {
+        ("FLASHINFER", "PIECEWISE", "True", "True"), ("FLASH_ATTN", "FULL_AND_PIECEWISE", "False", "True")}

@@ -71,6 +71,22 @@ def test_an_unknown_sweep_page_is_a_404_page(client: TestClient) -> None:
     assert 'id="message">sweep 9999 not found<' in response.text
 
 
+# Every page that reads a sweep by its id, and its CSV: a sweep that does not exist once read as an empty one ("No cell
+# matches these filters in sweep 9999", "The two sides share no cell (1 and 0 cells)").
+MISSING_SWEEP = [f"{page}{sep}{query}" for page in ("/matrix", "/fallback", "/serving", "/serving?mode=offline", "/alarms",
+                                                   "/calibration", "/history", "/crashes")
+                 for sep in ("&" if "?" in page else "?",) for query in ("sweep_id=9999", "sweep_id=9999&format=csv")
+                 if not (page == "/crashes" and "csv" in query)]
+MISSING_SWEEP += ["/compare?base=9999&head=9999", "/compare?head=9999", "/compare?base=9999&format=csv",
+                  "/alarms?sweep_id=9999&min_effect=0.5"]
+
+
+@pytest.mark.parametrize("page", MISSING_SWEEP)
+def test_a_page_of_a_sweep_that_does_not_exist_is_a_404_naming_it(client: TestClient, page: str) -> None:
+    response = client.get(page)
+    assert response.status_code == 404 and 'id="message">sweep 9999 not found<' in response.text, response.text[:300]
+
+
 @pytest.mark.parametrize("path", ["/api/v1/results?graph_mode=FULL_GRAPH", "/api/v1/results?graphmode=NONE",
                                   "/api/v1/sweeps/abc", "/api/v1/sweeps/9999"])
 def test_the_api_keeps_its_json_answers(client: TestClient, path: str) -> None:

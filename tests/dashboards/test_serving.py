@@ -16,6 +16,7 @@ from app.cells import identity
 from app.cells.pooling import PooledCell
 from app.config import Settings
 from app.enums import JobState
+from dashboards import marks
 from dashboards.data import serving_frame
 from dashboards.frames import records
 from dashboards.pages.serving import failures
@@ -124,10 +125,29 @@ COLUMNS = ["series", "clients", "starts", "TTFT p50 ms", "TTFT p99 ms", "TPOT p5
            "ITL p99 ms", "tokens/s [95 %]", "tokens/J [95 %]", "speedup [95 %]", "failed, % [95 %]", "runs"]
 
 
+# What a series' cell says of what ran after its name (``dashboards/templates/marks.html``).
+MARKS = re.compile(r"\s*\b(downgraded|draft eager)$")
+
+
+def _series(text: str) -> tuple[str, tuple[str, ...]]:
+    """A series cell's name and the marks after it, in order."""
+    marks = []
+    while found := MARKS.search(text):
+        marks.insert(0, found.group(1))
+        text = text[:found.start()]
+    return text, tuple(marks)
+
+
 def _rows(html: str, table: str) -> dict[tuple[str, int], dict[str, str]]:
+    """A serving table's rows by (series, clients): its cells by column, the row's class under ``_class`` and the series'
+    marks of what ran under ``_marks``."""
     header, *body = tables(html)[table]
     assert header[1] == COLUMNS
-    return {(cells[0], int(cells[1])): dict(zip(COLUMNS, cells, strict=True)) | {"_class": cls} for cls, cells in body}
+    rows = {}
+    for cls, cells in body:
+        series, marks = _series(cells[0])
+        rows[(series, int(cells[1]))] = dict(zip(COLUMNS, [series, *cells[1:]], strict=True)) | {"_class": cls, "_marks": marks}
+    return rows
 
 
 def test_the_page_shows_what_the_stored_results_say(h200: TestClient) -> None:
@@ -152,8 +172,9 @@ def test_the_page_shows_what_the_stored_results_say(h200: TestClient) -> None:
                 assert row[f"{name} {percentile} ms"] == f"{figures[field][percentile]:.2f}", (key, name, percentile)
         assert row["starts"] == "1"
         assert row["tokens/s [95 %]"].startswith(f"{result['tokens_per_s']:.0f} [")
-        # Run before cells read energy (cell schema 7): not reported, never 0.
-        assert row["tokens/J [95 %]"] == "not reported" and result["tokens_per_joule"] is None
+        # Run before cells read energy (cell schema 7): not recorded, never 0, nor said unreported by the GPU.
+        assert row["tokens/J [95 %]"] == "not recorded" and result["tokens_per_joule"] is None
+        assert result["energy_reason"] is None
         failed, sent = figures["failed"], figures["completed"] + figures["failed"]
         assert f"{failed} of {sent}" in row["failed, % [95 %]"] and row["failed, % [95 %]"].startswith(f"{100 * failed / sent:.1f} [")
         if result["speedup"] is not None:
@@ -230,4 +251,81 @@ def test_the_matrix_of_the_serving_sweep_gives_each_concurrency_its_speedup(h200
 def test_a_filter_that_matches_no_serving_cell_says_so(h200: TestClient) -> None:
     html = h200.get("/serving?build=vllm-9").text
     assert 'id="empty"' in html and "mode: serve" in html and 'id="failures"' not in html
-    assert h200.get("/serving?build=vllm-9&format=csv").text.strip() == ""
+    # Its CSV is the table's header row alone: a spreadsheet still reads what the columns are.
+    [header] = h200.get("/serving?build=vllm-9&format=csv").text.strip().splitlines()
+    assert header.startswith("build,gpu_kind,backend,graph_mode,resolved_graph_mode,downgraded,draft_eager,")
+
+
+def test_starts_of_the_runner_before_cell_schema_5_never_pool_with_todays(tmp_path) -> None:
+    """``batch3``'s 8B-shape sweep (2026-11-30, the schema-4 runner: its empty streams counted failed) and the baselines
+    run again at schema 5 (2026-12-03, 1 and 16 clients) measured one config: each runner's starts are a cell of their
+    own, and the old draft's speedup is against the old baseline alone (142 / 89 tok/s at 1 client), never the new."""
+    url = f"sqlite:///{tmp_path / 'runners.db'}"
+    imported(url, "batch3/h200-serving-8b-shape")
+    imported_folder(url, DATA / "h200-2026-12-03" / "serving" / "h200-serving-8b-shape-c1-16")
+    app = create_app(Settings(database_url=url, token=TOKEN))
+    with TestClient(app) as client:
+        lines = client.get("/api/v1/speedups?mode=serve").json()
+        results = {r["job_id"]: r for r in client.get("/api/v1/results").json()}
+        html = client.get("/serving").text
+    app.state.engine.dispose()
+    [old] = lines
+    assert "empty streams as failed" in old["name"]
+    for cell in old["cells"]:
+        # Each old start's baseline is the old sweep's own, at its clients.
+        [base] = cell["baseline_jobs"]
+        assert results[base]["sweep_id"] == results[cell["jobs"][0]]["sweep_id"]
+        assert cell["speedup"] == pytest.approx(results[cell["jobs"][0]]["speedup"])
+    assert [round(c["speedup"], 2) for c in old["cells"]] == [1.6, 1.33, 1.75]
+    assert "empty streams as failed" in html
+
+
+def _text(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def test_a_section_titled_by_the_mode_asked_says_that_vllm_ran_another_and_the_draft_eager(h200: TestClient) -> None:
+    """The proof's FLASHINFER cells asked FULL_AND_PIECEWISE; vLLM ran them PIECEWISE with the draft eager. The section
+    titled by the mode asked says what ran, and each row bears /matrix's marks in its colour (red: ran less than asked);
+    the speedup line, titled by the mode that ran, says what was asked."""
+    html = h200.get("/serving").text
+    section = html[html.index('data-title="H200 · FLASHINFER · FULL_AND_PIECEWISE'):].split("</section>")[0]
+    said = ("Not what was asked: 2 of 2 cells asked FULL_AND_PIECEWISE and vLLM ran PIECEWISE (downgraded); the draft ran "
+            "without CUDA graphs in 2 of 2 (draft eager). Their numbers measure what ran.")
+    assert said in _text(section)
+    rows = _rows(html, "serving-1")
+    assert {key: (row["_marks"], row["_class"]) for key, row in rows.items()} == {
+        ("draft_model k=3", 1): (("downgraded", "draft eager"), "fallback"),
+        ("draft_model k=3", 16): (("downgraded", "draft eager"), "fallback")}
+    assert '<span class="badge downgraded" title="asked FULL_AND_PIECEWISE; vLLM ran PIECEWISE">downgraded</span>' in section
+    [line] = [part.split("</section>")[0] for part in html.split('<section class="speedup-line"')[1:]
+              if "FLASHINFER · PIECEWISE" in part.split(">")[0]]
+    assert said in _text(line) and _text(line).count("downgraded draft eager") == 2
+    assert len(re.findall(r"FULL_AND_PIECEWISE sweep \d+ log \d+", _text(line))) == 2  # each row's mode asked
+    # FLASH_ATTN ran the mode it asked, its draft eager beside the target's graphs: said, and marked on its drafts alone.
+    flash = _text(html[html.index('data-title="H200 · FLASH_ATTN · FULL_AND_PIECEWISE'):].split("</section>")[0])
+    assert "Not what was asked: the draft ran without CUDA graphs in 5 of 8 (draft eager)." in flash
+    marked = {key: row["_marks"] for key, row in _rows(html, "serving-2").items()}
+    assert {marks for (series, _), marks in marked.items() if series == "baseline"} == {()}
+    assert {marks for (series, _), marks in marked.items() if series != "baseline"} == {("draft eager",)}
+
+
+def test_log_links_go_to_the_jobs_that_ran_and_the_baseline_is_linked_beside_the_cell(h200: TestClient) -> None:
+    """A queued job has no log (404): a row links the jobs whose results it pooled, and a speedup its baseline's too."""
+    html = h200.get("/serving").text
+    links = set(re.findall(r'href="(/api/v1/jobs/\d+/log)"', html))
+    ran = {r["job_id"] for r in h200.get("/api/v1/results").json()}
+    assert links and {int(link.split("/")[4]) for link in links} <= ran
+    assert all(h200.get(link).status_code == 200 for link in links)
+    line = html[html.index('<section class="speedup-line"'):].split("</section>")[0]
+    assert "baseline: sweep" in _text(line)
+
+
+def test_the_matrix_marks_a_cell_as_every_other_page_does(h200: TestClient) -> None:
+    """/matrix writes its marks out (a call per cell of thousands costs it); they are ``dashboards.marks.badges``'s."""
+    html = h200.get("/matrix?backend=FLASHINFER").text
+    cell = next(row for row in html.split("<tr")[1:] if "FULL_AND_PIECEWISE" in row and "draft_model" in row)
+    shown = re.findall(r'<span class="badge(?: downgraded| eager| sync)?"[^>]*>[^<]*</span>', cell)
+    assert " ".join(shown) + " " == str(marks.badges("FULL_AND_PIECEWISE", "PIECEWISE", True, True, 1))
+    serving = h200.get("/serving?backend=FLASHINFER").text
+    assert str(marks.badges("FULL_AND_PIECEWISE", "PIECEWISE", True, True)) in serving

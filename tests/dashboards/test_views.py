@@ -1,6 +1,7 @@
 """The analysis pages over the real H200 data, rendered by the server: what each shows, its filters, its CSV."""
 
 import csv
+import html as html_lib
 import io
 import re
 from collections import Counter
@@ -12,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import AUTH
 from tests.dashboards import shown
-from tests.dashboards.h200 import MATRIX, copy_of, imported, in_process
+from tests.dashboards.h200 import DATA, MATRIX, copy_of, imported, imported_folder, in_process
 from tests.dashboards.test_pages import tables
 
 PAGES = ["/", "/fallback", "/matrix", "/serving", "/alarms", "/compare", "/history", "/calibration", "/crashes", "/noise"]
@@ -55,19 +56,19 @@ def test_fallback_names_the_most_expensive_fallback_first(h200: TestClient) -> N
     assert "FLASHINFER, dflash k=3 draft eager, target PIECEWISE (asked FULL_AND_PIECEWISE): 0.41x [0.36, 0.47]" in headline
     assert "of FLASH_ATTN with FULL_AND_PIECEWISE" in headline and "no interval" not in headline
     _, first, *_ = tables(html)["costs"]
-    assert first[0] == "fallback" and first[1][2:4] == ["FLASHINFER", "FULL_AND_PIECEWISE"]
+    assert first[0] == "fallback" and first[1][:5] == ["vllm-0.26.0", "H200", "dflash k=3", "FLASHINFER", "FULL_AND_PIECEWISE"]
     # One start: its rounds' range, 3373-3805 at 93.75 %, carried to 95 % on each side (fallback.repeat_interval).
-    assert first[1][6:8] == ["3574 [3362, 3817]", "1 × 5"]
+    assert first[1][7] == "3574 [3362, 3817]1 start · 5 rounds"
     assert html.count('class="chart"') == 2  # DFlash and draft_model on the H200
 
 
 def test_fallback_says_which_graph_mode_each_draft_ran(h200: TestClient) -> None:
     # Drafts of graph-mode-NONE cells read "graphed" here while the API said their draft ran NONE.
     header, *rows = tables(h200.get("/fallback").text)["costs"]
-    assert header[1][3:6] == ["graph mode asked", "ran", "draft"]
-    drafts = {(cells[3], cells[5]) for _, cells in rows}
+    assert header[1][4:7] == ["graph mode asked", "ran", "draft"]
+    drafts = {(cells[4], cells[6]) for _, cells in rows}
     assert ("NONE", "NONE") in drafts and not any(asked == "NONE" and draft != "NONE" for asked, draft in drafts)
-    assert ("FULL_AND_PIECEWISE", "FULL") in drafts and ("FULL_AND_PIECEWISE", "eager") in drafts
+    assert ("FULL_AND_PIECEWISE", "FULL") in drafts and ("FULL_AND_PIECEWISE", "draft eager") in drafts
     answered = {r["resolved_draft_graph_mode"] for r in h200.get("/api/v1/results").json() if r["graph_mode"] == "NONE" and r["method"]}
     assert answered == {"NONE"}
 
@@ -174,8 +175,8 @@ def test_compare_the_matrix_with_the_sweep_that_finished_it(h200: TestClient) ->
     assert both[0] == "undecided" and both[5:7] == ["4810 [1453, 5301]", "5893 [1886, 6124]"]
     # The H200 noise model (this import's A/A: few starts that spread widely) leaves one start a side far from a call.
     assert "(noise model, 95 %)" in both[16] and "too few starts to call" in both[16] and both[8].endswith(" %")
-    # Run before cells read energy: each side's tokens/J not reported (never 0), and no ratio.
-    assert both[9:12] == ["not reported", "not reported", ""]
+    # Run before cells read energy: each side's tokens/J not recorded (never 0, nor said unreported), and no ratio.
+    assert both[9:12] == ["not recorded", "not recorded", ""]
     assert all(cells[5] == "—" for key, cells in rows.items() if key != ("draft_model k=3", "FULL_DECODE_ONLY"))
 
 
@@ -259,8 +260,8 @@ def test_fallback_pools_three_engine_starts_of_the_h200_repeats(tmp_path: Path) 
         _, first, *_ = tables(html)["costs"]
         # The starts' medians 3994, 3944 and 4436 tokens/s: the between-start spread sets the interval, wider
         # than any one start's rounds give; against FLASH_ATTN's 7969-8452.
-        assert first[1][2:8] == ["FLASHINFER", "FULL_AND_PIECEWISE", "PIECEWISE downgraded", "eager",
-                                 "3994 [3713, 4297]", "3 × 5"]
+        assert first[1][3:8] == ["FLASHINFER", "FULL_AND_PIECEWISE", "PIECEWISE downgraded", "draft eager",
+                                 "3994 [3713, 4297]3 starts · 15 rounds"]
         assert first[1][8].startswith("0.48x [0.43, 0.53]")
 
 
@@ -284,9 +285,9 @@ def test_the_fallback_headline_pools_every_engine_start_whatever_the_filter_show
         html = every_sweep.get(f"/fallback{query}").text
         assert POOLED_CELL + POOLED in _headline(html), query
         _, first, *_ = tables(html)["costs"]
-        assert first[1][6:9] == ["3969 [3640, 4328]", "4 × 5", "0.47x [0.42, 0.52]of FLASH_ATTN"], query
+        assert first[1][7:9] == ["3969 [3640, 4328]4 starts · 20 rounds", "0.47x [0.42, 0.52]of FLASH_ATTN"], query
     rows = tables(every_sweep.get("/fallback?backend=FLASHINFER").text)["costs"][1:]
-    assert {cells[2] for _, cells in rows} == {"FLASHINFER"} and "n/a" not in {cells[8] for _, cells in rows}
+    assert {cells[3] for _, cells in rows} == {"FLASHINFER"} and "n/a" not in {cells[8] for _, cells in rows}
 
 
 def test_the_fallback_csv_gives_each_cost_its_interval_and_reference(every_sweep: TestClient) -> None:
@@ -304,8 +305,8 @@ def test_every_fallback_figure_draws_each_of_its_cells_in_a_row_of_its_own(every
     # Batch 4's two calibration configs once shared a label, and their four cells were drawn into two rows: a bar
     # reaching 14,703 labelled 9,183.
     html = every_sweep.get("/fallback").text
-    rows = Counter((cells[1], cells[2], cells[3]) for _, cells in tables(html)["costs"][1:])
-    speeds = {(cells[1], cells[2], cells[3]): int(cells[6].split()[0]) for _, cells in tables(html)["costs"][1:]}
+    rows = Counter((cells[2], cells[3], cells[4]) for _, cells in tables(html)["costs"][1:])
+    speeds = {(cells[2], cells[3], cells[4]): int(cells[7].split()[0]) for _, cells in tables(html)["costs"][1:]}
     figures = shown.figures(every_sweep, html)
     titles = [figure.title for figure in figures]
     assert len(set(titles)) == len(titles) and sum("synthetic_acceptance_rates" in t for t in titles) == 2
@@ -361,3 +362,114 @@ def test_compare_of_two_sweeps_that_share_no_cell_names_the_fields_that_differ(e
     # Builds that share cells are not apart.
     shared = every_sweep.get(f"/api/v1/compare?base_sweep={ids['h200-matrix'][0]}&head_sweep={ids['h200-matrix-rest'][0]}").json()
     assert shared["changes"] and shared["apart"] is None
+
+
+def test_fallback_names_each_rows_build_so_one_config_in_two_builds_is_two_rows_that_say_why(tmp_path: Path) -> None:
+    """One draft_model cell in two builds (the slow GPU's head and its base): two rows alike but for their build, which
+    once only the figures' titles named."""
+    url = f"sqlite:///{tmp_path / 'builds.db'}"
+    for name in ("h200-proof22-slow25-base", "h200-proof22-slow25-head"):
+        imported_folder(url, DATA / "h200-2026-12-04" / name)
+    for client in in_process(url):
+        header, *rows = tables(client.get("/fallback").text)["costs"]
+        assert header[1][:4] == ["build", "GPU", "method", "backend"]
+        shown = sorted((cells[0], *cells[1:5], cells[7]) for _, cells in rows)
+        stored = sorted((r["build"], r["gpu_kind"], r["method"], r["backend"], r["graph_mode"]) for r in
+                        csv.DictReader(io.StringIO(client.get("/fallback?format=csv").text)))
+        assert [row[:5] for row in shown] == stored and [row[0] for row in shown] == ["vllm-0.26.0", "vllm-0.26.0-slow-gpu-11.5ms"]
+        assert len({row[1:5] for row in shown}) == 1  # the same cell but for its build
+        # Each start's rounds summed, not a rounded mean of them: 3 starts, 15 rounds.
+        assert all(row[5].endswith("3 starts · 15 rounds") for row in shown)
+    imported(url, "batch2/h200-serving")
+    for client in in_process(url):
+        # A heading names the builds of the cells it shows, not every build of the newest sweeps.
+        heading = re.findall(r"<h1>([^<]*)</h1>", client.get("/serving").text)
+        assert heading == ["Serving cells of build vllm-0.26.0 (of the newest sweeps&#39; builds)"]
+        both = "builds vllm-0.26.0, vllm-0.26.0-slow-gpu-11.5ms (of the newest sweeps&#39; builds)"
+        assert re.findall(r"<h1>([^<]*)</h1>", client.get("/matrix").text) == [f"Matrix of {both}"]
+
+
+def test_history_links_each_point_to_the_sweep_that_ran_it_not_the_one_where_it_waits(h200: TestClient) -> None:
+    """The matrix's TRITON_ATTN DFlash FULL_AND_PIECEWISE cell: queued in sweep 1 when its lease ended, run in sweep 2
+    (h200-matrix-rest); the point linked sweep 1, where it never ran."""
+    query = "/history?gpu_kind=H200&method=dflash&backend=TRITON_ATTN&graph_mode=FULL_AND_PIECEWISE"
+    html = h200.get(query).text
+    [_, (_, cells)] = tables(html)["points"]
+    assert cells[-1] == "sweep 2"
+    run = html[html.index('id="points"'):].split("</table>")[0]
+    assert 'href="/sweeps/2"' in run and 'href="/sweeps/1"' not in run
+    [row] = csv.DictReader(io.StringIO(h200.get(query + "&format=csv").text))
+    assert (row["sweeps"], row["measured_sweeps"], row["sweep"]) == ("1 2", "2", "2")
+
+
+def test_no_page_links_the_log_of_a_job_that_never_ran(every_sweep: TestClient) -> None:
+    """Queued jobs have no log (404): batch 2's A/A sweep left 11 of its 12 unrun, and the offline speedup line of
+    FLASHINFER DFlash linked three of those where its four starts that ran went unlinked."""
+    pages = ["/", "/matrix", "/fallback", "/serving", "/serving?mode=offline", "/alarms", "/calibration", "/history",
+             "/compare", *(f"/sweeps/{i}" for ids in _sweep_ids(every_sweep).values() for i in ids)]
+    links = {link for page in pages for link in re.findall(r'href="(/api/v1/jobs/\d+/log)"', every_sweep.get(page).text)}
+    assert len(links) > 20
+    assert [link for link in links if every_sweep.get(link).status_code != 200] == []
+    html = every_sweep.get("/serving?mode=offline").text
+    line = next(part for part in html.split('<section class="speedup-line"')[1:] if "dflash" in part and "FLASHINFER" in part
+                and "PIECEWISE" in part.split(">")[0])
+    row = next(cells for _, cells in tables(line.split("</section>")[0])[""][1:] if cells[0].startswith("3"))
+    ran = sorted(r["job_id"] for r in every_sweep.get("/api/v1/results").json()
+                 if r["method"] == "dflash" and r["backend"] == "FLASHINFER" and r["graph_mode"] == "FULL_AND_PIECEWISE")
+    assert len(ran) == 4 and all(f"log {j}" in row[-1] for j in ran), (ran, row[-1])
+
+
+def test_the_matrix_orders_clients_as_numbers(tmp_path: Path) -> None:
+    """c=1, c=16, c=4, c=64 read as text; as numbers, c=1, c=4, c=16, c=64, in the table, its panels and its CSV."""
+    url = f"sqlite:///{tmp_path / 'bestk.db'}"
+    imported_folder(url, DATA / "h200-2026-12-04c" / "h200-bestk-8b")
+    for client in in_process(url):
+        html = client.get("/matrix").text
+        labels = [cells[1] for _, cells in tables(html)["cells"][1:]]
+        baselines = [label for label in labels if label.startswith("baseline")]
+        assert baselines == ["baseline c=1", "baseline c=4", "baseline c=16", "baseline c=64"]
+        titles = [f.split(" · ")[1] for f in re.findall(r'data-title="([^"]+)"', html)]
+        assert [t for t in titles if t.startswith("baseline")] == baselines
+        rows = list(csv.DictReader(io.StringIO(client.get("/matrix?format=csv").text)))
+        assert [r["method"] for r in rows if r["method"].startswith("baseline")] == baselines
+
+
+def test_the_matrix_says_what_lossless_means_and_that_a_synthetic_cells_share_is_low_by_design(tmp_path: Path) -> None:
+    """The best-k sweep's drafts accept at set rates (synthetic): 3 to 14 % of their outputs equal the baseline's, by
+    design, which read as a correctness failure without a word of what the column is."""
+    url = f"sqlite:///{tmp_path / 'bestk.db'}"
+    imported_folder(url, DATA / "h200-2026-12-04c" / "h200-bestk-8b")
+    for client in in_process(url):
+        html = client.get("/matrix").text
+        header = html[html.index('id="lossless-header"'):].split("</th>")[0]
+        assert "whose output equals its baseline" in header and "below 1 is a finding" in header
+        assert "rejection_sample_method: synthetic" in header and "differs by design" in header
+        rows = list(csv.DictReader(io.StringIO(client.get("/matrix?format=csv").text)))
+        shares = [r for r in rows if r["lossless"]]
+        assert shares and all(r["synthetic_acceptance"] == "True" and float(r["lossless"]) < 0.2 for r in shares)
+        assert all(float(r["lossless_low"]) <= float(r["lossless"]) <= float(r["lossless_high"]) for r in shares)
+        cells = {(cells[1], cells[2], cells[3]): cells[11] for _, cells in tables(html)["cells"][1:]}
+        for r in shares:
+            shown = cells[(r["method"], r["backend"], r["graph_mode"])]
+            assert shown.startswith(f"{float(r['lossless']):.2f} [") and f"of {r['lossless_requests']} requests" in shown
+            assert shown.endswith("synthetic: differs by design")
+
+
+def test_tokens_per_joule_of_results_stored_before_energy_was_read_says_not_recorded_and_why(h200: TestClient) -> None:
+    """The matrix ran before cells read energy: its rows hold no reason (NULL), which read "not reported" with an empty
+    tooltip, as if the GPU had failed to report it."""
+    html = h200.get("/matrix").text
+    said = {(html_lib.unescape(title), text) for title, text in
+            re.findall(r'class="muted not-reported" title="([^"]*)">([^<]*)<', html)}
+    assert said == {("not recorded: stored before draftbench read the GPUs' energy (a row from before migration "
+                     "0023)", "not recorded")}
+    assert {r["energy_reason"] for r in h200.get("/api/v1/results").json()} == {None}
+    rows = csv.DictReader(io.StringIO(h200.get("/matrix?format=csv").text))
+    assert {r["energy_reasons"] for r in rows if r["ran"] != "0"} == {next(iter(said))[0]}
+
+
+def test_noise_says_an_imported_starts_host_is_not_recorded_not_that_its_gpu_is_the_host(every_sweep: TestClient) -> None:
+    html = every_sweep.get("/noise").text
+    header, *rows = tables(html)[""]  # the H200's table (tables of class "noise", without an id)
+    assert header[1][-1] == "hosts (GPUs)"
+    assert rows and all(cells[-1] == "none recorded (imported starts)NVIDIA H200" for _, cells in rows)

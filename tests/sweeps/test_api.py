@@ -143,6 +143,43 @@ def test_same_idempotency_key_returns_the_first_sweep(client, dataset, worker) -
     assert _row_counts(client) == (1, 4)
 
 
+def test_an_empty_idempotency_key_is_422_not_no_key(client, dataset, worker) -> None:
+    # Before: "" counted as no key, so each resend of a request that meant one made another sweep.
+    response = submit(client, sweep_body(dataset), **{"Idempotency-Key": ""})
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["loc"] == ["header", "idempotency-key"]
+    assert _row_counts(client) == (0, 0)
+
+
+DRAFT = {"method": "draft_model", "model": "/models/tiny"}
+
+
+@pytest.mark.parametrize(
+    ("speculative", "index", "fragment"),
+    [([{**DRAFT, "num_speculative_tokens": 3}, {**DRAFT, "num_speculative_tokens": 3}], 1,
+      "speculative[1] makes the cell of speculative[0] with num_speculative_tokens 3 again"),
+     ([{**DRAFT, "num_speculative_tokens": [1, 2, 4]}, {"method": "ngram", "num_speculative_tokens": 2},
+       {**DRAFT, "num_speculative_tokens": [4, 8]}], 2, "the cell of speculative[0] with num_speculative_tokens 4")],
+    ids=["identical-entries", "k-axes-sharing-a-k"],
+)
+def test_a_speculative_config_repeating_a_cell_is_422_naming_it(client, dataset, worker, speculative, index, fragment) -> None:
+    # Before: 201, two cells of one config hash, each run (and paid for) twice.
+    response = submit(client, sweep_body(dataset, speculative=speculative))
+    assert response.status_code == 422, response.text
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["body", "speculative", index] and fragment in error["msg"], error
+    assert _row_counts(client) == (0, 0)
+
+
+def test_configs_that_differ_only_past_a_shared_k_are_distinct_cells(client, dataset, worker) -> None:
+    """The same draft with another key, or a calibration draft whose rates differ, is another cell."""
+    calibration = {**DRAFT, "rejection_sample_method": "synthetic"}
+    speculative = [{**DRAFT, "num_speculative_tokens": 3}, {**DRAFT, "num_speculative_tokens": 3, "enforce_eager": True},
+                   {**calibration, "num_speculative_tokens": 2, "synthetic_acceptance_rates": [0.9, 0.8]},
+                   {**calibration, "num_speculative_tokens": 2, "synthetic_acceptance_rates": [0.9, 0.7]}]
+    assert submit(client, sweep_body(dataset, speculative=speculative)).status_code == 201
+
+
 def test_writes_need_the_token_and_reads_do_not(client, dataset) -> None:
     assert client.post("/api/v1/sweeps", json=sweep_body(dataset)).status_code == 401
     wrong = client.post("/api/v1/sweeps", json=sweep_body(dataset), headers={"Authorization": "Bearer nope"})

@@ -83,12 +83,12 @@ def test_a_sweep_without_an_engine_axis_keeps_its_cells_and_hashes() -> None:
 
 @pytest.mark.parametrize(
     ("engine_args", "loc", "fragment"),
-    [({"tensor_parallel_size": [1, "2"]}, ["body", "engine_args", "tensor_parallel_size"], "an integer, or a list of them"),
+    [({"tensor_parallel_size": [1, "2"]}, ["body", "engine_args", "tensor_parallel_size"], "an integer from 1 to 1024, or a list of them"),
      ({"tensor_parallel_size": [1, 1]}, ["body", "engine_args", "tensor_parallel_size"], "lists a value twice"),
      ({"tensor_parallel_size": []}, ["body", "engine_args", "tensor_parallel_size"], "takes 1 to 16 values"),
      ({"tensor_parallel_size": list(range(1, 18))}, ["body", "engine_args", "tensor_parallel_size"], "not 17"),
      ({"dtype": ["bfloat16", "x;y"]}, ["body", "engine_args", "dtype"], "may contain only"),
-     ({"tensor_parallel_size": [1, 0]}, ["body", "engine_args"], "must be a positive integer, got 0")],
+     ({"tensor_parallel_size": [1, 0]}, ["body", "engine_args", "tensor_parallel_size"], "not 0 in [1, 0]")],
 )
 def test_a_bad_engine_axis_is_422_naming_the_field(client, dataset, engine_args, loc, fragment) -> None:
     register_worker(client)

@@ -97,8 +97,8 @@ CASES: list[tuple[str, Any, list[Any], str]] = [
     ("dataset-outside-roots", lambda r: {"workload": _workload(r, dataset="/etc/passwd")}, ["body", "workload", "dataset"], "outside the allowed dataset roots"),
     ("dataset-relative", lambda r: {"workload": _workload(r, dataset="data/questions.jsonl")}, ["body", "workload", "dataset"], "absolute path"),
     ("model-relative-path", lambda r: {"model": "models/tiny/weights"}, ["body", "model"], "absolute path"),
-    ("model-symlink-escape", lambda r: {"model": f"{r}/models/escape/passwd"}, ["body", "model"], "resolves to '/etc/passwd'"),
-    ("dataset-symlink-escape", lambda r: {"workload": _workload(r, dataset=f"{r}/data/evil.jsonl")}, ["body", "workload", "dataset"], "resolves to '/etc/passwd'"),
+    ("model-symlink-escape", lambda r: {"model": f"{r}/models/escape/passwd"}, ["body", "model"], "outside the allowed model roots"),
+    ("dataset-symlink-escape", lambda r: {"workload": _workload(r, dataset=f"{r}/data/evil.jsonl")}, ["body", "workload", "dataset"], "outside the allowed dataset roots"),
     ("draft-outside-roots", lambda r: {"speculative": [{"method": "draft_model", "model": "/etc", "num_speculative_tokens": 3}]}, ["body", "speculative", 0, "model"], "outside"),
     ("draft-extra-path-key", lambda r: {"speculative": [{"method": "eagle", "model": f"{r}/models/tiny", "num_speculative_tokens": 3, "draft_tokenizer_path": "/etc/shadow"}]}, ["body", "speculative", 0, "draft_tokenizer_path"], "not an accepted speculative-config key"),
     ("custom-class-file-path", lambda r: {"speculative": [{"method": "custom_class", "model": "/tmp/evil.py", "num_speculative_tokens": 3}]}, ["body", "speculative", 0, "model"], "Python import path"),
@@ -234,3 +234,63 @@ def test_nothing_in_the_code_base_starts_a_shell() -> None:
     worker = (REPO / "runners" / "worker.py").read_text()
     assert "json.dumps(spec.model_dump" in worker and "execute.run(" in worker
     assert os.path.isfile(REPO / "runners" / "execute.py")
+
+
+# What a refusal tells about the service's host (docs/security.md#paths).
+
+def _refusal(client: TestClient, roots: Path, dataset: str) -> str:
+    response = client.post("/api/v1/sweeps", json=_body(roots, workload=_workload(roots, dataset=dataset)), headers=AUTH)
+    assert response.status_code == 422, response.text
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["body", "workload", "dataset"], error
+    return error["msg"].replace(repr(dataset), "PATH")
+
+
+def test_a_path_outside_the_roots_gets_one_refusal_whatever_it_resolves_to(hostile_client, roots) -> None:
+    # Before: "dataset '/proc/self/cwd' resolves to '/tmp/probe', outside ...": the service's working directory,
+    # its interpreter (/proc/self/exe) and where any symlink leads, told to any submit token.
+    plain = _refusal(hostile_client, roots, "/nowhere/questions.jsonl")
+    for value in (f"{roots}/data/evil.jsonl", "/proc/self/cwd", "/proc/self/exe", "/proc/self/root/etc/passwd"):
+        assert _refusal(hostile_client, roots, value) == plain
+    assert "/etc/passwd" not in _refusal(hostile_client, roots, f"{roots}/data/evil.jsonl")
+    assert plain.startswith("dataset PATH is outside the allowed dataset roots") and plain.endswith("or cannot be read")
+
+
+def test_a_link_the_service_cannot_read_is_a_422_not_a_500(hostile_client, roots, monkeypatch) -> None:
+    # os.path.realpath raises for a link it may not read (/proc/1/cwd: EACCES, unless the service runs as PID 1's
+    # user); made certain here, whoever runs the test.
+    real = os.path.realpath
+
+    def realpath(path: str, *args: Any, **kwargs: Any) -> str:
+        if str(path).startswith("/proc/1/cwd"):
+            raise PermissionError(13, "Permission denied", path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os.path, "realpath", realpath)
+    plain = _refusal(hostile_client, roots, "/nowhere/x.jsonl")
+    assert _refusal(hostile_client, roots, "/proc/1/cwd/x.jsonl") == plain
+    response = hostile_client.post("/api/v1/sweeps", json=_body(roots, model="/proc/1/cwd/model"), headers=AUTH)
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "model"], response.text
+    assert _rows(hostile_client) == (0, 0)
+
+
+def test_a_dataset_name_too_long_to_stat_is_a_422_not_a_500(hostile_client, roots) -> None:
+    # pathlib's is_file() raised ENAMETOOLONG (and EACCES) instead of answering False: a 500, inside the roots or
+    # without roots (below).
+    refusal = _refusal(hostile_client, roots, f"{roots}/data/{'a' * 300}.jsonl")
+    assert refusal == "dataset PATH cannot be read: the service finds no file there it may read"
+
+
+def test_without_roots_a_dataset_is_a_readable_file_or_one_refusal(client, roots, tmp_path, monkeypatch) -> None:
+    """Without roots a submit token learns only whether a path is a file the service may read: missing, a folder,
+    unreadable (``/etc/shadow`` to a service not run as root) and unstattable get the same answer."""
+    register_worker(client)
+    secret = tmp_path / "secret.jsonl"
+    shutil.copy(DATASET, secret)
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: str(path) != str(secret) and access(path, mode, **kw))
+    answers = {_refusal(client, roots, value) for value in (
+        str(secret), str(tmp_path / "missing.jsonl"), str(tmp_path), f"{secret}/below", f"/tmp/{'a' * 300}")}
+    assert answers == {"dataset PATH cannot be read: the service finds no file there it may read"}
+    readable = client.post("/api/v1/sweeps", json=_body(roots, workload=_workload(roots, dataset=str(DATASET))), headers=AUTH)
+    assert readable.status_code == 201, readable.text

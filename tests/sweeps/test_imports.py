@@ -10,7 +10,8 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from app.models import CrashSignature, Sweep
+from app.jobs import queue
+from app.models import CrashSignature, Sweep, Worker, utcnow
 from app.sweeps import service as sweeps
 from app.sweeps.imports import import_sweep
 from runners.folders import read_folder
@@ -95,6 +96,14 @@ def test_an_imported_sweep_is_finished_with_the_cells_it_never_ran_left_queued(m
         assert summary.counts == {"queued": 3, "succeeded": 21} and summary.state == "finished"
         ran = [j for j in sweep.jobs if j.state.value == "succeeded"]
         assert all(j.finished_at is not None and j.finished_at >= j.started_at for j in ran)
+        # Nothing here runs them: a worker for that GPU kind and build claims none, and the page says why they wait.
+        worker = Worker(name="w", host="h", gpu_kinds=["H200"], builds=[sweep.build], last_heartbeat_at=utcnow())
+        session.add(worker)
+        session.flush()
+        assert queue.claim(session=session, worker_id=worker.id, gpu_kinds=["H200"], builds=[sweep.build],
+                           lease_seconds=120) is None
+        assert sweeps.warnings(session=session, sweep_id=sweep.id, lease_seconds=120) == [
+            "3 job(s) never ran where this sweep ran: they stay queued to be seen, and no worker here runs them"]
 
 
 def test_exit_zero_without_a_result_is_a_failure_not_a_crash(migrated_sessions, tmp_path: Path) -> None:
@@ -105,3 +114,18 @@ def test_exit_zero_without_a_result_is_a_failure_not_a_crash(migrated_sessions, 
     with migrated_sessions.begin() as session:
         job = next(j for j in _import(session, folder)[0].jobs if j.cell_index == 0)
         assert job.state.value == "failed" and job.error == "the cell exited 0 but wrote no result JSON"
+
+
+def test_a_lone_surrogate_in_a_result_file_is_stored_as_the_api_stores_it(migrated_sessions, tmp_path: Path) -> None:
+    """Pydantic's JSON parser refuses a lone surrogate escape outright; a worker's report over the API keeps the rest
+    of its text with U+FFFD instead, and so does an import."""
+    folder = tmp_path / "surrogate"
+    shutil.copytree(H200, folder)
+    result = folder / "cells" / "c0000-r0" / "result.json"
+    result.write_text(result.read_text().replace('"gpu_name": "NVIDIA H200"', '"gpu_name": "NVIDIA \\udc80H200"', 1))
+    assert "\\udc80" in result.read_text()
+    with migrated_sessions.begin() as session:
+        sweep, _ = _import(session, folder)
+        names = {j.result.gpu_name for j in sweep.jobs if j.result is not None}
+        states = {j.state.value for j in sweep.jobs}
+    assert (names, states) == ({"NVIDIA H200", "NVIDIA \ufffdH200"}, {"succeeded"})

@@ -62,6 +62,23 @@ def test_hostile_bodies_get_422_naming_the_body_and_leave_no_rows(client, conten
         assert session.scalar(select(func.count()).select_from(Sweep)) == 0
 
 
+@pytest.mark.parametrize(
+    ("content", "content_type", "key"),
+    [('{"name": "a", "build": "b", "name": "c"}', "application/json", "name"),
+     ('{"workload": {"seed": 1, "seed": 2}}', "application/json", "seed"),
+     ("name: a\nbuild: b\nname: c\n", "application/yaml", "name"),
+     ("engine_args:\n  max_num_seqs: 8\n  max_num_seqs: 16\n", "application/yaml", "max_num_seqs")],
+    ids=["json", "json-nested", "yaml", "yaml-nested"],
+)
+def test_a_key_given_twice_is_422_naming_it_not_the_last_one_kept(client, content, content_type, key) -> None:
+    # Before: the parsers kept the last value silently ({"name": "a", "name": "b"} made a sweep named b).
+    register_worker(client)
+    response = client.post("/api/v1/sweeps", content=content, headers=AUTH | {"content-type": content_type})
+    assert response.status_code == 422, response.text
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["body"] and f"key {key!r} is given twice in one mapping" in error["msg"], error
+
+
 def test_a_sweep_list_does_not_load_the_stored_specs(client, dataset) -> None:
     register_worker(client)
     client.post("/api/v1/sweeps", json=sweep_body(dataset), headers=AUTH)

@@ -16,7 +16,7 @@ from app.enums import JobState
 from dashboards.data import cells_frame
 from dashboards.figures import Drawing
 from dashboards.figures.bars import speed_bars
-from dashboards.figures.heatmap import METRICS, heatmap
+from dashboards.figures.heatmap import METRICS, heatmap, shared_scale
 from dashboards.figures.history import history
 from dashboards.figures.throughput import throughput_by_cell
 from tests.dashboards.shown import texts
@@ -94,8 +94,8 @@ def test_the_heatmap_writes_values_marks_and_crash_kinds_never_a_missing_value(m
     assert not [t for t in texts if MISSING_TEXT.search(t)], texts
     # One alarm among the 15 cells: one cell's marks line holds "!" (a missing alarm is no alarm), beside the legend's.
     assert len([t for t in texts if "!" in t.split() and not t.startswith("v downgraded")]) == 1, texts
-    # A cell that only died shows its crash kind; one with no run and no crash shows that it has no data.
-    assert "out_of_memory" in texts and "timeout" in texts and "no data" in texts
+    # A cell that only died shows its crash kind; one with no run and no crash shows that it has no result.
+    assert "out_of_memory" in texts and "timeout" in texts and "no result" in texts
 
 
 @HOLDERS
@@ -106,7 +106,30 @@ def test_a_heatmap_where_nothing_ran_is_drawn_grey_with_what_each_cell_holds(mis
                                                                     {S.FAILED: 1}, {S.CANCELLED: 1}, {S.TIMED_OUT: 1}], strict=True)]
     texts = _texts(heatmap(_held_as(cells_frame(cells), missing), metric, "t"))
     assert not [t for t in texts if MISSING_TEXT.search(t)], texts
-    assert texts.count("no data") == 4 and "out_of_memory" in texts and "timeout" in texts
+    assert texts.count("no result") == 4 and "out_of_memory" in texts and "timeout" in texts
+
+
+@pytest.mark.parametrize("metric", ["acceptance", "acceptance_length"])
+def test_a_baseline_that_ran_reads_baseline_not_no_data_and_draws_no_scale_it_has_no_value_on(metric: str) -> None:
+    """A baseline panel by acceptance once read "no data" in every square, beside a colour bar of -0.1 to 0.1 (by
+    speedup): it ran, without drafts to accept."""
+    frame = cells_frame([_cell(b, "NONE", None, {S.SUCCEEDED: 1}) for b in BACKENDS] + [_cell("FLASH_ATTN", "FULL", None, {S.QUEUED: 1})])
+    texts = _texts(heatmap(frame, metric, "H200 · baseline · b1"))
+    assert texts.count("baseline: no drafts") == 3 and texts.count("no result") == 1 and "no data" not in texts
+    speedup = _texts(heatmap(frame, "speedup", "H200 · baseline · b1"))
+    assert speedup.count("baseline") == 3 and not any(re.fullmatch(r"[-−]?0\.1\d*", t) for t in speedup), speedup
+
+
+def test_the_matrix_panels_share_one_colour_scale() -> None:
+    """Each panel once scaled itself: the same teal read 1.60x, 1.33x and 1.75x on three panels."""
+    cells = [_cell("FLASH_ATTN", "FULL", "ngram", {S.SUCCEEDED: 1}), _cell("FLASH_ATTN", "NONE", "ngram", {S.SUCCEEDED: 1})]
+    for cell, value in zip(cells, (1.33, 1.75), strict=True):
+        cell.speedup = ratio(cell.speed, pool_repeats([RepeatSpeed(100.0 / value, 97.0 / value, 104.0 / value, 5)]))
+    frame = cells_frame(cells)
+    assert shared_scale(frame, "speedup") == pytest.approx((1.33, 1.75), abs=0.01)
+    assert shared_scale(frame, "acceptance") == (0.0, 1.0) and shared_scale(frame.iloc[0:0], "speedup") is None
+    one = heatmap(frame.iloc[[0]], "speedup", "t", shared_scale(frame, "speedup"))
+    assert one.args[-1] == shared_scale(frame, "speedup")
 
 
 @HOLDERS

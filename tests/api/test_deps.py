@@ -1,0 +1,52 @@
+"""The checks every route and page runs on its parameters before any query: names it declares, values a database
+can compare."""
+
+import pytest
+
+from app.api.deps import MAX_UNKNOWN_NAMED
+
+NUL = "\x00"
+
+FILTERS = [
+    ("/api/v1/results", "build"), ("/api/v1/results.csv", "build"), ("/api/v1/alarms", "build"),
+    ("/api/v1/alarms/counts", "build"), ("/api/v1/alerts", "build"), ("/api/v1/speedups", "build"),
+    ("/api/v1/parallel", "build"),
+]
+PAGES = ["/matrix", "/history", "/fallback", "/serving", "/alarms", "/calibration"]
+
+
+@pytest.mark.parametrize(("path", "name"), FILTERS, ids=[path for path, _ in FILTERS])
+def test_a_nul_in_a_text_filter_is_the_same_named_422_on_both_databases(client, path, name) -> None:
+    # Before: SQLite compared the text and answered 200 with nothing; PostgreSQL refused the statement (422).
+    response = client.get(path, params={name: f"vllm{NUL}0.32"})
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"] == [
+        {"loc": ["query", name], "msg": "holds a NUL character, which the database cannot compare", "type": "value_error"}]
+
+
+def test_a_nul_in_a_path_parameter_or_a_page_filter_is_422_too(client) -> None:
+    crash = client.get(f"/api/v1/crashes/{'f' * 63}%00")
+    assert crash.status_code == 422 and crash.json()["detail"][0]["loc"] == ["path", "signature"], crash.text
+    for page in PAGES:
+        assert client.get(page, params={"build": NUL}).status_code == 422, page
+    assert client.get("/compare", params={"base_build": NUL}).status_code == 422
+
+
+def test_many_unknown_query_parameters_get_one_short_error(client) -> None:
+    # Before: one error per name, each repeating the allowed list: a 24 KB URL made a 686 KB answer.
+    names = {f"p{i}": "1" for i in range(3000)}
+    response = client.get("/api/v1/results", params=names)
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["query", "p0"]
+    assert error["msg"].startswith("3000 unknown query parameters; allowed: backend, build, ")
+    assert error["msg"].endswith(f"; unknown: {', '.join(list(names)[:MAX_UNKNOWN_NAMED])} and 2990 more")
+    assert len(response.content) < 2000
+    page = client.get("/matrix", params=names)
+    assert page.status_code == 422 and len(page.content) < 20_000
+
+
+def test_one_unknown_query_parameter_keeps_its_answer(client) -> None:
+    [error] = client.get("/api/v1/jobs", params={"sweep": "1"}).json()["detail"]
+    assert error["loc"] == ["query", "sweep"]
+    assert error["msg"] == "unknown query parameter; allowed: limit, offset, state, sweep_id"
