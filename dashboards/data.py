@@ -255,12 +255,14 @@ def speedup_lines(found: list[PooledCell], mode: str) -> list[best_k.Line]:
 
 def speedup_sentences(line: best_k.Line) -> dict[str, list[str]]:
     """What a reader reads of a line before its figure: each k's break-even, the best k at each load, the k whose
-    scheduling differed from their baselines', the cells that ran less than they asked (``marks.what_ran``: a line is
-    titled by the mode that ran), and the loads where one k alone cannot give a prediction."""
+    scheduling differed from their baselines', a runner's way of counting that is not today's, the cells that ran
+    less than they asked (``marks.what_ran``: a line is titled by the mode that ran), and the loads where one k alone
+    cannot give a prediction."""
     return {
         "break_even": [best_k.break_even_sentence(line, k) for k in sorted(line.break_even)],
         "best": [best_k.best_sentence(found, at, line.mode) for at, found in sorted(line.best.items())],
         "scheduler": [text] if (text := best_k.scheduler_sentence(line)) else [],
+        "counting": [text] if (text := best_k.counting_sentence(line)) else [],
         "what_ran": [text] if (text := marks.what_ran(marks.of(m.cell) for m in line.cells)) else [],
         "one_k": [f"The counters' prediction needs two k: one alone ran at {', '.join(map(str, line.one_k))} "
                   f"{best_k.UNITS[line.mode][1]}."] if line.one_k else [],

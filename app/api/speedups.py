@@ -48,4 +48,4 @@ def out(line: best_k.Line) -> SpeedupLineOut:
     return SpeedupLineOut(title=line.title, build=line.build, gpu_kind=line.gpu_kind, method=line.method, name=line.name,
                           backend=line.backend, resolved_graph_mode=line.resolved_graph_mode, mode=line.mode, ks=line.ks,
                           loads=line.loads, cells=cells, best=best, break_even=ends, one_k=list(line.one_k),
-                          scheduler=best_k.scheduler_sentence(line))
+                          scheduler=best_k.scheduler_sentence(line), counting=best_k.counting_sentence(line))

@@ -233,6 +233,16 @@ def scheduler_sentence(line: Line) -> str | None:
             "their baselines (each start's log says so): these speedups hold the scheduler's cost as well as the drafting's.")
 
 
+def counting_sentence(line: Line) -> str | None:
+    """What a line measured by the serving runner before cell schema 5 (``Result.empty_as_failed``) does not say on its
+    own; None for a line of today's runner. Such starts are a line of their own (``app.cells.identity.counted``)."""
+    if not any(m.cell.empty_as_failed for m in line.cells):
+        return None
+    return ("Measured by the serving runner before cell schema 5, which counted a stream whose tokens decoded to no text "
+            "as failed and left its tokens out of tokens/s, the baselines' as the drafts': where one side had more such "
+            "streams, these speedups compare unequal work. They stand apart from today's runner's.")
+
+
 def break_even_sentence(line: Line, k: int) -> str:
     """``dflash k=3 on FLASHINFER pays up to 12 clients [8, 16]``: an open end of the interval says where it lies
     beyond the loads measured."""

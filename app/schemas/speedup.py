@@ -62,3 +62,5 @@ class SpeedupLineOut(BaseModel):
     break_even: list[BreakEvenOut]
     one_k: list[int] = Field(description="Loads where one k alone ran: the counters' prediction needs two")
     scheduler: str | None = Field(description="Which k ran without vLLM's asynchronous scheduling beside baselines that had it")
+    counting: str | None = Field(description="Set where the line's starts were measured by the serving runner before cell "
+                                             "schema 5, which left the tokens of streams without text out of tokens/s")

@@ -278,6 +278,9 @@ def test_starts_of_the_runner_before_cell_schema_5_never_pool_with_todays(tmp_pa
         assert cell["speedup"] == pytest.approx(results[cell["jobs"][0]]["speedup"])
     assert [round(c["speedup"], 2) for c in old["cells"]] == [1.6, 1.33, 1.75]
     assert "empty streams as failed" in html
+    # The line says what its runner left out, above its figure as in the API.
+    assert old["counting"].startswith("Measured by the serving runner before cell schema 5")
+    assert 'class="counting warnings">Measured by the serving runner before cell schema 5' in html
 
 
 def _text(html: str) -> str:
