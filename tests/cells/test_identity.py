@@ -144,4 +144,5 @@ def test_starts_counted_as_the_runner_before_cell_schema_5_did_are_a_cell_line_a
     assert old_served.baseline == old_base.measured != base.measured
     assert identity.counted(identity.variant(_with(mode="serve", concurrency=16)), True).series == old_served.series
     labels = identity.labels([served, old_served])
-    assert labels[served.measured] != labels[old_served.measured] and "empty streams as failed" in labels[old_served.measured]
+    assert labels[served.measured] != labels[old_served.measured] and "empty streams failed" in labels[old_served.measured]
+    assert "counting=empty streams completed" in labels[served.measured]

@@ -270,14 +270,14 @@ def test_starts_of_the_runner_before_cell_schema_5_never_pool_with_todays(tmp_pa
         html = client.get("/serving").text
     app.state.engine.dispose()
     [old] = lines
-    assert "empty streams as failed" in old["name"]
+    assert "empty streams failed" in old["name"]
     for cell in old["cells"]:
         # Each old start's baseline is the old sweep's own, at its clients.
         [base] = cell["baseline_jobs"]
         assert results[base]["sweep_id"] == results[cell["jobs"][0]]["sweep_id"]
         assert cell["speedup"] == pytest.approx(results[cell["jobs"][0]]["speedup"])
     assert [round(c["speedup"], 2) for c in old["cells"]] == [1.6, 1.33, 1.75]
-    assert "empty streams as failed" in html
+    assert "counting=empty streams failed (runner before cell schema 5)" in html
     # The line says what its runner left out, above its figure as in the API.
     assert old["counting"].startswith("Measured by the serving runner before cell schema 5")
     assert 'class="counting warnings">Measured by the serving runner before cell schema 5' in html
