@@ -201,22 +201,14 @@ def known_query(request: Request) -> None:
 def storable_params(request: Request) -> None:
     """422 naming a path or query parameter that holds a NUL character, on every route and page, before any query runs.
 
-    PostgreSQL cannot compare text holding one and refused the statement (a 422 from ``app.api.handlers``), while
-    SQLite compared it and found nothing (200, or 404): the two databases answered one request differently.
+    PostgreSQL cannot compare text holding one and refused the statement, while SQLite compared it and found nothing
+    (200, or 404): the two databases answered one request differently.
     """
-    if error := nul_param(request):
-        raise RequestValidationError([error])
-
-
-def nul_param(request: Request) -> dict | None:
-    """The validation error naming the first path or query parameter holding a NUL character, or None."""
-    params = (("path", request.path_params.items()), ("query", request.query_params.multi_items()))
-    for where, items in params:
+    for where, items in (("path", request.path_params.items()), ("query", request.query_params.multi_items())):
         for name, value in items:
             if isinstance(value, str) and "\x00" in value:
-                return {"loc": [where, name], "msg": "holds a NUL character, which the database cannot compare",
-                        "type": "value_error"}
-    return None
+                raise RequestValidationError([{"loc": [where, name], "type": "value_error",
+                                               "msg": "holds a NUL character, which the database cannot compare"}])
 
 
 _QUERY_NAMES: dict[int, frozenset[str]] = {}

@@ -11,7 +11,6 @@ from sqlalchemy import BigInteger, Column, Integer, String
 from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException
 
-from app.api import deps
 from app.errors import ConflictError, InputError, NotFoundError
 from app.jobs.queue import NotLeasedError
 from app.models import Base
@@ -62,7 +61,7 @@ def install(app: FastAPI) -> None:
             log.error("failed %s %s", request.method, request.url.path, exc_info=exc)
             return JSONResponse({"detail": "internal server error"}, status_code=status.HTTP_500_INTERNAL_SERVER_ERROR)
         log.warning("refused %s %s: %s", request.method, request.url.path, str(exc).splitlines()[0])
-        return JSONResponse({"detail": [database_refusal(exc, request)]}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+        return JSONResponse({"detail": [database_refusal(exc)]}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
 
 
 def _raised_through_the_database(exc: BaseException) -> bool:
@@ -75,17 +74,16 @@ def _raised_through_the_database(exc: BaseException) -> bool:
     return False
 
 
-def database_refusal(exc: Exception, request: Request | None = None) -> dict:
+def database_refusal(exc: Exception) -> dict:
     """A refused statement as a validation error naming what it can: the table and column of a write whose
-    parameter the column cannot hold (a PostgreSQL DataError carries its statement and parameters), else
-    the path or query parameter holding a NUL (a filter PostgreSQL cannot compare)."""
+    parameter the column cannot hold (a PostgreSQL DataError carries its statement and parameters). A NUL in a
+    path or query parameter never gets here: ``app.api.deps.storable_params`` refuses it on every route first."""
     culprit = _culprit(exc) if isinstance(exc, DataError) else None
     if culprit is not None:
         column, why = culprit
         return {"loc": ["request", column.table.name, column.name], "msg": f"{column.table.name}.{column.name} {why}",
                 "type": "value_error"}
-    nul = deps.nul_param(request) if request else None
-    return nul or {"loc": ["request"], "msg": "a value is out of the range the database stores", "type": "value_error"}
+    return {"loc": ["request"], "msg": "a value is out of the range the database stores", "type": "value_error"}
 
 
 _WRITTEN_TABLE = re.compile(r"^\s*(?:INSERT\s+INTO|UPDATE)\s+\"?(\w+)", re.IGNORECASE)

@@ -10,9 +10,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from app.api.main import create_app
-from app.config import Settings
-from tests.conftest import TOKEN
+from tests.dashboards.h200 import in_process
 from tests.factories import register_worker, submit, sweep_body
 
 PAGES = ["/", "/fallback", "/matrix", "/serving", "/serving?mode=offline", "/alarms", "/alarms?min_effect=0.5", "/compare",
@@ -31,10 +29,7 @@ GARBLED = ["no build yet", "in every build", "every cell that ran", "within the 
 
 @pytest.fixture(scope="module")
 def empty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    app = create_app(Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('empty') / 'empty.db'}", token=TOKEN))
-    with TestClient(app) as client:
-        yield client
-    app.state.engine.dispose()
+    yield from in_process(f"sqlite:///{tmp_path_factory.mktemp('empty') / 'empty.db'}")
 
 
 def _text(html: str) -> str:
