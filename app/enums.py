@@ -213,8 +213,20 @@ class CheckOutcome(StrEnum):
     """What the graph-capture alarm made of one graphed cell with drafts (app.alarms.service.judge)."""
 
     ALARM = "alarm"  # it moved against its eager sibling (an AlarmKind says how)
-    WITHIN = "within"  # it stayed within the interval of its eager sibling and could have shown a bug
+    WITHIN = "within"  # not flagged, and it could have shown a bug (a CheckReason says why it was not flagged)
     # Its acceptance is exactly 0 or 1 by construction (app.analysis.alarms.is_degenerate): a draft that never
     # matches, or the target drafting itself at temperature 0. That it did not move vouches for nothing.
     CANNOT_SHOW = "cannot_show"
     UNPAIRED = "unpaired"  # no eager (NONE) sibling ran to compare it with
+
+
+class CheckReason(StrEnum):
+    """What decided the graph-capture alarm on a cell against its eager sibling (app.analysis.alarms.decide): the
+    difference with its 95 % interval, against the minimum effect."""
+
+    RAISED = "raised"  # the interval excludes 0 and the difference is at least the minimum effect: an alarm
+    BELOW_MIN_EFFECT = "below_min_effect"  # the interval excludes 0 (a change was seen), smaller than the minimum effect
+    WITHIN_INTERVAL = "within_interval"  # the interval includes 0: no change seen
+    # Judged before a check kept its difference (migration 0028): within the interval or below the minimum effect,
+    # not told apart until the build's next result or `draftbench rederive` judges it again.
+    UNKNOWN = "unknown"

@@ -227,8 +227,9 @@ class Result(Base):
     """What a successful cell measured, with the derived metrics stored for filtering."""
 
     __tablename__ = "results"
-    # Calibration misses over every result (pages and ``draftbench status``): few rows among many.
-    __table_args__ = (Index("ix_results_calibration_miss", "calibration_miss"),)
+    # Calibration misses over every result (pages and ``draftbench status``): few rows among many, listed newest first
+    # (``app.newest.RESULTS``), which the index's end gives without sorting them.
+    __table_args__ = (Index("ix_results_calibration_miss", "calibration_miss", "created_at", "id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), unique=True)
@@ -441,6 +442,14 @@ class AlarmCheck(Base):
     vllm_versions: Mapped[list[Any]] = mapped_column()
     gpu_names: Mapped[list[Any]] = mapped_column()
     ran_at: Mapped[datetime | None] = mapped_column()
+    # What decided the check (app.alarms.service.Check.reason): the difference of the measure nearest to raising the
+    # alarm, with Newcombe's 95 % interval, and the minimum effect it was held to. Null for an unpaired cell, and for
+    # one judged before migration 0028 but for an alarm (its reason unknown until its build is judged again).
+    kind: Mapped[AlarmKind | None] = mapped_column(_enum(AlarmKind))
+    difference: Mapped[float | None] = mapped_column(Float)
+    difference_low: Mapped[float | None] = mapped_column(Float)
+    difference_high: Mapped[float | None] = mapped_column(Float)
+    min_effect: Mapped[float | None] = mapped_column(Float)
     computed_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

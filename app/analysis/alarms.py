@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from app.analysis.intervals import Z_95, wilson_interval
+from app.enums import CheckReason
 
 # Two points of acceptance (or of lossless share): rounding between graph modes moves less than that.
 MIN_EFFECT = 0.02
@@ -47,13 +48,18 @@ def difference(s1: int, n1: int, s2: int, n2: int, z: float = Z_95) -> Differenc
     return Difference(d, d - math.hypot(p1 - l1, u2 - p2), d + math.hypot(u1 - p1, p2 - l2))
 
 
-def shifted(diff: Difference, min_effect: float = MIN_EFFECT) -> bool:
-    """The alarm's rule: the interval of the difference excludes 0 and the difference is at least ``min_effect``.
+def decide(diff: Difference, min_effect: float = MIN_EFFECT) -> CheckReason:
+    """The alarm's rule: raised when the interval of the difference excludes 0 and the difference is at least
+    ``min_effect``; else within the interval (it holds 0: no change seen) or below the minimum effect (it excludes 0:
+    a change smaller than ``min_effect``).
 
-    Both: with a million draft tokens a 0.1-point wobble is "significant" and means nothing, and with a
-    hundred a 10-point drop can be chance.
+    Both conditions: with a million draft tokens a 0.1-point wobble is "significant" and means nothing, and with a
+    hundred a 10-point drop can be chance. Never answers ``CheckReason.UNKNOWN`` (a stored check without its
+    difference). O(1).
     """
-    return (diff.low > 0 or diff.high < 0) and abs(diff.value) >= min_effect
+    if diff.low <= 0 <= diff.high:
+        return CheckReason.WITHIN_INTERVAL
+    return CheckReason.RAISED if abs(diff.value) >= min_effect else CheckReason.BELOW_MIN_EFFECT
 
 
 def is_degenerate(accepted: int, draft_tokens: int) -> bool:

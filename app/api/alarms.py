@@ -8,8 +8,8 @@ from app.alarms import service as alarms
 from app.analysis.alarms import MIN_EFFECT
 from app.api.responses import answers
 from app.cells.scope import CellScope
-from app.enums import AttentionBackend, GpuKind, GraphMode, SpecMethod
-from app.schemas.alarm import AlarmOut, CheckCounts
+from app.enums import AttentionBackend, CheckOutcome, CheckReason, GpuKind, GraphMode, SpecMethod
+from app.schemas.alarm import AlarmOut, CheckCounts, CheckOut
 from app.schemas.ids import Id
 from app.sessions import SessionDep
 
@@ -45,15 +45,34 @@ def list_alarms(session: SessionDep, scope: ScopeDep, min_effect: MinEffect = MI
 
 @router.get("/alarms/counts", response_model=CheckCounts, responses=answers(422))
 def count_checks(session: SessionDep, scope: ScopeDep, min_effect: MinEffect = MIN_EFFECT) -> CheckCounts:
-    """How many graphed cells in scope the alarm flagged, found within their interval, could not judge because their
-    acceptance is degenerate, or could not pair with an eager sibling."""
+    """How many graphed cells in scope the alarm flagged, did not flag (within their interval, or below the minimum
+    effect), could not judge because their acceptance is degenerate, or could not pair with an eager sibling."""
     return check_counts(alarms.read(session=session, scope=scope, min_effect=min_effect, checks=False), scope)
 
 
+@router.get("/alarms/checks", response_model=list[CheckOut], responses=answers(422))
+def list_checks(session: SessionDep, scope: ScopeDep, min_effect: MinEffect = MIN_EFFECT,
+                outcome: Annotated[CheckOutcome | None, Query(description="Only the cells that came to this")] = None,
+                ) -> list[CheckOut]:
+    """Every graphed cell with drafts in scope, what the alarm made of it and why: for a cell not flagged, whether the
+    difference's interval included 0 (``within_interval``) or excluded it by less than the minimum effect
+    (``below_min_effect``), with the difference, its interval and the minimum effect."""
+    checks = alarms.read(session=session, scope=scope, min_effect=min_effect).checks
+    return [_check_out(c) for c in checks if outcome is None or c.outcome == outcome]
+
+
 def check_counts(judgement: alarms.Judgement, scope: CellScope) -> CheckCounts:
+    spared = {reason: judgement.count_reason(reason) for reason in CheckReason if reason is not CheckReason.RAISED}
     return CheckCounts(scope=scope.describe(), alarmed=judgement.count("alarm"), within=judgement.count("within"),
-                       cannot_show=judgement.count("cannot_show"), unpaired=judgement.count("unpaired"),
-                       judged=judgement.judged)
+                       within_by_reason=spared, cannot_show=judgement.count("cannot_show"),
+                       unpaired=judgement.count("unpaired"), judged=judgement.judged)
+
+
+def _check_out(check: alarms.Check) -> CheckOut:
+    return CheckOut(build=check.build, gpu_kind=check.gpu_kind, method=check.method, label=check.label,
+                    backend=check.backend, graph_mode=check.graph_mode, outcome=check.outcome, reason=check.reason,
+                    kind=check.kind, min_effect=check.min_effect, sweep_ids=list(check.sweep_ids), sentence=check.sentence,
+                    **alarms.difference_fields(check.difference))
 
 
 def out(alarm: alarms.Alarm) -> AlarmOut:

@@ -2,7 +2,8 @@
 
 import pytest
 
-from app.analysis.alarms import Difference, difference, is_degenerate, shifted
+from app.analysis.alarms import Difference, decide, difference, is_degenerate
+from app.enums import CheckReason
 
 
 def test_newcombe_interval_by_hand() -> None:
@@ -23,22 +24,22 @@ def test_the_capture_bug_cell_is_flagged_against_its_eager_sibling() -> None:
     # 17852 of 19620 draft tokens; its NONE sibling 15360 of 15360.
     found = difference(17852, 19620, 15360, 15360)
     assert found.value == pytest.approx(0.9099 - 1.0, abs=1e-4)
-    assert shifted(found)
+    assert decide(found) is CheckReason.RAISED
 
 
 def test_a_tiny_but_certain_wobble_is_not_an_alarm() -> None:
     # A million tokens each: 0.5 points apart is outside the interval and below the 2-point minimum.
     found = difference(500_000, 1_000_000, 505_000, 1_000_000)
-    assert found.high < 0 and not shifted(found)
+    assert found.high < 0 and decide(found) is CheckReason.BELOW_MIN_EFFECT
 
 
 def test_a_large_drop_on_few_tokens_is_not_an_alarm() -> None:
-    assert not shifted(difference(8, 10, 10, 10))
+    assert decide(difference(8, 10, 10, 10)) is CheckReason.WITHIN_INTERVAL
 
 
 def test_the_rule_reads_both_directions() -> None:
-    assert shifted(Difference(0.05, 0.03, 0.07)) and shifted(Difference(-0.05, -0.07, -0.03))
-    assert not shifted(Difference(0.05, -0.01, 0.11))
+    assert decide(Difference(0.05, 0.03, 0.07)) is decide(Difference(-0.05, -0.07, -0.03)) is CheckReason.RAISED
+    assert decide(Difference(0.05, -0.01, 0.11)) is CheckReason.WITHIN_INTERVAL
 
 
 def test_random_and_identical_drafts_are_degenerate() -> None:
