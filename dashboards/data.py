@@ -91,7 +91,7 @@ CELL_COLUMNS = (
     "acceptance_high", "accepted_tokens", "draft_tokens", "degenerate", "acceptance_length", "acceptance_length_low",
     "acceptance_length_high", "tokens_per_s", "tokens_per_s_low", "tokens_per_s_high", *PER_JOULE, "speedup",
     "speedup_low", "speedup_high", "lossless", "lossless_low", "lossless_high", "lossless_requests", "synthetic_acceptance",
-    "crash_kind", "crash_signature", "alarm", "sweeps", "jobs", "vllm_version", "ran_at",
+    "crash_kind", "crash_signature", "alarm", "sweeps", "jobs", "crashed_jobs", "vllm_version", "ran_at",
 )
 
 
@@ -123,7 +123,8 @@ def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None
     """One row per cell with every number and where it came from: the frame behind figures and CSVs; ``method`` is
     the cell's label and ``variant`` the digest of what it measured (one figure row or series per variant, whatever
     its label); ``alarms`` (``app.alarms.service.by_cell``) fills its alarm column. ``sweeps`` and ``jobs`` are every
-    one that holds the cell, queued ones too (``marks.ran_in``: those whose results it pooled)."""
+    one that holds the cell, queued ones too (``marks.ran_in``: those whose results it pooled); ``crashed_jobs`` those
+    that died whose log was kept (``PooledCell.crashed_in``)."""
     rows = []
     for c in found:
         acc, acc_low, acc_high = _triple(c.acceptance)
@@ -150,7 +151,7 @@ def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None
             "crash_kind": ", ".join(sorted(c.crash_kinds)) or None, "crash_signature": c.crash_signature,
             "alarm": ", ".join(sorted({str(a.kind) for a in (alarms or {}).get(c.key, ())})) or None,
             "sweeps": " ".join(str(s) for s in c.sweep_ids), "jobs": " ".join(str(j) for j in c.job_ids),
-            "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
+            "crashed_jobs": _ids(c.crashed_in), "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
         })
     return frames.table(rows, CELL_COLUMNS)
 
@@ -188,8 +189,8 @@ SERVING_COLUMNS = (
     "completed", "failed", "empty", "empty_as_failed", "sent", "failed_share", "failed_share_low", "failed_share_high",
     "failed_vs_baseline", "failed_vs_baseline_low", "failed_vs_baseline_high", "failed_differs", "tokens_per_s",
     "tokens_per_s_low", "tokens_per_s_high", *PER_JOULE, "speedup", "speedup_low", "speedup_high", "scheduler_differs",
-    "unreadable", "crash_kind", "crash_signature", "sweeps", "jobs", "measured_sweeps", "measured_jobs", "vllm_version",
-    "ran_at",
+    "unreadable", "crash_kind", "crash_signature", "sweeps", "jobs", "measured_sweeps", "measured_jobs", "crashed_jobs",
+    "vllm_version", "ran_at",
 )
 
 
@@ -237,7 +238,8 @@ def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
             "unreadable": mine.unreadable if mine else 0,
             "crash_kind": ", ".join(sorted(c.crash_kinds)) or None, "crash_signature": c.crash_signature,
             "sweeps": _ids(c.sweep_ids), "jobs": _ids(c.job_ids), "measured_sweeps": _ids(measured_sweeps),
-            "measured_jobs": _ids(measured_jobs), "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
+            "measured_jobs": _ids(measured_jobs), "crashed_jobs": _ids(c.crashed_in),
+            "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
         }
         rows.append(row)
     if not rows:  # without a serving cell (an offline view): its columns, without pandas' work on none

@@ -3,7 +3,8 @@
 vLLM downgrades a graph mode silently and runs some drafts eagerly, so a page that titles cells by the mode they asked
 for says what ran beside it (``what_ran``), with the marks ``/matrix`` gives each cell (``badges``: one word and one
 colour per meaning on every page, ``base.html``'s colours). A cell's links go to the jobs whose results it pooled
-(``PooledCell.measured_in``), never to a queued job, which has no log.
+(``PooledCell.measured_in``), never to a queued job, which has no log, and to the logs of its starts that died where
+they were kept (``PooledCell.crashed_in``).
 
 The marks and links are made here, not by template macros: a Jinja macro call per cell cost ``/matrix`` 100-150 ms
 at 4,320 cells, a call of ``cell_badges`` 13 ms, so ``/matrix`` writes the same marks out in its template
@@ -12,7 +13,7 @@ at 4,320 cells, a call of ``cell_badges`` 13 ms, so ``/matrix`` writes the same 
 
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -110,24 +111,49 @@ def cell_badges(c: PooledCell, sync_title: str | None = None) -> Markup:
     return badges(c.graph_mode, ran, c.downgraded, c.draft_eager, c.async_off, sync_title)
 
 
-def links(sweeps: Iterable[int | str], jobs: list[int] | list[str], held: Iterable[int | str] = (), shown: int = 6) -> Markup:
+def links(sweeps: Iterable[int | str], jobs: list[int] | list[str], held: Iterable[int | str] = (), shown: int = 6,
+          crashed: Sequence[int | str] = (), died: int = 0) -> Markup:
     """Where a cell's numbers came from: the sweeps and jobs whose results it pooled, each job's log (``shown`` of
-    them, then how many more); where none ran yet, the sweeps that hold it (``held``)."""
+    them, then how many more); where none ran yet, the sweeps that hold it (``held``); then its deaths' logs
+    (``crash_logs`` of ``crashed`` and ``died``)."""
     # Ids, as numbers: nothing to escape.
+    deaths = crash_logs(crashed, died)
     if not jobs:
-        return Markup("no result yet" + "".join(f' · <a href="/sweeps/{int(s)}">sweep {int(s)}</a>' for s in held))
+        held_links = "".join(f' · <a href="/sweeps/{int(s)}">sweep {int(s)}</a>' for s in held)
+        return Markup("no result yet" + held_links + (f" · {deaths}" if deaths else ""))
     out = [f'<a href="/sweeps/{int(s)}">sweep {int(s)}</a> ' for s in sweeps]
     out += [f'<a href="/api/v1/jobs/{int(j)}/log">log {int(j)}</a> ' for j in jobs[:shown]]
     if len(jobs) > shown:
         out.append(f"and {len(jobs) - shown} more")
-    return Markup("".join(out).rstrip())
+    return Markup("".join(out).rstrip() + (f" · {deaths}" if deaths else ""))
+
+
+def crash_logs(crashed: Sequence[int | str], died: int, shown: int = 3) -> Markup:
+    """The logs of a cell's starts that died (``PooledCell.crashed_in``: those whose log was kept), ``shown`` of them,
+    then how many more, and how many died without one: a worker reports a death without its log when the service
+    refused the log, so a death with no link is said, not hidden. Empty where none died."""
+    if not died:
+        return NOTHING
+    out = [f'<a class="crash-log" href="/api/v1/jobs/{int(j)}/log">crash log {int(j)}</a>' for j in crashed[:shown]]
+    if len(crashed) > shown:
+        out.append(f"and {len(crashed) - shown} more")
+    if died > len(crashed):
+        out.append(f"{died - len(crashed)} died without a log kept")
+    return Markup(" ".join(out))
+
+
+def cell_crash_logs(c: PooledCell) -> Markup:
+    """``crash_logs`` of a pooled cell."""
+    return crash_logs(c.crashed_in, c.died)
 
 
 def cell_links(c: PooledCell, shown: int = 6) -> Markup:
     sweeps, jobs = ran_in(c)
-    return links(sweeps, jobs, c.sweep_ids, shown)
+    return links(sweeps, jobs, c.sweep_ids, shown, c.crashed_in, c.died)
 
 
 def row_links(row: dict, shown: int = 6) -> Markup:
-    """``links`` of a frame row (``sweeps``, ``measured_sweeps``, ``measured_jobs``: ids separated by spaces)."""
-    return links(row["measured_sweeps"].split(), row["measured_jobs"].split(), row["sweeps"].split(), shown)
+    """``links`` of a frame row (``sweeps``, ``measured_sweeps``, ``measured_jobs``, ``crashed_jobs``: ids separated by
+    spaces; ``died``)."""
+    return links(row["measured_sweeps"].split(), row["measured_jobs"].split(), row["sweeps"].split(), shown,
+                 row["crashed_jobs"].split(), row["died"])

@@ -12,6 +12,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 
 from app import spreadsheets
 from app.cells.scope import CellScope
@@ -120,6 +121,28 @@ def interval(value: float | None, low: float | None, high: float | None, digits:
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
+def interval_cell(value: float | None, low: float | None, high: float | None, digits: int = 3) -> Markup:
+    """``interval`` for a table's cell, its bracket in one unbreakable span: a narrow column puts the interval under
+    its point, never ``[0.906,`` on one line and ``0.914]`` on the next; the cell's text is ``interval``'s. Formatted
+    here, not split from ``interval``'s: a page writes thousands."""
+    value, low, high = frames.known_float(value), frames.known_float(low), frames.known_float(high)
+    if value is None or low is None or high is None:
+        return Markup(interval(value, low, high, digits))
+    return Markup(f'{value:.{digits}f} <span class="ci">[{low:.{digits}f}, {high:.{digits}f}]</span>')
+
+
+class Breakable(dict[str, Markup]):
+    """``breakable[text]``: ``text`` with a line-break opportunity after each underscore and equals sign
+    (``FULL_AND_<wbr>PIECEWISE``, ``dataset=<wbr>draftbench``). To a browser a graph mode or a config's ``key=value``
+    is one word, which would hold a column of a wide table at its whole width; ``<wbr>`` is no text, so the cell reads
+    and copies as ``text``. Each text is made once and kept (as many as the stored cells' labels and graph modes):
+    a page's thousands of rows repeat a few, and a look-up from a template costs a third of a call."""
+
+    def __missing__(self, text: str) -> Markup:
+        self[text] = Markup(str(escape(text)).replace("_", "_<wbr>").replace("=", "=<wbr>"))
+        return self[text]
+
+
 def described(scope: CellScope, builds: Iterable[str]) -> str:
     """Where a page's cells come from, for its heading: ``scope.describe()``, but where the page read the newest sweeps'
     builds unasked, the builds of the cells it shows (``builds``), so a heading names no build it has nothing of."""
@@ -131,7 +154,8 @@ def described(scope: CellScope, builds: Iterable[str]) -> str:
 
 templates.env.filters["num"] = number
 templates.env.filters["known"] = frames.known
-templates.env.globals["interval"] = interval
+templates.env.globals["interval"] = interval_cell
+templates.env.globals["breakable"] = Breakable()
 templates.env.globals["figure_src"] = figure_src
 templates.env.globals["described"] = described
 templates.env.globals["ran_in"] = marks.ran_in
@@ -139,6 +163,8 @@ templates.env.globals["ran_marks"] = marks.badges
 templates.env.globals["cell_marks"] = marks.cell_badges
 templates.env.globals["cell_links"] = marks.cell_links
 templates.env.globals["row_links"] = marks.row_links
+templates.env.globals["crash_logs"] = marks.crash_logs
+templates.env.globals["cell_crash_logs"] = marks.cell_crash_logs
 templates.env.globals["what_ran"] = marks.what_ran
 templates.env.globals["ran_of"] = marks.of
 templates.env.filters["ran_row"] = marks.of_row

@@ -31,7 +31,8 @@ def create(by: Submitter, body: BisectionIn, session: SessionDep) -> BisectionOu
 @router.get("", response_model=list[BisectionOut], responses=answers(422))
 def list_bisections(session: SessionDep,
                     limit: Annotated[int, Query(ge=1, le=100, description="The newest this many")] = 20) -> list[BisectionOut]:
-    """The newest bisections, each with its steps and where it stands."""
+    """The newest bisections, newest first (by when each started, ``app.newest``), each with its steps and where it
+    stands."""
     return [out(b) for b in service.recent(session=session, limit=limit)]
 
 

@@ -25,13 +25,15 @@ def list_crashes(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> list[CrashGroupOut]:
-    """Crash groups, most recently seen first; ``kind`` keeps one crash kind."""
+    """Crash groups, newest first: by when they were last seen (the run time of their newest crash), the later
+    stored first among equal times (``app.newest``); ``kind`` keeps one crash kind."""
     groups = service.list_groups(session=session, limit=limit, offset=offset, kind=kind)
     return [CrashGroupOut.model_validate(g, from_attributes=True) for g in groups]
 
 
 @router.get("/{signature}", response_model=CrashGroupDetail, responses=answers(404, 422))
 def get_crash(signature: Signature, session: SessionDep) -> CrashGroupDetail:
+    """A crash group with its jobs (``job_ids``, ``cells``), newest crash first, and the builds they ran on."""
     group = service.get_group(session=session, signature=signature)
     jobs, builds = service.affected(session=session, group=group)
     cells = [

@@ -23,6 +23,8 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> list[JobOut]:
+    """Jobs in the order they were stored (by id), not newest first: a page at an offset stays the same while new
+    jobs are added, so paging through them misses none."""
     jobs = service.list_jobs(session=session, sweep_id=sweep_id, state=state, limit=limit, offset=offset)
     return [JobOut.model_validate(job) for job in jobs]
 

@@ -50,7 +50,8 @@ Offset = Annotated[int, Query(ge=0, le=2**62)]
 
 @router.get("/results", response_model=list[ResultOut], responses=answers(422))
 def list_results(session: SessionDep, where: FilterDep, limit: Limit = 1000, offset: Offset = 0) -> list[ResultOut]:
-    """Results filtered by sweep, build, GPU kind, method, requested and resolved backend and graph mode."""
+    """Results filtered by sweep, build, GPU kind, method, requested and resolved backend and graph mode, in the order
+    they were stored (by id), not newest first: a page at an offset stays the same while new results are added."""
     return service.query_out(session=session, where=where, limit=limit, offset=offset)
 
 
@@ -73,7 +74,8 @@ def list_calibration_misses(
     limit: Annotated[int, Query(ge=0, le=1000)] = calibration.SHOWN,
 ) -> CalibrationMisses:
     """Calibration results (synthetic acceptance at known per-position rates) whose measured interval misses a rate
-    asked for, over every stored result (or one sweep's), newest first; ``count`` counts them all. With 95 %
+    asked for, over every stored result (or one sweep's), newest first (by when the cell ended, ``app.newest``);
+    ``count`` counts them all. With 95 %
     intervals about one position in twenty misses by chance."""
     found = calibration.misses(session=session, sweep_id=sweep_id, limit=limit)
     return CalibrationMisses(count=found.count, misses=found.shown)

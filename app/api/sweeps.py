@@ -84,6 +84,8 @@ def list_sweeps(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> list[SweepSummary]:
+    """Sweeps with their job counts, newest first: by when each was submitted (an imported sweep, when its first run
+    started), the later stored first among equal times (``app.newest``)."""
     return service.summaries(session=session, limit=limit, offset=offset)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from app import newest
 from app.analysis import bisection as rule
 from app.analysis.bisection import ACCEPTANCE, TOKENS_PER_S, Movement, Symptom
 from app.analysis.verdicts import Change
@@ -76,7 +77,8 @@ def get(*, session: Session, bisection_id: int, lock: bool = False) -> Bisection
 
 
 def recent(*, session: Session, limit: int) -> list[Bisection]:
-    stmt = select(Bisection).options(selectinload(Bisection.steps)).order_by(Bisection.id.desc()).limit(limit)
+    """The newest ``limit`` bisections (``app.newest.BISECTIONS``), each with its steps."""
+    stmt = select(Bisection).options(selectinload(Bisection.steps)).order_by(*newest.BISECTIONS).limit(limit)
     return list(session.scalars(stmt))
 
 

@@ -42,6 +42,9 @@ class PooledCell:
     job_ids: list[int] = field(default_factory=list)
     # The jobs whose results were pooled, each with its sweep: where the cell's numbers came from.
     measured_in: dict[int, int] = field(default_factory=dict)
+    # The jobs that died (crashed or timed out) whose log was kept, in job order: the logs a page links beside the
+    # cell's crashes. A death reported without its log is counted in ``states`` and ``crash_kinds`` but not here.
+    crashed_in: list[int] = field(default_factory=list)
     states: Counter = field(default_factory=Counter)
     crash_kinds: Counter = field(default_factory=Counter)
     crash_signature: str | None = None

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app import db
+from app import db, newest
 from app.analysis import verdicts
 from app.analysis.compare_cells import SEVERITY, Side, verdict
 from app.analysis.fallback import Ratio, ratio
@@ -196,12 +196,12 @@ def _last_builds(*, session: Session, gpu_kinds: list[str], exclude: set[str]) -
 
 
 def default_pair(*, session: Session) -> tuple[int, int] | None:
-    """(base, head) when none is named: the newest sweep and the newest earlier sweep of the same name."""
-    head = session.execute(select(Sweep.id, Sweep.name).order_by(Sweep.created_at.desc(), Sweep.id.desc()).limit(1)).first()
+    """(base, head) when none is named: the newest sweep and the newest earlier sweep of the same name
+    (``app.newest.SWEEPS``)."""
+    head = session.execute(select(Sweep.id, Sweep.name).order_by(*newest.SWEEPS).limit(1)).first()
     if head is None:
         return None
     base = session.scalar(
-        select(Sweep.id).where(Sweep.name == head.name, Sweep.id != head.id)
-        .order_by(Sweep.created_at.desc(), Sweep.id.desc()).limit(1)
+        select(Sweep.id).where(Sweep.name == head.name, Sweep.id != head.id).order_by(*newest.SWEEPS).limit(1)
     )
     return (base, head.id) if base is not None else None

@@ -5,9 +5,10 @@ import zlib
 from collections.abc import Iterator
 from datetime import datetime
 
-from sqlalchemy import Row, func, select
+from sqlalchemy import ColumnElement, Row, func, select
 from sqlalchemy.orm import Session
 
+from app import newest
 from app.crashes import overrides
 from app.crashes.context import cell_context
 from app.crashes.excerpt import excerpt
@@ -169,6 +170,14 @@ def read_log(*, session: Session, job_id: int) -> str | None:
     return None if row is None else zlib.decompress(row.compressed).decode(errors="replace")
 
 
+def log_kept(job_id: ColumnElement[int]) -> ColumnElement[bool]:
+    """Whether the log of job ``job_id`` was kept, as a column of a statement that reads jobs: a page links a log only
+    where one is (a 404 otherwise), and a worker reports a crash without its log when the service refused the log.
+    A scalar subquery on the log's primary key, not EXISTS: PostgreSQL may answer an EXISTS by hashing the id of every
+    stored log, a read of the whole table of logs for each page."""
+    return select(JobLog.job_id).where(JobLog.job_id == job_id).scalar_subquery().is_not(None)
+
+
 def compressed_log(*, session: Session, job_id: int) -> bytes | None:
     """A job's log as stored (zlib), for streaming it out with ``log_chunks``."""
     return session.scalar(select(JobLog.compressed).where(JobLog.job_id == job_id))
@@ -192,16 +201,14 @@ def log_chunks(compressed: bytes) -> Iterator[str]:
     yield decode.decode(inflate.flush(), final=True)
 
 
-def newest_excerpts(*, session: Session, group_ids: list[int]) -> dict[int, tuple[int, str | None]]:
-    """Each group's newest crash (highest job id): its job id and its stored excerpt, in one query."""
-    newest = select(func.max(Crash.job_id)).where(Crash.signature_id.in_(group_ids)).group_by(Crash.signature_id)
-    rows = session.execute(select(Crash.signature_id, Crash.job_id, Crash.excerpt).where(Crash.job_id.in_(newest)))
-    return {row.signature_id: (row.job_id, row.excerpt) for row in rows}
+def excerpts(*, session: Session, job_ids: list[int]) -> dict[int, str | None]:
+    """The stored excerpt of each crash of ``job_ids`` (a page's few: each group's newest, ``members``' first), by job."""
+    return dict(session.execute(select(Crash.job_id, Crash.excerpt).where(Crash.job_id.in_(job_ids))).all())
 
 
 def list_groups(*, session: Session, limit: int, offset: int, kind: CrashKind | None = None) -> list[CrashSignature]:
-    """Groups most recently seen first, of one crash kind or all."""
-    stmt = select(CrashSignature).order_by(CrashSignature.last_seen.desc(), CrashSignature.id.desc())
+    """Groups newest first (``app.newest.CRASH_GROUPS``: most recently seen), of one crash kind or all."""
+    stmt = select(CrashSignature).order_by(*newest.CRASH_GROUPS)
     if kind is not None:
         stmt = stmt.where(CrashSignature.kind == kind)
     return list(session.scalars(stmt.limit(limit).offset(offset)))
@@ -215,27 +222,30 @@ def get_group(*, session: Session, signature: str) -> CrashSignature:
 
 
 def affected(*, session: Session, group: CrashSignature) -> tuple[list[Job], list[str]]:
-    """The jobs in a group and the distinct builds they ran on."""
+    """The jobs in a group, newest crash first (``app.newest.CRASHES``), and the distinct builds they ran on."""
     in_group = Crash.signature_id == group.id
-    jobs = list(session.scalars(select(Job).join(Crash).where(in_group).order_by(Job.id)))
+    jobs = list(session.scalars(select(Job).join(Crash).where(in_group).order_by(*newest.CRASHES)))
     builds = list(session.scalars(select(func.distinct(Job.build)).join(Crash).where(in_group)))
     return jobs, sorted(builds)
 
 
 def groups_in(*, session: Session, job_ids: list[int] | None, limit: int) -> list[CrashSignature]:
-    """Groups with a crash among ``job_ids`` (all groups when None), most recently seen first."""
-    stmt = select(CrashSignature).order_by(CrashSignature.last_seen.desc(), CrashSignature.id.desc())
+    """Groups with a crash among ``job_ids`` (all groups when None), newest first (``app.newest.CRASH_GROUPS``)."""
+    stmt = select(CrashSignature).order_by(*newest.CRASH_GROUPS)
     if job_ids is not None:
         stmt = stmt.where(CrashSignature.id.in_(select(Crash.signature_id).where(Crash.job_id.in_(job_ids))))
     return list(session.scalars(stmt.limit(limit)))
 
 
 def members(*, session: Session, group_ids: list[int]) -> dict[int, list[Row]]:
-    """Each group's jobs (id, sweep_id, build, gpu_kind, backend, graph_mode, method), in one query: rows, not
-    ORM jobs, so a group of thousands of crashes loads none of their configs."""
+    """Each group's jobs (id, sweep_id, build, gpu_kind, backend, graph_mode, method, and ``logged``: whether its log
+    was kept, for a worker reports a crash without its log when the service refused the log), newest crash first
+    (``app.newest.CRASHES``), in one query: rows, not ORM jobs, so a group of thousands of crashes loads none of their
+    configs."""
     found: dict[int, list[Row]] = {g: [] for g in group_ids}
-    stmt = (select(Crash.signature_id, Job.id, Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method)
+    stmt = (select(Crash.signature_id, Job.id, Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method,
+                   log_kept(Job.id).label("logged"))
             .join(Job, Job.id == Crash.job_id).where(Crash.signature_id.in_(group_ids)))
-    for row in session.connection().execute(stmt.order_by(Job.id)):
+    for row in session.connection().execute(stmt.order_by(*newest.CRASHES)):
         found[row.signature_id].append(row)
     return found

@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, defer
 
+from app import newest
 from app.config import Settings
 from app.enums import BuiltinDataset, JobState, SpecMethod, SweepState
 from app.errors import ConflictError, InputError, NotFoundError
@@ -310,8 +311,9 @@ def get(*, session: Session, sweep_id: int) -> Sweep:
 
 
 def list_recent(*, session: Session, limit: int, offset: int) -> list[Sweep]:
-    """The newest sweeps, without their specs (a list never needs them, and a spec can be large)."""
-    stmt = select(Sweep).options(defer(Sweep.spec)).order_by(Sweep.id.desc()).limit(limit).offset(offset)
+    """The newest sweeps (``app.newest.SWEEPS``), without their specs (a list never needs them, and a spec can be
+    large)."""
+    stmt = select(Sweep).options(defer(Sweep.spec)).order_by(*newest.SWEEPS).limit(limit).offset(offset)
     return list(session.scalars(stmt))
 
 

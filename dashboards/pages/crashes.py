@@ -13,6 +13,7 @@ from dashboards.filters import FiltersDep
 router = APIRouter()
 
 SHOWN = 50
+JOBS_SHOWN = 20  # a group's newest crashes listed on /crashes; its own page lists them all
 
 
 @router.get("/crashes", response_class=HTMLResponse)
@@ -41,14 +42,17 @@ def crash_page(request: Request, session: SessionDep, signature: str = Path(max_
 def _described(session: SessionDep, groups: list[CrashSignature], every_cell: bool = False) -> list[dict]:
     ids = [g.id for g in groups]
     jobs = crashes.members(session=session, group_ids=ids)
-    newest = crashes.newest_excerpts(session=session, group_ids=ids)
+    # The excerpt of each group's newest crash (``members`` lists them newest first): the one its last seen is from.
+    newest = {g: found[0].id for g, found in jobs.items() if found}
+    shown = crashes.excerpts(session=session, job_ids=list(newest.values()))
     described = []
     for group in groups:
         members = jobs[group.id]
-        log_job, shown = newest.get(group.id, (None, None))
+        log_job = newest.get(group.id)
         cells = sorted({(j.gpu_kind, j.backend, j.graph_mode, j.method or "baseline", j.build) for j in members})
         described.append({
-            "group": group, "jobs": members if every_cell else members[-20:], "cells": cells,
-            "builds": sorted({j.build for j in members}), "excerpt": shown, "log_job": log_job,
+            "group": group, "jobs": members if every_cell else members[:JOBS_SHOWN], "cells": cells,
+            "older": 0 if every_cell else max(len(members) - JOBS_SHOWN, 0),
+            "builds": sorted({j.build for j in members}), "excerpt": shown.get(log_job), "log_job": log_job,
         })
     return described
