@@ -103,6 +103,18 @@ def text_inches(texts: Iterable[str], size: float) -> float:
     return max((sum(map(_advance, line)) for text in texts for line in text.split("\n")), default=0.0) * size / 72 * SLACK
 
 
+def wrapped(text: str, size: float, width: float) -> str:
+    """``text`` broken at its spaces into lines at most ``width`` inches wide at ``size`` points (``text_inches``; a
+    word wider than that alone on its line): a title that would run past its figure's edges or into its neighbour's."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and text_inches([f"{lines[-1]} {word}"], size) <= width:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    return "\n".join(lines)
+
+
 def grid(size: tuple[float, float], *, left: float, right: float, top: float, bottom: float, across: float = 0.0,
          down: float = 0.0, columns: int = 1, rows: int = 1) -> dict[str, float]:
     """Matplotlib's subplot parameters (fractions) for margins and gaps between ``columns`` x ``rows`` axes given in

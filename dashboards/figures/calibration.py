@@ -14,6 +14,9 @@ HELD, MISSED, ASKED = "#4c72b0", "#e65100", "#222222"
 # small against it, not as a panel of noise.
 MIN_DIFFERENCE = 0.02
 SIZE = (7.6, 3.3)
+# A panel's 3 inches hold this many two-digit position labels at matplotlib's 10 points; a cell of more positions
+# (k runs to 64) labels one in every ceil(k / MAX_LABELS) and ticks the rest.
+MAX_LABELS = 16
 
 
 def calibration(positions: Sequence, label: str) -> Drawing | None:
@@ -54,8 +57,10 @@ def _figure(points: tuple[tuple[int, float | None, float | None, float | None, f
             numbers, values, lows, highs = zip(*moved, strict=True)
             differences.errorbar(numbers, values, yerr=whiskers(values, lows, highs), fmt="o", color=colour, capsize=4)
     numbers = [p[0] for p in points]
+    every = -(-len(numbers) // MAX_LABELS)
     for ax in (rates, differences):
-        ax.set_xticks(numbers)
+        ax.set_xticks(numbers[::every])
+        ax.set_xticks(numbers, minor=True)
         ax.set_xlim(min(numbers) - 0.6, max(numbers) + 0.6)
         ax.set_xlabel("draft position")
     rates.set_ylim(0, 1.05)

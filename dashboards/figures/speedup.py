@@ -1,16 +1,21 @@
 """One method's speedup over its baseline against load (clients, or an offline batch size), a line per k with its
 95 % interval, and beside each point the speedup its spec-decode counters predict."""
 
+import math
+
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
-from dashboards.figures import Drawing, drawable, whiskers
-from dashboards.figures.serving import BASELINE_COLOUR, COLOURS, DODGE, NAN
+from dashboards.figures import Drawing, drawable, whiskers, wrapped
+from dashboards.figures.serving import BASELINE_COLOUR, COLOURS, DODGE, NAN, TICK_SIZE, spaced
 from dashboards.frames import columns
 
 SIZE = (7.0, 3.6)
+# Inches: about the axis' width (the y label and its ticks take an inch left of it), what its title and the loads'
+# labels have; points: the title's size.
+AXIS_WIDTH, TITLE_SIZE = SIZE[0] - 1.0, 9
 # The frame's columns read (``dashboards.data.speedup_frame``).
 COLUMNS = ("line_number", "line", "load_unit", "k", "load", "speedup", "speedup_low", "speedup_high", "predicted_speedup")
 
@@ -54,14 +59,18 @@ def _figure(ks: tuple, title: str, unit: str) -> Figure:
     handles.append(Line2D([], [], color="#222", marker="x", linestyle="", label="predicted by the counters"))
     ax.axhline(1.0, color=BASELINE_COLOUR, linestyle=":", linewidth=1)
     ax.set_xscale("log", base=2)
-    ax.set_xlim(loads[0] / 1.6, loads[-1] * 1.6)
-    ax.xaxis.set_major_locator(FixedLocator(loads))
-    ax.xaxis.set_minor_locator(NullLocator())
+    low, high = loads[0] / 1.6, loads[-1] * 1.6
+    ax.set_xlim(low, high)
+    # Each load ticked, labelled where its label stands clear of the last one labelled.
+    ax.xaxis.set_major_locator(FixedLocator(spaced(loads, AXIS_WIDTH / math.log2(high / low))))
+    ax.xaxis.set_minor_locator(FixedLocator(loads))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.set_xlabel(unit, fontsize=8)
     ax.set_ylabel("speedup over the baseline (95 %)", fontsize=8)
-    ax.tick_params(labelsize=7)
+    ax.tick_params(labelsize=TICK_SIZE)
     ax.grid(True, linewidth=0.4, alpha=0.5)
-    ax.set_title(title, fontsize=9)
+    # A line's title names its cell's whole config: it runs past the figure's edges on one line.
+    ax.set_title(wrapped(title, TITLE_SIZE, AXIS_WIDTH), fontsize=TITLE_SIZE)
     ax.legend(handles=handles, fontsize=7, loc="best", frameon=False)
     return fig
