@@ -30,22 +30,25 @@ class Ran:
     ran: tuple[str, ...]
     downgraded: bool
     draft_eager: bool
+    drafted: bool  # a speculative cell: a baseline has no draft to run eagerly
 
 
 def of(cell: PooledCell) -> Ran:
-    return Ran(cell.graph_mode, tuple(sorted(cell.resolved_graph_modes)), cell.downgraded, cell.draft_eager)
+    return Ran(cell.graph_mode, tuple(sorted(cell.resolved_graph_modes)), cell.downgraded, cell.draft_eager,
+               cell.method is not None)
 
 
 def of_row(row: dict) -> Ran:
     """A frame row's (``dashboards.data.serving_frame``: ``resolved_graph_mode`` its modes joined)."""
     ran = row["resolved_graph_mode"]
-    return Ran(row["graph_mode"], tuple(ran.split(", ")) if ran else (), bool(row["downgraded"]), bool(row["draft_eager"]))
+    return Ran(row["graph_mode"], tuple(ran.split(", ")) if ran else (), bool(row["downgraded"]), bool(row["draft_eager"]),
+               bool(row["speculative"]))
 
 
 def what_ran(cells: Iterable[Ran]) -> str | None:
     """A sentence on the cells (of one heading) that did not run what they asked: downgraded to another graph mode, or
-    a draft run without CUDA graphs beside captured ones; None when every cell that ran ran as asked. The words are the
-    marks' (``downgraded``, ``draft eager``)."""
+    a draft run without CUDA graphs beside captured ones (counted among the cells with a draft); None when every cell
+    that ran ran as asked. The words are the marks' (``downgraded``, ``draft eager``)."""
     ran = [c for c in cells if c.ran]
     down = Counter((c.asked, ", ".join(c.ran)) for c in ran if c.downgraded)
     eager = sum(c.draft_eager and c.asked != "NONE" for c in ran)
@@ -55,7 +58,9 @@ def what_ran(cells: Iterable[Ran]) -> str | None:
     parts = [f"{n} of {total} {'cell' if total == 1 else 'cells'} asked {asked} and vLLM ran {modes} (downgraded)"
              for (asked, modes), n in sorted(down.items())]
     if eager:
-        parts.append(f"the draft ran without CUDA graphs in {eager} of {total} (draft eager)")
+        drafted = sum(c.drafted for c in ran)
+        parts.append(f"the draft ran without CUDA graphs in {eager} of {drafted} {'cell' if drafted == 1 else 'cells'} "
+                     "with a draft (draft eager)")
     return "Not what was asked: " + "; ".join(parts) + ". Their numbers measure what ran."
 
 

@@ -94,5 +94,8 @@ def test_the_draft_cells_ran_without_async_scheduling_and_the_page_says_their_ba
     assert sentence.replace("'", "&#39;") in html and html.count(">sync scheduling</span>") == 22  # the line's table and the serving table
     matrix = h200.get("/matrix").text
     assert matrix.count(">sync scheduling</span>") == 11
+    # vLLM 0.26 ran each draft without CUDA graphs beside the target's: said over the line and over the serving table,
+    # counted among the cells with a draft (the baselines have none; "11 of 15" before).
+    assert html.count("the draft ran without CUDA graphs in 11 of 11 cells with a draft (draft eager)") == 2
     results = [r for r in h200.get("/api/v1/results").json() if r["sweep_name"].startswith("h200-bestk-8b")]
     assert sorted((r["method"] or "", r["async_scheduling_off"]) for r in results) == [("", False)] * 4 + [("draft_model", True)] * 11

@@ -140,11 +140,11 @@ def test_a_cell_titled_by_the_mode_asked_says_vllm_ran_another_with_the_draft_ea
             assert (result["backend"], result["resolved_graph_mode"]) == ("FLASHINFER", "PIECEWISE")
             assert heading.endswith("downgraded draft eager sync scheduling")
             assert ("Not what was asked: 1 of 1 cell asked FULL_AND_PIECEWISE and vLLM ran PIECEWISE (downgraded); the draft "
-                    "ran without CUDA graphs in 1 of 1 (draft eager).") in text
+                    "ran without CUDA graphs in 1 of 1 cell with a draft (draft eager).") in text
             assert '<span class="badge downgraded" title="asked FULL_AND_PIECEWISE; vLLM ran PIECEWISE">' in section
         else:
             assert result["backend"] == "FLASH_ATTN" and "downgraded" not in heading
-            assert "Not what was asked: the draft ran without CUDA graphs in 1 of 1 (draft eager)." in text
+            assert "Not what was asked: the draft ran without CUDA graphs in 1 of 1 cell with a draft (draft eager)." in text
     assert sum(stored[job]["graph_downgraded"] for _, job, _ in _sections(html)) == 2
     rows = list(csv.DictReader(io.StringIO(h200.get("/calibration", params={"format": "csv"}).text)))
     assert {(r["backend"], r["resolved_graph_mode"], r["downgraded"], r["draft_eager"]) for r in rows} == {
