@@ -286,9 +286,11 @@ def findings(api: Api, sweep_id: int) -> list[str]:
     whole build) with what became of its other graphed cells, its calibration misses, and the open regressions of
     its cells."""
     counts = api.get("/api/v1/alarms/counts", sweep_id=sweep_id)
+    spared = counts["within_by_reason"]
     lines = [f"graph-capture alarms: {counts['alarmed']} of {counts['judged']} graphed cells judged against their eager "
-             f"sibling ({counts['within']} within their interval, {counts['cannot_show']} cannot show a capture bug: "
-             f"acceptance exactly 0 or 1; {counts['unpaired']} more without an eager sibling)"]
+             f"sibling ({spared.get('within_interval', 0)} within their interval, {spared.get('below_min_effect', 0)} below "
+             f"the minimum effect, {spared.get('unknown', 0)} judged before either was kept; {counts['cannot_show']} cannot "
+             f"show a capture bug: acceptance exactly 0 or 1; {counts['unpaired']} more without an eager sibling)"]
     lines += [f"  alarm ({a['kind']}): {a['sentence']} ({a['successes']}/{a['trials']} against "
               f"{a['eager_successes']}/{a['eager_trials']})" for a in api.get("/api/v1/alarms", sweep_id=sweep_id)]
     misses = api.get("/api/v1/calibration-misses", sweep_id=sweep_id)

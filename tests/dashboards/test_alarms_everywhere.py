@@ -122,7 +122,8 @@ def test_the_capture_bug_sweep_shows_its_alarm_on_its_page_and_in_status(h200: T
     page = _text(h200.get(f"/sweeps/{capture}").text)
     assert BUG in page and "2 graphed cells with drafts in this sweep: 2 alarmed" in page
     out = _status(stored, capture)
-    assert "graph-capture alarms: 2 of 2 graphed cells judged" in out
+    assert ("graph-capture alarms: 2 of 2 graphed cells judged against their eager sibling (0 within their interval, 0 "
+            "below the minimum effect, 0 judged before either was kept; 0 cannot show") in out
     assert f"alarm (acceptance): {BUG} (17852/19620 against 15360/15360)" in out
     assert "calibration misses: 0" in out and "open regressions of its cells: 0" in out
 
