@@ -5,13 +5,13 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from alembic import command
 from fastapi.testclient import TestClient
-from sqlalchemy import event
 
 from app import db
 from app.auth import service as tokens
 from app.models import ApiToken
 from tests.conftest import AUTH
 from tests.factories import register_worker, sweep_body
+from tests.statements import reads, recorded
 
 
 def _token(client: TestClient, issuer: dict[str, str], *scopes: str, name: str) -> dict[str, str]:
@@ -83,17 +83,10 @@ def test_authentication_reads_a_whole_chain_in_one_statement(client) -> None:
         deepest = _token(client, deepest, "admin", name=f"t{depth}")
     for headers in (worker.headers, deepest):
         secret = headers["Authorization"].removeprefix("Bearer ")
-        statements: list[str] = []
-        engine = client.app.state.engine
-        listen = lambda conn, cursor, sql, *rest, statements=statements: statements.append(sql)  # noqa: E731
-        event.listen(engine, "before_cursor_execute", listen)
-        try:
-            with client.app.state.sessionmaker() as session:
-                principal = tokens.authenticate(session=session, secret=secret, bootstrap="")
-        finally:
-            event.remove(engine, "before_cursor_execute", listen)
+        with recorded(client.app.state.engine) as statements, client.app.state.sessionmaker() as session:
+            principal = tokens.authenticate(session=session, secret=secret, bootstrap="")
         assert principal is not None
-        assert len([sql for sql in statements if sql.lstrip().upper().startswith(("SELECT", "WITH"))]) == 1
+        assert len(reads(statements)) == 1
     assert principal.depth == 7
 
 

@@ -2,11 +2,11 @@
 cell's jobs, on SQLite and PostgreSQL."""
 
 from fastapi.testclient import TestClient
-from sqlalchemy import event
 
 from app.cells import service as cells
 from app.cells.scope import CellScope
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body, upload_log
+from tests.statements import recorded
 
 NGRAM = [{"method": "ngram", "num_speculative_tokens": 3}]
 LOG = "INFO engine started\nRuntimeError: CUDA error: an illegal memory access was encountered\n"
@@ -45,15 +45,8 @@ def test_the_deaths_logs_cost_no_query_per_cell(client: TestClient, dataset) -> 
                              speculative=[*NGRAM, {"method": "ngram", "num_speculative_tokens": 5}])
     counts = []
     for sweep in (one, five):
-        statements: list[str] = []
-        engine = client.app.state.engine
-        listen = lambda conn, cursor, sql, *rest, statements=statements: statements.append(sql)  # noqa: E731
-        event.listen(engine, "before_cursor_execute", listen)
-        try:
-            with client.app.state.sessionmaker() as session:
-                found = cells.load(session=session, scope=CellScope(sweep_id=sweep))
-        finally:
-            event.remove(engine, "before_cursor_execute", listen)
+        with recorded(client.app.state.engine) as statements, client.app.state.sessionmaker() as session:
+            found = cells.load(session=session, scope=CellScope(sweep_id=sweep))
         counts.append(len(statements))
         assert all(cell.crashed_in for cell in found if cell.died)
     assert len(found) == 6 and counts[0] == counts[1], counts

@@ -4,13 +4,14 @@
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import event, select, text
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from app.models import Job, utcnow
 from app.sweeps import pairing
 from tests.conftest import AUTH
 from tests.factories import cell_result, claim, complete, register_worker, submit, sweep_body
+from tests.statements import reads, recorded
 
 BASE, HEAD = "vllm-test", "vllm-pr"
 
@@ -172,17 +173,10 @@ def test_a_sweeps_partner_is_found_by_index_where_sqlites_statistics_count_unpai
             conn.execute(text("INSERT INTO sqlite_stat1 VALUES ('jobs', 'ix_jobs_pair', '108000 108000'), "
                               "('jobs', 'ix_jobs_sweep_id', '108000 432')"))
         engine.dispose()  # new connections read the statistics
-    statements = []
-
-    def keep(conn, cursor, sql, params, *_) -> None:
-        if sql.lstrip().upper().startswith("SELECT"):
-            statements.append((sql, params))
-
-    event.listen(engine, "before_cursor_execute", keep)
-    with Session(engine) as session:
+    with recorded(engine) as sent, Session(engine) as session:
         assert pairing.partner(session=session, sweep_id=head["id"]) == base["id"]
         assert pairing.partner(session=session, sweep_id=base["id"]) == head["id"]
-    event.remove(engine, "before_cursor_execute", keep)
+    statements = reads(sent)
     if sqlite:
         with engine.connect() as conn:
             plans = [[row[-1] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params).all()]
