@@ -33,18 +33,21 @@ def list_crashes(
 
 @router.get("/{signature}", response_model=CrashGroupDetail, responses=answers(404, 422))
 def get_crash(signature: Signature, session: SessionDep) -> CrashGroupDetail:
-    """A crash group with its jobs (``job_ids``, ``cells``), newest crash first, and the builds they ran on."""
+    """A crash group with its jobs (``job_ids``, ``cells``), newest crash first, and the builds they ran on.
+
+    A cell's ``log`` is the URL of its job's log where the log was kept, null where it was not (the service
+    refused it: too large, or the worker's upload failed), so a client never follows a link to a 404."""
     group = service.get_group(session=session, signature=signature)
-    jobs, builds = service.affected(session=session, group=group)
+    jobs = service.members(session=session, group_ids=[group.id])[group.id]
     cells = [
         CrashCell(job_id=j.id, sweep_id=j.sweep_id, gpu_kind=j.gpu_kind, backend=j.backend, graph_mode=j.graph_mode,
-                  method=j.method, build=j.build, log=f"/api/v1/jobs/{j.id}/log")
+                  method=j.method, build=j.build, log=f"/api/v1/jobs/{j.id}/log" if j.logged else None)
         for j in jobs
     ]
     return CrashGroupDetail(
         **CrashGroupOut.model_validate(group, from_attributes=True).model_dump(),
         job_ids=[j.id for j in jobs],
-        builds=builds,
+        builds=service.builds_of(session=session, group=group),
         cells=cells,
     )
 

@@ -29,7 +29,7 @@ class CrashCell(BaseModel):
     graph_mode: str
     method: str | None
     build: str
-    log: str
+    log: str | None = Field(description="URL of the job's log; null where the log was not kept")
 
 
 class CrashGroupDetail(CrashGroupOut):

@@ -221,12 +221,9 @@ def get_group(*, session: Session, signature: str) -> CrashSignature:
     return group
 
 
-def affected(*, session: Session, group: CrashSignature) -> tuple[list[Job], list[str]]:
-    """The jobs in a group, newest crash first (``app.newest.CRASHES``), and the distinct builds they ran on."""
-    in_group = Crash.signature_id == group.id
-    jobs = list(session.scalars(select(Job).join(Crash).where(in_group).order_by(*newest.CRASHES)))
-    builds = list(session.scalars(select(func.distinct(Job.build)).join(Crash).where(in_group)))
-    return jobs, sorted(builds)
+def builds_of(*, session: Session, group: CrashSignature) -> list[str]:
+    """The distinct builds a group's crashes ran on, sorted."""
+    return sorted(session.scalars(select(func.distinct(Job.build)).join(Crash).where(Crash.signature_id == group.id)))
 
 
 def groups_in(*, session: Session, job_ids: list[int] | None, limit: int) -> list[CrashSignature]:

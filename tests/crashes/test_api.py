@@ -4,6 +4,7 @@ import pytest
 from sqlalchemy import select
 
 from app.models import CrashOverride
+from tests.cells.test_crashed_in import died_four_ways
 from tests.conftest import AUTH
 from tests.factories import claim, complete, register_worker, submit, sweep_body, upload_log
 
@@ -106,3 +107,14 @@ def test_a_split_of_jobs_outside_the_group_names_job_ids(client, crash):
     answer = client.post(f"/api/v1/crashes/{group['signature']}/split", json={"job_ids": [999], "reason": "r"}, headers=AUTH)
     assert answer.status_code == 422 and answer.json()["detail"][0]["loc"] == ["body", "job_ids"]
     assert client.post(f"/api/v1/crashes/{group['signature']}/split", json={"job_ids": [], "reason": "r"}, headers=AUTH).status_code == 422
+
+
+def test_a_groups_cells_link_only_the_logs_that_were_kept(client, dataset):
+    """A crash reported without its log (the service refused it) is in its group with ``log`` null, not a 404 link."""
+    _, (crashed, bare, timed_out, _) = died_four_ways(client, dataset)
+    cells = {cell["job_id"]: cell for group in client.get("/api/v1/crashes").json()
+             for cell in client.get(f"/api/v1/crashes/{group['signature']}").json()["cells"]}
+    assert set(cells) == {crashed, bare, timed_out}
+    assert cells[bare]["log"] is None
+    for job in (crashed, timed_out):
+        assert cells[job]["log"] == f"/api/v1/jobs/{job}/log" and client.get(cells[job]["log"]).status_code == 200
