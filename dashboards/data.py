@@ -151,7 +151,7 @@ def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None
             "crash_kind": ", ".join(sorted(c.crash_kinds)) or None, "crash_signature": c.crash_signature,
             "alarm": ", ".join(sorted({str(a.kind) for a in (alarms or {}).get(c.key, ())})) or None,
             "sweeps": " ".join(str(s) for s in c.sweep_ids), "jobs": " ".join(str(j) for j in c.job_ids),
-            "crashed_jobs": _ids(c.crashed_in), "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
+            "crashed_jobs": _ids(c.crashed_in), "vllm_version": _versions(c.vllm_versions), "ran_at": c.ran_at,
         })
     return frames.table(rows, CELL_COLUMNS)
 
@@ -179,7 +179,7 @@ def calibration_frame(found: list[CalibrationCell]) -> pd.DataFrame:
                 "expected": p.expected, "measured": rate, "measured_low": low, "measured_high": high,
                 "accepted": p.accepted, "drafts": p.drafts, "miss": p.miss, "starts": c.starts, "rounds": c.rounds,
                 "starts_missed": c.starts_missed, "sweeps": _ids(sweeps), "jobs": _ids(jobs),
-                "vllm_version": ", ".join(sorted(c.cell.vllm_versions)), "ran_at": c.cell.ran_at,
+                "vllm_version": _versions(c.cell.vllm_versions), "ran_at": c.cell.ran_at,
             })
     return frames.table(rows, CALIBRATION_COLUMNS)
 SERVING_COLUMNS = (
@@ -239,7 +239,7 @@ def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
             "crash_kind": ", ".join(sorted(c.crash_kinds)) or None, "crash_signature": c.crash_signature,
             "sweeps": _ids(c.sweep_ids), "jobs": _ids(c.job_ids), "measured_sweeps": _ids(measured_sweeps),
             "measured_jobs": _ids(measured_jobs), "crashed_jobs": _ids(c.crashed_in),
-            "vllm_version": ", ".join(sorted(c.vllm_versions)), "ran_at": c.ran_at,
+            "vllm_version": _versions(c.vllm_versions), "ran_at": c.ran_at,
         }
         rows.append(row)
     if not rows:  # without a serving cell (an offline view): its columns, without pandas' work on none
@@ -369,11 +369,26 @@ def run_facts(found: list[PooledCell] | list[Check]) -> dict[str, str]:
     times = [c.ran_at for c in found if c.ran_at is not None]
     return {
         "builds": ", ".join(sorted({c.build for c in found})),
-        "vLLM": ", ".join(sorted({v for c in found for v in c.vllm_versions})) or "unknown (nothing ran)",
-        "GPU": ", ".join(sorted({g for c in found for g in c.gpu_names} or {c.gpu_kind for c in found})),
+        "vLLM": _versions({v for c in found for v in c.vllm_versions}) or "unknown (nothing ran)",
+        "GPU": _gpus(found),
         "ran": f"{min(times):%Y-%m-%d %H:%M} to {max(times):%Y-%m-%d %H:%M} UTC" if times else "not yet",
         "sweeps": _first(sorted({(i, n) for c in found for i, n in zip(c.sweep_ids, c.sweep_names, strict=True)})),
     }
+
+
+def _gpus(found: list[PooledCell] | list[Check]) -> str:
+    """The GPUs' names, and a GPU kind none of whose cells recorded one (the CPU engine, an imported file) by its kind:
+    a page of H200 and CPU cells once read "NVIDIA H200" alone."""
+    names: dict[str, set[str]] = {}
+    for c in found:
+        names.setdefault(c.gpu_kind, set()).update(c.gpu_names)
+    return ", ".join(sorted({n for kind, named in names.items() for n in (named or {kind})}))
+
+
+def _versions(versions: set[str]) -> str:
+    """A cell's vLLM versions in words: a result that did not record its version (``app.cells.pooling`` pools it as
+    "?", as a ``vllm bench`` file imported) reads "not recorded"."""
+    return ", ".join(sorted(v for v in versions if v != "?") + (["not recorded"] if "?" in versions else []))
 
 
 def _first(sweeps: list[tuple[int, str]], shown: int = 8) -> str:

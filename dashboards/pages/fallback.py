@@ -49,14 +49,16 @@ def _figures(frame: pd.DataFrame) -> list[tuple[str, Drawing | None]]:
 
 
 def _frame(costs: list[fallback.Cost]) -> pd.DataFrame:
-    """The shown cells (``cells_frame``) with each cost, its 95 % interval and the reference it divides by."""
+    """The shown cells (``cells_frame``) with each cost, its 95 % interval and the reference it divides by; a cell that is
+    its own reference costs exactly 1, without the interval of a ratio of two independent cells."""
     frame = data.cells_frame([c.cell for c in costs])
     for name, ratio, ref in (("requested", "vs_requested", "requested"), ("best", "vs_best", "best")):
-        values = [getattr(c, ratio) for c in costs]
         refs = [getattr(c, ref) for c in costs]
-        frame[f"cost_vs_{name}"] = [v.value if v else None for v in values]
-        frame[f"cost_vs_{name}_low"] = [v.low if v else None for v in values]
-        frame[f"cost_vs_{name}_high"] = [v.high if v else None for v in values]
+        values = [(1.0, 1.0, 1.0) if r is c.cell else (v.value, v.low, v.high) if v else (None, None, None)
+                  for c, r, v in zip(costs, refs, (getattr(c, ratio) for c in costs), strict=True)]
+        frame[f"cost_vs_{name}"] = [v[0] for v in values]
+        frame[f"cost_vs_{name}_low"] = [v[1] for v in values]
+        frame[f"cost_vs_{name}_high"] = [v[2] for v in values]
         frame[f"{name}_backend"] = [r.backend if r else None for r in refs]
         frame[f"{name}_graph_mode"] = [r.graph_mode if r else None for r in refs]
         frame[f"{name}_repeats"] = [r.speed.repeats if r and r.speed else None for r in refs]

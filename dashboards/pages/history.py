@@ -27,8 +27,11 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
                  figure: FigureNumber = None) -> Response:
     if (kept := render.kept_figure(request, format, figure)) is not None:
         return kept
+    none_stored = False  # a page unasked on an empty database has no cell to pick, not one that never ran
     if not any((filters.method, filters.backend, filters.graph_mode, filters.sweep_id, filters.build)):
-        filters = filters.with_(**(data.latest_cell(session=session) or {}))
+        latest = data.latest_cell(session=session)
+        none_stored = latest is None and not data.recent_builds(session=session)
+        filters = filters.with_(**(latest or {}))
     scope = CellScope(sweep_id=filters.sweep_id, build=filters.build, gpu_kind=filters.gpu_kind, method=filters.method,
                       backend=filters.backend, graph_mode=filters.graph_mode)
     cells = data.cells(session=session, scope=scope, speedups=False)
@@ -57,7 +60,8 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
     recent = [(b, bisections.standing(b), bisections.bad_sweep(b))
               for b in bisections.recent(session=session, limit=BISECTIONS)]
     return render.page(request, "history.html", filters, drawings=[drawing], series=series, figure=drawing, shown=SHOWN,
-                       facts=data.run_facts(cells), csv_link=filters.link("/history", format="csv"), bisections=recent)
+                       facts=data.run_facts(cells), csv_link=filters.link("/history", format="csv"), bisections=recent,
+                       none_stored=none_stored)
 
 
 def _placed(group: pd.DataFrame) -> pd.DataFrame:

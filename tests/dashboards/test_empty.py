@@ -52,6 +52,8 @@ def test_an_empty_database_is_said_to_be_empty_in_words_that_hold(empty: TestCli
     ("/alarms", "No graphed cell with drafts in any stored build"), ("/alarms", "No alarm: nothing to judge in any stored build."),
     ("/", "No graphed cell with drafts in any stored build"),
     ("/crashes", "No crash: no sweep is stored yet, so nothing has run."),
+    # It read "No run of this cell yet: pick a GPU kind, method, backend and graph mode that some sweep ran": of no cell.
+    ("/history", "No sweep is stored yet: a history needs a speculative cell that ran."),
 ])
 def test_each_empty_page_says_what_there_is(empty: TestClient, page: str, said: str) -> None:
     assert said in _text(empty.get(page).text)
@@ -78,3 +80,4 @@ def test_a_sweep_whose_cells_have_not_run_has_no_crash_for_want_of_a_run(client:
     text = _text(client.get(f"/crashes?sweep_id={sweep['id']}").text)
     assert "No crash: none of the cells these filters select has run yet" in text and "every cell that ran" not in text
     assert "No crash: no cell matches these filters, so nothing has run." in _text(client.get("/crashes?build=nothing").text)
+

@@ -47,7 +47,7 @@ def test_the_matrix_shows_tokens_per_joule_where_reported_and_not_reported_where
     assert "tokens/J [95 %]" in page.locator("#cells tr").first.inner_text()
     [measured] = _per_joule(page, "#cells", "ngram")
     # One start: its five rounds' range (1.25 to 4.0 at 93.75 %) carried to 95 %, around the median round's 2.0.
-    assert measured.startswith("2.00 [") and "1 rep" in measured
+    assert measured.startswith("2.00 [") and measured.endswith("1 start")
     [unmeasured] = _per_joule(page, "#cells", "draft_model")
     assert unmeasured == "not reported"
     assert page.locator("#cells tr", has_text="draft_model").locator(".not-reported").get_attribute("title") == NO_COUNTER

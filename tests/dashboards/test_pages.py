@@ -170,6 +170,10 @@ def test_sweep_page_counts_rounds_per_engine_start(client, dataset) -> None:
         assert complete(client, job["job_id"], worker, outcome).status_code == 200
     [row] = matrix_rows(client.get(f"/sweeps/{sweep['id']}").text)
     assert row["tokens/s [95 %]"].endswith("]2 starts × 3 rounds"), row["tokens/s [95 %]"]
+    # /matrix said "2 rep × 6 rounds" of the same cell after the sweep page was fixed: two pages, two counts.
+    header, (_, cells) = tables(client.get(f"/matrix?sweep_id={sweep['id']}").text)["cells"]
+    speed = dict(zip(header[1], cells, strict=True))["tokens/s [95 %]"]
+    assert speed.endswith("]2 starts × 3 rounds"), speed
 
 
 def test_unknown_sweep_page_is_404(client) -> None:

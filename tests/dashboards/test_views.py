@@ -301,6 +301,26 @@ def test_the_fallback_csv_gives_each_cost_its_interval_and_reference(every_sweep
     assert all(r["cost_vs_best"] and r["cost_vs_best_low"] and r["cost_vs_best_high"] and r["best_backend"] for r in rows)
 
 
+def test_a_fallback_row_that_is_its_own_reference_reads_the_reference_not_a_ratio_with_an_interval(
+        h200: TestClient) -> None:
+    # DFlash on FLASH_ATTN FULL_AND_PIECEWISE is the fastest cell of its config and the fastest that ran that mode as
+    # asked: it read "1.00x [0.75, 1.33] of FLASH_ATTN", a ratio of the cell to itself with the interval of two
+    # independent cells, as if it might cost a quarter of its speed against itself.
+    header, *rows = tables(h200.get("/fallback").text)["costs"]
+    assert header[1][8:10] == ["cost vs (a) mode as requested", "cost vs (b) best"]
+    [own] = [cells for _, cells in rows if cells[2:5] == ["dflash k=3", "FLASH_ATTN", "FULL_AND_PIECEWISE"]]
+    assert own[8:10] == ["the referencethe fastest that ran FULL_AND_PIECEWISE as asked",
+                         "the referencethe fastest cell of its config"]
+    # So is draft_model's on FLASH_ATTN FULL_AND_PIECEWISE; every other row is measured against another cell.
+    best = {tuple(cells[2:5]) for _, cells in rows if cells[9].startswith("the reference")}
+    assert best == {("dflash k=3", "FLASH_ATTN", "FULL_AND_PIECEWISE"), ("draft_model k=3", "FLASH_ATTN", "FULL_AND_PIECEWISE")}
+    assert all(cells[9].startswith(("0.", "1.")) and "of FLASH_ATTN" in cells[9] for _, cells in rows
+               if tuple(cells[2:5]) not in best)
+    [line] = [r for r in csv.DictReader(io.StringIO(h200.get("/fallback?format=csv").text))
+              if (r["method"], r["backend"], r["graph_mode"]) == ("dflash k=3", "FLASH_ATTN", "FULL_AND_PIECEWISE")]
+    assert [line[f"cost_vs_{name}{end}"] for name in ("requested", "best") for end in ("", "_low", "_high")] == ["1.0"] * 6
+
+
 def test_every_fallback_figure_draws_each_of_its_cells_in_a_row_of_its_own(every_sweep: TestClient) -> None:
     # Batch 4's two calibration configs once shared a label, and their four cells were drawn into two rows: a bar
     # reaching 14,703 labelled 9,183.
@@ -472,4 +492,7 @@ def test_noise_says_an_imported_starts_host_is_not_recorded_not_that_its_gpu_is_
     html = every_sweep.get("/noise").text
     header, *rows = tables(html)[""]  # the H200's table (tables of class "noise", without an id)
     assert header[1][-1] == "hosts (GPUs)"
+    # The column of draft or none was headed "cells", beside "cells pooled": one word for two ideas.
+    assert header[1][2:8] == ["draft or none", "mode", "CV between starts", "df", "cells pooled", "starts"]
+    assert {cells[2] for _, cells in rows} <= {"with a draft", "baseline"}
     assert rows and all(cells[-1] == "none recorded (imported starts)NVIDIA H200" for _, cells in rows)
