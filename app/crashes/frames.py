@@ -4,7 +4,9 @@ As Socorro's skip lists do: frames that every crash passes through (the engine c
 executors' RPC, the engine's start-up, ``torch.nn.Module.__call__``, ``decorate_context``) are dropped, then
 the innermost frames inside vLLM are kept as ``vllm.module:function``, innermost first; without any
 vLLM frame, the innermost of any module. A frame's module is its path from its package's root, so a
-frame is named alike under ``site-packages``, ``dist-packages``, ``lib64`` or a source checkout.
+frame is named alike under ``site-packages``, ``dist-packages``, ``lib64`` or a source checkout; of a
+path holding both a package root and a ``vllm`` directory, whichever comes last (an environment named
+``vllm`` holds torch's frames too).
 """
 
 import re
@@ -96,12 +98,17 @@ def _named(frames: Sequence[tuple[str, str]]) -> Iterator[tuple[int, str, str]]:
 def module(path: str) -> str:
     """``.../dist-packages/vllm/v1/engine/core.py`` -> ``vllm.v1.engine.core``; outside a package, the file's stem."""
     path = path.replace("\\", "/")
+    # The rightmost anchor wins: a package root after "/vllm/" (a conda env or venv named "vllm",
+    # ``/envs/vllm/lib/python3.10/site-packages/torch/...``) roots a package of its own, and "/vllm/"
+    # after a package root (an egg, ``dist-packages/vllm-0.10.1-py3.12.egg/vllm/...``) is vLLM's.
     at = path.rfind("/vllm/")
-    if at != -1 or path.startswith("vllm/"):
+    roots = list(_PACKAGE_ROOT.finditer(path, max(at, 0)))  # only those after "/vllm/" can win
+    if roots:
+        tail = path[roots[-1].end() + 1 :]
+    elif at != -1 or path.startswith("vllm/"):
         tail = path[at + 1 :]
     else:
-        roots = list(_PACKAGE_ROOT.finditer(path))
-        tail = path[roots[-1].end() + 1 :] if roots else path.rsplit("/", 1)[-1]
+        tail = path.rsplit("/", 1)[-1]
     tail = tail.removesuffix(".py").removesuffix("/__init__")
     return tail.replace("/", ".")
 

@@ -58,6 +58,14 @@ _RULES: list[tuple[CrashKind, tuple[str, ...]]] = [
     (CrashKind.JIT_ERROR, ("ninja build failed",)),
     (CrashKind.COMPILE_ERROR, ("backendcompilerfailed", "inductorerror", "outofresources", "compilationerror")),
 ]
+# vLLM's start-up refusals that name their cause in a line of their own, found even where a paste kept
+# the message without its exception type, or the engine logged it without raising (V0's "The model's
+# max seq len ... is larger than the maximum number of tokens that can be stored in KV cache").
+REFUSALS = (
+    "o serve at least one request with the model", "larger than the available KV cache memory",
+    "larger than the maximum number of tokens that can be stored in KV cache",
+    "No available memory for the cache blocks", "less than desired GPU memory utilization",
+)
 _JIT_FRAMES = ("/flashinfer/jit/",)
 _COMPILE_FRAMES = ("/torch/_inductor/", "/torch/_dynamo/", "/triton/compiler/")
 _ASYNC_KINDS = (CrashKind.CUDA_ILLEGAL_MEMORY_ACCESS, CrashKind.CUDA_DEVICE_ASSERT, CrashKind.KERNEL_ASSERT)

@@ -61,7 +61,10 @@ def signature_for(
     5. The first traceback cut before its exception line that still says what was raised: the message
        its header was glued after (``Exception in worker X while processing method M: <message>,
        Traceback ...``), or its innermost frame's ``raise X("...")`` line (``CUT_MESSAGE`` without literal).
-    6. A dead worker process (WORKER_DIED).
+    6. A start-up refusal that names its cause (``kinds.REFUSALS``: free memory, KV cache) on a line
+       without its exception type; a process that says it died of a signal (``Fatal Python error:
+       Segmentation fault``, ``*** SIGSEGV received``): SIGNAL, with the frames of its ``faulthandler``
+       dump; else a dead worker process (WORKER_DIED).
     7. Only wrappers: the error a ``Worker failed with error '...'`` quotes.
     8. A traceback cut before its exception that says nothing of it, unless a wrapper came before it
        (what follows a wrapper is the shutdown it caused, or the caller's frames): its frames (``CUT_TRACEBACK``).
@@ -137,6 +140,12 @@ def _cause(log: lines.Log) -> _Cause | None:
     cut = None if found is None or found.cut is None else _cut(found.cut)
     if cut is not None and cut.message != CUT_TRACEBACK:
         return _refined(cut, log)
+    refusal = failures.line_with(log, kinds.REFUSALS)
+    if refusal is not None:
+        return _Cause(kinds.classify(None, refusal.message), None, refusal.message, ())
+    fatal = failures.fatal_signal(log)
+    if fatal is not None:
+        return _Cause(CrashKind.SIGNAL, None, fatal.message, render(failures.faulthandler_frames(log)))
     died = failures.worker_died(log)
     if died is not None:
         return _Cause(CrashKind.WORKER_DIED, None, died.message, ())

@@ -4,7 +4,9 @@
   phase (``in FlashInfer decode``, ``in CUDA-graph replay``), and the cell's configuration, which is
   what tells two such faults apart: ``illegal memory access in FlashInfer decode (DFlash draft,
   FULL graphs)``.
-- A failure with a cause of its own (free memory, KV cache, NCCL, a dead worker): that cause in words.
+- A failure with a cause of its own (free memory, KV cache, NCCL, a dead worker): that cause in words;
+  a fatal signal with where its ``faulthandler`` dump says it was: ``killed by signal SIGSEGV in
+  model_runner.capture``.
 - A traceback cut before its exception: what was raised, if its ``raise`` line shows, and where:
   ``traceback cut before its exception line in deepseek_v2.forward``.
 - A compile or JIT failure: ``compile failed: Type: first sentence`` (its frames are the compiler's).
@@ -64,7 +66,9 @@ def title(
         text = _CAUSES[kind]
     elif kind is CrashKind.NCCL_TIMEOUT:
         text = f"NCCL {sentence.rpartition('OpType=')[2] or 'collective'} timed out (watchdog)"
-    elif kind in (CrashKind.WORKER_DIED, CrashKind.TIMEOUT, CrashKind.SIGNAL, CrashKind.EXIT):
+    elif kind is CrashKind.SIGNAL:
+        text = f"{sentence}{_where(frames)}"  # where the faulthandler dump says it was
+    elif kind in (CrashKind.WORKER_DIED, CrashKind.TIMEOUT, CrashKind.EXIT):
         text = sentence
     elif kind is CrashKind.OUT_OF_MEMORY:
         text = f"out of GPU memory{_where(frames)}"

@@ -14,7 +14,12 @@
   ``nvcc fatal : ...``, ``ptxas fatal : ...``;
 - ``worker_died``: ``Worker proc VllmWorker-2 died unexpectedly (exit code: -9)``, the older ``Worker
   VllmWorkerProcess pid 1159 died, exit code: -6``, Ray's ``RayWorkerProc rank=1 died unexpectedly``;
-- ``faulthandler_frames``: the crashing thread's frames of a ``faulthandler`` dump.
+- ``faulthandler_frames``: the crashing thread's frames of a ``faulthandler`` dump;
+- ``fatal_signal``: the signal a process died of, as Python's ``faulthandler`` (``Fatal Python error:
+  Segmentation fault``), Ray's and abseil's handlers (``*** SIGSEGV received at time=...``) and a shell
+  (``Segmentation fault (core dumped)``) print it;
+- ``line_with``: the first line holding a caller's phrase, its exception type (if any) taken off (a
+  message vLLM logs without raising it, or a paste that kept the message and lost the type).
 
 Each pattern is linear in the text: a file name is one word from a word boundary (read once), and
 every repeat that could run on is bounded.
@@ -129,6 +134,47 @@ def worker_died(log: Log) -> Found | None:
     code = found.group(1) or found.group(2)
     known = f" (exit code {code})" if code and code != "None" else ""
     return Found(log.line_number(found.start()), f"worker process died unexpectedly{known}")
+
+
+_SIGNAL_WORDS = {
+    "Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
+    "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL",
+}
+# Each found by its literal (str.find, at C speed), then read on its own line only.
+_FATAL_LITERALS = ("Fatal Python error: ", " received at time=", " (core dumped)")
+_SIGNAL_LINE = re.compile(
+    r".{0,300}?(?:Fatal Python error: (" + "|".join(_SIGNAL_WORDS) + r")"
+    r"|\*\*\* (SIG[A-Z]{2,6}) received at time="
+    r"|(?<![\w ])(" + "|".join(_SIGNAL_WORDS) + r") \(core dumped\))"
+)
+_TYPE_ENDS = ("Error: ", "Exception: ")
+
+
+def fatal_signal(log: Log) -> Found | None:
+    """``killed by signal SIGSEGV`` of the first line that says a process died of a signal."""
+    text = log.text
+    for at in sorted(at for at in (text.find(literal) for literal in _FATAL_LITERALS) if at != -1):
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        found = _SIGNAL_LINE.match(text, start, len(text) if end == -1 else end)
+        if found is not None:
+            words, name, shell = found.groups()
+            return Found(log.line_number(start), f"killed by signal {name or _SIGNAL_WORDS[words or shell]}")
+    return None
+
+
+def line_with(log: Log, phrases: tuple[str, ...]) -> Found | None:
+    """The first line holding one of ``phrases`` (each found by str.find, at C speed), from the last
+    ``...Error: `` before it if there is one, else whole (stripped)."""
+    text = log.text
+    at = min((at for at in (text.find(phrase) for phrase in phrases) if at != -1), default=-1)
+    if at == -1:
+        return None
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    end = len(text) if end == -1 else end
+    ends = [typed + len(ending) for ending in _TYPE_ENDS if (typed := text.rfind(ending, start, at)) != -1]
+    return Found(log.line_number(start), text[max(ends, default=start) : end].strip())
 
 
 def faulthandler_frames(log: Log) -> list[tuple[str, str]]:

@@ -6,6 +6,7 @@ by issue date (``index.json``'s ``split``): rules are tuned on the older part an
 the newer part is held out, scored but never looked into while rules change.
 """
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ class Entry:
     date_basis: str
     note: str | None = None
     cuts: tuple[str, ...] = ()  # how a log was cut short (``CUTS``)
+    gathered: str | None = None  # the day a later batch of logs was gathered (split by issue, not by date)
 
     @property
     def own(self) -> bool:
@@ -65,12 +67,21 @@ def load() -> list[Entry]:
 def parts(entries: Sequence[Entry]) -> dict[str, list[int]]:
     """The indices into ``entries`` of each part, tuning first: ``HELD_OUT`` holds the public logs of
     issues dated on or after the split's date; our own runs are always tuned on (they were written,
-    and read, while the rules were)."""
+    and read, while the rules were). A log of a later batch (``gathered``) is held out by its issue
+    (``held_out_by_issue``), whatever its date."""
     held_out_from = _index()["split"]["held_out_from"]
     split: dict[str, list[int]] = {TUNING: [], HELD_OUT: []}
     for i, entry in enumerate(entries):
-        split[HELD_OUT if not entry.own and entry.date >= held_out_from else TUNING].append(i)
+        by_date = not entry.own and entry.date >= held_out_from
+        held_out = held_out_by_issue(entry.source) if entry.gathered is not None else by_date
+        split[HELD_OUT if held_out else TUNING].append(i)
     return split
+
+
+def held_out_by_issue(source: str) -> bool:
+    """Whether a later batch's log is held out: the SHA-256 of its source URL is odd, so that the
+    excerpts of one issue fall on one side."""
+    return int(hashlib.sha256(source.encode()).hexdigest(), 16) % 2 == 1
 
 
 @dataclass(frozen=True)

@@ -492,3 +492,69 @@ def test_a_faulthandler_dump_is_found_after_many_lines_of_other_processes():
     noise = "(Worker pid=7) INFO 11-30 00:01:02 [a.py:1] step\n" * 10_000
     info = sign(noise + dump + noise, exit_code=None, signal=11)
     assert info.frames == ("vllm.v1.worker.gpu_model_runner:_capture_cudagraphs",)
+
+
+def _cut_at(venv: str, *frames: tuple[str, str, str]) -> str:
+    lines = ["Traceback (most recent call last):"]
+    for path, function, code in frames:
+        lines += [f'  File "{venv}/{path}", line 1, in {function}', f"    {code}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_an_environment_named_vllm_does_not_make_torch_frames_vllm_s():
+    # A conda env or venv called "vllm": torch's frames lie under ".../envs/vllm/lib/python3.x/site-packages/".
+    venv = "/home/u/miniconda3/envs/vllm/lib/python3.10/site-packages"
+    log = _cut_at(
+        venv,
+        ("vllm/v1/worker/gpu_model_runner.py", "_dummy_run", "out = self.model(x)"),
+        ("torch/nn/modules/module.py", "_wrapped_call_impl", "return self._call_impl(*args, **kwargs)"),
+    )
+    info = signature_for(log, exit_code=1, signal=None, timed_out=False)
+    assert info.frames == ("vllm.v1.worker.gpu_model_runner:_dummy_run",)
+    assert info.title.endswith("in gpu_model_runner._dummy_run")
+
+
+def test_a_vllm_egg_under_dist_packages_is_vllm():
+    from app.crashes.frames import module
+
+    path = "/usr/local/lib/python3.12/dist-packages/vllm-0.10.1.dev0+g1.xpu-py3.12-linux-x86_64.egg/vllm/v1/engine/core.py"
+    assert module(path) == "vllm.v1.engine.core"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "The model's max seq len (4096) is larger than the maximum number of tokens that can be stored in KV cache (3000). "
+        "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        "INFO 01-01 00:00:00 [x.py:1] To serve at least one request with the models's max seq len (8192), (1.0 GiB KV cache "
+        "is needed, which is larger than the available KV cache memory (0.5 GiB).",
+    ],
+)
+def test_a_kv_cache_refusal_without_its_exception_type_is_still_kv_cache_too_small(line):
+    typed = signature_for(f"ValueError: {line}", exit_code=1, signal=None, timed_out=False)
+    bare = signature_for(f"INFO loading\n{line}\n", exit_code=1, signal=None, timed_out=False)
+    assert bare.kind is typed.kind is CrashKind.KV_CACHE_TOO_SMALL
+    assert bare.signature == typed.signature
+
+
+def test_a_free_memory_refusal_logged_without_a_type_is_free_memory():
+    line = ("(EngineCore pid=9) ERROR 01-01 00:00:00 [core.py:1] Free memory on device cuda:0 (1.0/24.0 GiB) on startup "
+            "is less than desired GPU memory utilization (0.9, 21.6 GiB).")
+    assert signature_for(line, exit_code=1, signal=None, timed_out=False).kind is CrashKind.FREE_MEMORY
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n"
+         '  File "/x/site-packages/vllm/worker/model_runner.py", line 9 in capture\n', "SIGSEGV"),
+        ("*** SIGSEGV received at time=1 on cpu 3 ***\nPC: @ 0x7f (unknown) (unknown)\n", "SIGSEGV"),
+        ("Fatal Python error: Aborted\n\nStack (most recent call first):\n", "SIGABRT"),
+        ("Segmentation fault (core dumped)\n", "SIGSEGV"),
+    ],
+)
+def test_a_log_that_says_its_process_died_of_a_signal_is_signed_by_it_without_the_signal_number(text, name):
+    info = signature_for(text, exit_code=1, signal=None, timed_out=False)
+    assert info.kind is CrashKind.SIGNAL and info.message == f"killed by signal {name}"
+    if "model_runner" in text:
+        assert info.title == f"killed by signal {name} in model_runner.capture"
