@@ -35,11 +35,13 @@ class Point:
 
 @dataclass(frozen=True)
 class BestK:
-    """The draft length with the highest speedup at one load, and the others whose interval overlaps its own."""
+    """The draft length with the highest speedup at one load, the others whose interval overlaps its own, and how many
+    k were measured there (1: the best is the only one, not the best of several)."""
 
     k: int
     speedup: Point
     within_noise: tuple[int, ...]
+    measured: int
 
 
 def best_k(speedups: dict[int, Point]) -> BestK | None:
@@ -52,7 +54,7 @@ def best_k(speedups: dict[int, Point]) -> BestK | None:
         return None
     k = min(speedups, key=lambda j: (-speedups[j].value, j))
     best = speedups[k]
-    return BestK(k, best, tuple(j for j in sorted(speedups) if j != k and _overlap(best, speedups[j])))
+    return BestK(k, best, tuple(j for j in sorted(speedups) if j != k and _overlap(best, speedups[j])), len(speedups))
 
 
 def _overlap(a: Point, b: Point) -> bool:

@@ -41,7 +41,7 @@ def out(line: best_k.Line) -> SpeedupLineOut:
             baseline_jobs=m.baseline.job_ids if m.baseline else [],
         ))
     best = [BestKOut(load=at, k=b.k, speedup=b.speedup.value, speedup_low=b.speedup.low, speedup_high=b.speedup.high,
-                     within_noise=list(b.within_noise), sentence=best_k.best_sentence(b, at, line.mode))
+                     within_noise=list(b.within_noise), measured=b.measured, sentence=best_k.best_sentence(b, at, line.mode))
             for at, b in sorted(line.best.items())]
     ends = [BreakEvenOut(k=k, pays=e.pays, load=e.x, low=e.low, high=e.high, why=e.why,
                          sentence=best_k.break_even_sentence(line, k)) for k, e in sorted(line.break_even.items())]

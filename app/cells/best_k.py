@@ -209,13 +209,16 @@ def units(mode: str, n: float) -> str:
 
 
 def best_sentence(best: BestK, at: int, mode: str) -> str:
-    """``best k: 4 at 1 client (1.52x [1.40, 1.65]); 2 within noise``; a best whose interval lies below 1 says so."""
+    """``best k: 4 at 1 client (1.52x [1.40, 1.65]); 2 within noise``; a best whose interval lies below 1 says so, and
+    a k measured alone at its load says it is the only one (``only k=4 ran here``), not that it beat others."""
     s = best.speedup
     interval = f" [{s.low:.2f}, {s.high:.2f}]" if s.low is not None and s.high is not None else " (no interval)"
     text = f"best k: {best.k} at {at} {units(mode, at)} ({s.value:.2f}x{interval})"
     if s.below:
         text += ", surely slower than the baseline"
-    if best.within_noise:
+    if best.measured == 1:
+        text += f"; only k={best.k} ran here"
+    elif best.within_noise:
         listed = ", ".join(map(str, best.within_noise))
         text += f"; {listed} within noise"
     else:

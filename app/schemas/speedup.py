@@ -31,6 +31,7 @@ class BestKOut(BaseModel):
     speedup_low: float | None
     speedup_high: float | None
     within_noise: list[int] = Field(description="Other k whose interval overlaps the best's")
+    measured: int = Field(description="How many k were measured at this load (1: the best is the only one)")
     sentence: str
 
 

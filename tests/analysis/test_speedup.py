@@ -64,7 +64,7 @@ def test_points_above_1_whose_interval_holds_1_are_undecided_and_say_where() -> 
 def test_the_best_k_names_each_other_k_whose_interval_overlaps_its_own() -> None:
     found = best_k({1: Point(1, 1.2, 1.1, 1.3), 2: Point(1, 1.5, 1.4, 1.6), 4: Point(1, 1.45, 1.35, 1.55),
                     8: Point(1, 1.0, 0.9, 1.1)})
-    assert (found.k, found.speedup.value, found.within_noise) == (2, 1.5, (4,))
+    assert (found.k, found.speedup.value, found.within_noise, found.measured) == (2, 1.5, (4,), 4)
 
 
 def test_a_tie_goes_to_the_shorter_draft_and_a_point_without_interval_overlaps_what_holds_it() -> None:

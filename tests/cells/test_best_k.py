@@ -6,7 +6,8 @@ from collections import Counter
 import pytest
 
 from app.analysis.fallback import RepeatSpeed, pool_repeats, ratio
-from app.analysis.speedup import Pays
+from app.analysis.speedup import Pays, Point
+from app.analysis.speedup import best_k as best_of
 from app.cells import best_k, identity
 from app.cells import service as cell_service
 from app.cells.pooling import PooledCell
@@ -147,3 +148,10 @@ def test_a_k_alone_in_a_sweep_of_synthetic_rates_is_on_the_line_its_rates_begin(
     ])
     assert sorted([m.cell.speed.median for m in line.cells] for line in best_k.lines(cells, "offline")) == [
         [120.0, 130.0], [120.0, 140.0]]
+
+
+def test_a_k_measured_alone_at_its_load_is_the_only_one_not_the_best_of_several() -> None:
+    alone = best_of({3: Point(1, 1.6, 1.5, 1.7)})
+    assert best_k.best_sentence(alone, 1, "serve") == "best k: 3 at 1 client (1.60x [1.50, 1.70]); only k=3 ran here"
+    two = best_of({3: Point(1, 1.6, 1.5, 1.7), 1: Point(1, 1.2, 1.1, 1.3)})
+    assert best_k.best_sentence(two, 1, "serve").endswith("; no other k within noise")

@@ -196,7 +196,7 @@ def test_the_8b_shape_pays_at_every_clients_measured_and_one_k_cannot_predict(h2
     # 1.60x [1.40, 1.81], 1.33x [1.11, 1.60], 1.75x [1.54, 1.99] (the test below): every interval above 1.
     assert [e["sentence"] for e in line["break_even"]] == [
         "draft_model k=3 draft=qwen3_0_6b on FLASH_ATTN pays at every load measured (1 to 64 clients)"]
-    assert line["best"][0]["sentence"] == "best k: 3 at 1 client (1.60x [1.40, 1.81]); no other k within noise"
+    assert line["best"][0]["sentence"] == "best k: 3 at 1 client (1.60x [1.40, 1.81]); only k=3 ran here"
     assert line["one_k"] == [1, 16, 64] and all(c["predicted_speedup"] is None for c in line["cells"])
     html = h200.get("/serving").text
     assert "pays at every load measured (1 to 64 clients)" in html and "needs two k: one alone ran at 1, 16, 64 clients" in html
