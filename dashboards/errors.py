@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from starlette.routing import Match
 
 from dashboards import render
 
@@ -33,9 +34,20 @@ def _as_page(answer: Handler) -> Callable[[Request, Exception], Awaitable[Respon
         detail = json.loads(response.body)["detail"]
         return render.page(request, "error.html", None, status_code=response.status_code,
                            errors=detail if isinstance(detail, list) else None,
-                           message=detail if isinstance(detail, str) else None)
+                           message=detail if isinstance(detail, str) else None, listing=_listing(request))
 
     return answer_page
+
+
+def _listing(request: Request) -> str | None:
+    """The page that lists what a missing item's page would have shown (``/crashes`` for ``/crashes/nope``), where the
+    service has one; None for the overview."""
+    parts = request.url.path.strip("/").split("/")
+    listing = f"/{parts[0]}"
+    scope = {"type": "http", "method": "GET", "path": listing, "root_path": ""}
+    if len(parts) < 2 or not any(r.matches(scope)[0] is Match.FULL for r in request.app.routes):
+        return None
+    return listing
 
 
 def _is_page(request: Request) -> bool:

@@ -180,6 +180,13 @@ def test_unknown_sweep_page_is_404(client) -> None:
     assert client.get("/sweeps/9999").status_code == 404
 
 
+def test_a_missing_items_page_links_the_page_that_lists_its_kind(client) -> None:
+    page = client.get("/crashes/nope")
+    assert page.status_code == 404 and '<a href="/crashes">/crashes</a> lists what there is' in page.text
+    # /sweeps lists nothing of its own: the overview does.
+    assert "The <a href=\"/\">overview</a> lists what there is" in client.get("/sweeps/9999").text
+
+
 def test_a_downgraded_cell_shows_the_mode_that_ran_and_is_marked(client, dataset) -> None:
     body = sweep_body(dataset, repeats=1, graph_modes=["FULL_AND_PIECEWISE"],
                       speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
