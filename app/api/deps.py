@@ -3,6 +3,7 @@
 from collections.abc import Callable
 from typing import Annotated
 
+import anyio.to_thread
 from fastapi import Depends, HTTPException, Path, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -18,6 +19,7 @@ from app.jobs import queue
 from app.models import Job
 from app.schemas.ids import Id
 from app.sessions import SessionDep, SettingsDep
+from app.sweeps import parsing
 
 _bearer = HTTPBearer(
     auto_error=False, description="An API token (`draftbench token create`) or the bootstrap DRAFTBENCH_TOKEN"
@@ -188,6 +190,7 @@ def known_query(request: Request) -> None:
     allowed = _query_names(route)
     unknown = list(dict.fromkeys(name for name in request.query_params if name not in allowed))
     if not unknown:
+        _once(request)
         return
     listed = ", ".join(sorted(allowed)) or "none"
     msg = f"unknown query parameter; allowed: {listed}"
@@ -196,6 +199,35 @@ def known_query(request: Request) -> None:
         more = len(unknown) - MAX_UNKNOWN_NAMED
         msg = f"{len(unknown)} unknown query parameters; allowed: {listed}; unknown: {named}" + (f" and {more} more" if more > 0 else "")
     raise RequestValidationError([{"loc": ["query", unknown[0]], "msg": msg, "type": "value_error"}])
+
+
+def _once(request: Request) -> None:
+    """422 naming a query parameter given more than once: no route declares a list, so the last value was taken
+    silently (``?state=queued&state=running`` listed the running jobs alone, with a 200)."""
+    names = [name for name, _ in request.query_params.multi_items()]
+    twice = next((name for name in dict.fromkeys(names) if names.count(name) > 1), None)
+    if twice is not None:
+        raise RequestValidationError([{"loc": ["query", twice], "type": "value_error",
+                                       "msg": f"given {names.count(twice)} times; give it once (it takes one value)"}])
+
+
+async def unique_keys(request: Request) -> None:
+    """422 naming ``body`` (and the key) for a JSON body whose object gives a key twice or that is not UTF-8, on every
+    route that reads one.
+
+    JSON's parsers keep the last value silently (``{"outcome": {"exit_code": 1, "exit_code": 0}}`` reported 0); a
+    sweep's body has been refused so since ``app.sweeps.parsing``, the rest now too. Read again from the body FastAPI
+    already read, off the event loop: a report may weigh megabytes.
+    """
+    route = request.scope.get("route")
+    if getattr(route, "body_field", None) is None or not parsing.is_json(request.headers.get("content-type")):
+        return
+    body = await request.body()
+    if not body:
+        return
+    problem = await anyio.to_thread.run_sync(parsing.json_problem, body)
+    if problem is not None:
+        raise RequestValidationError([{"loc": ["body"], "msg": f"body is not valid JSON: {problem}", "type": "value_error"}])
 
 
 def storable_params(request: Request) -> None:

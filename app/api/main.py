@@ -16,7 +16,7 @@ from app.api.alerts import router as alerts_router
 from app.api.bisections import router as bisections_router
 from app.api.compare import router as compare_router
 from app.api.crashes import router as crashes_router
-from app.api.deps import known_query, storable_params
+from app.api.deps import known_query, storable_params, unique_keys
 from app.api.jobs import router as jobs_router
 from app.api.limits import BodyLimitMiddleware
 from app.api.metrics import router as metrics_router
@@ -57,7 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Served from the installed package's files by app.api.docs: the defaults load scripts from a CDN.
         docs_url=None,
         redoc_url=None,
-        dependencies=[Depends(known_query), Depends(storable_params)],
+        dependencies=[Depends(known_query), Depends(storable_params), Depends(unique_keys)],
     )
     app.state.settings = settings
     app.state.engine = engine

@@ -19,7 +19,12 @@ router = APIRouter(prefix="/api/v1/sweeps", tags=["sweeps"])
 
 async def _read_spec(request: Request) -> SweepSpec:
     """Parse the body as JSON or YAML by its content type (app.sweeps.parsing), then validate it as a SweepSpec."""
-    content_type = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    content_type = request.headers.get("content-type", parsing.JSON_TYPE).split(";")[0].strip().lower()
+    if content_type not in parsing.YAML_TYPES and not parsing.is_json(content_type):
+        # Before, any other type was read as JSON: a text/plain body (what a browser's form may send) made a sweep.
+        allowed = ", ".join((parsing.JSON_TYPE, *parsing.YAML_TYPES))
+        raise RequestValidationError([{"loc": ["header", "content-type"], "type": "value_error",
+                                       "msg": f"a sweep is JSON or YAML, not {content_type[:100]!r}; allowed values: {allowed}"}])
     try:
         data = parsing.load(await request.body(), content_type)
     except parsing.BodyError as exc:

@@ -6,6 +6,7 @@ before anything reaches the service. ``CELL_SCHEMA_VERSION`` is repeated there a
 and tied to this one by ``tests/runners/test_cell.py``.
 """
 
+import itertools
 import math
 from typing import Any
 
@@ -208,7 +209,10 @@ class Round(Input):
 
     @model_validator(mode="after")
     def _physical(self) -> "Round":
-        # The service stores the rounds' median of output_tokens / seconds, not the cell's own tokens_per_s.
+        # The service stores the rounds' median of output_tokens / seconds, not the cell's own tokens_per_s: a round of
+        # tokens in no time was stored as 0 tokens/s.
+        if self.seconds == 0 and (self.output_tokens or self.num_requests):
+            raise ValueError(f"{self.output_tokens} tokens and {self.num_requests} requests in 0 s: a round that ran takes time")
         if self.seconds > 0 and self.output_tokens / self.seconds > MAX_TOKENS_PER_S:
             raise ValueError(f"{self.output_tokens} tokens in {self.seconds} s exceed {MAX_TOKENS_PER_S:g} tokens/s")
         if self.energy_j and self.output_tokens / self.energy_j > MAX_TOKENS_PER_JOULE:
@@ -272,13 +276,21 @@ class Percentiles(Input):
     p90: Milliseconds | None = None
     p99: Milliseconds | None = None
 
+    @model_validator(mode="after")
+    def _ascending(self) -> "Percentiles":
+        given = [(name, value) for name, value in (("p50", self.p50), ("p90", self.p90), ("p99", self.p99)) if value is not None]
+        for (low_name, low), (high_name, high) in itertools.pairwise(given):
+            if low > high:
+                raise ValueError(f"{low_name} ({low:g} ms) exceeds {high_name} ({high:g} ms): percentiles ascend")
+        return self
+
 
 class Serving(Input):
     """What clients saw in serving mode (milliseconds), as ``vllm bench serve`` reports it."""
 
     model_config = ConfigDict(extra="ignore")
 
-    concurrency: int = Field(ge=1)
+    concurrency: int = Field(ge=1, le=MAX_CONCURRENCY)
     ttft_ms: Percentiles
     tpot_ms: Percentiles
     itl_ms: Percentiles
@@ -318,7 +330,8 @@ class CellResult(Input):
 
     model_config = ConfigDict(extra="ignore")
 
-    schema_version: int = CELL_SCHEMA_VERSION
+    # A runner writes the schema it knows; one past this service's is refused (a future runner's fields are not read).
+    schema_version: int = Field(default=CELL_SCHEMA_VERSION, ge=1, le=CELL_SCHEMA_VERSION)
     engine_start_s: Seconds
     warmup_s: Seconds
     generation_s: Seconds

@@ -14,9 +14,11 @@ at about 1e5 tokens/s) and far below what the arithmetic downstream can no longe
 - GPUs of one worker at most 1024: what a worker registers, so also what one cell may ask for (a larger
   ``tensor_parallel_size`` x ``pipeline_parallel_size`` would wait forever for a worker that cannot exist).
 
-A count is an integer: JSON's ``true`` is refused, although Python's bool is an int (pydantic took it as 1).
+A count is an integer and every other measure a number: JSON's ``true`` is refused, although Python's bool is an int
+(pydantic took it as 1), and so is text (pydantic read ``"100"`` as 100): a runner writes numbers.
 """
 
+import json
 import math
 from typing import Annotated
 
@@ -32,18 +34,28 @@ MAX_GPUS = 1024
 
 
 def _not_a_bool(value: object) -> object:
-    if isinstance(value, bool):
-        raise ValueError(f"must be a count, an integer from 0 to {MAX_COUNT}, not {str(value).lower()}")
+    if isinstance(value, bool | str):
+        raise ValueError(f"must be a count, an integer from 0 to {MAX_COUNT}, not {json.dumps(value)}")
     return value
 
 
-TokensPerS = Annotated[float, Field(ge=0, le=MAX_TOKENS_PER_S)]
-RequestsPerS = Annotated[float, Field(ge=0, le=MAX_REQUESTS_PER_S)]
-Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
-Milliseconds = Annotated[float, Field(ge=0, le=MAX_SECONDS * 1000)]
+def _measure(low: float, high: float) -> object:
+    """A float from ``low`` to ``high``: an integer or a float in JSON, never ``true`` or text."""
+    def number(value: object) -> object:
+        if isinstance(value, bool | str):
+            raise ValueError(f"must be a number from {low:g} to {high:g}, not {json.dumps(value)}")
+        return value
+
+    return Annotated[float, BeforeValidator(number), Field(ge=low, le=high)]
+
+
+TokensPerS = _measure(0, MAX_TOKENS_PER_S)
+RequestsPerS = _measure(0, MAX_REQUESTS_PER_S)
+Seconds = _measure(0, MAX_SECONDS)
+Milliseconds = _measure(0, MAX_SECONDS * 1000)
 Count = Annotated[int, BeforeValidator(_not_a_bool), Field(ge=0, le=MAX_COUNT)]
-Rate = Annotated[float, Field(ge=0, le=1)]
-Joules = Annotated[float, Field(ge=0, le=MAX_JOULES)]
+Rate = _measure(0, 1)
+Joules = _measure(0, MAX_JOULES)
 
 
 def plausible_speed(tokens_per_s: float | None) -> bool:

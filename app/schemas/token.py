@@ -7,12 +7,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.enums import TokenScope
 from app.models import ApiToken
 from app.schemas.base import Input
+from app.schemas.sweep import axis
 from app.schemas.text import stored
 
 
 class TokenCreate(Input):
     name: stored(ApiToken.name, min_length=1) = Field(description="Who or what holds it: 'ci', 'h200-host-3'")
-    scopes: list[TokenScope] = Field(min_length=1, description="admin implies every scope")
+    scopes: axis(TokenScope) = Field(min_length=1, max_length=len(TokenScope), description="admin implies every scope")
 
 
 class TokenOut(BaseModel):

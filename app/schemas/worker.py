@@ -3,7 +3,8 @@
 from datetime import datetime
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from app.enums import BuildKind, GpuKind, JobState
 from app.models import Build, Worker
@@ -11,6 +12,7 @@ from app.schemas.base import Input
 from app.schemas.cell import JobOutcome
 from app.schemas.ids import Id
 from app.schemas.physical import MAX_GPUS
+from app.schemas.sweep import axis
 from app.schemas.text import reported, stored
 from app.schemas.times import PlausibleTime
 
@@ -35,10 +37,22 @@ class BuildInfo(BuildFactsIn):
 class RegisterRequest(Input):
     name: stored(Worker.name, min_length=1)
     host: stored(Worker.host, min_length=1)
-    gpu_kinds: list[GpuKind] = Field(min_length=1, max_length=len(GpuKind))
-    # GPUs this worker process may use at once: it claims only jobs needing at most this many.
-    gpu_count: int = Field(default=0, ge=0, le=MAX_GPUS)
+    gpu_kinds: axis(GpuKind) = Field(min_length=1, max_length=len(GpuKind))
+    # GPUs this worker process may use at once: it claims only jobs needing at most this many. Strict: JSON's true and
+    # "8" are not a count (pydantic's lax integer read them as 1 and 8).
+    gpu_count: int = Field(default=0, ge=0, le=MAX_GPUS, strict=True)
     builds: list[BuildInfo] = Field(min_length=1, max_length=64)
+
+    @field_validator("builds")
+    @classmethod
+    def _each_label_once(cls, builds: list[BuildInfo]) -> list[BuildInfo]:
+        # Two entries of one label made the second a 409 against a version the first had just recorded.
+        labels = [build.label for build in builds]
+        twice = next((i for i, label in enumerate(labels) if label in labels[:i]), None)
+        if twice is not None:
+            raise PydanticCustomError("label_twice", "builds[{index}]: build {label} is listed twice; list each build once",
+                                      {"index": twice, "label": repr(labels[twice])})
+        return builds
 
     @model_validator(mode="after")
     def _a_gpu_kind_brings_a_gpu(self) -> "RegisterRequest":

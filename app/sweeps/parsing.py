@@ -17,6 +17,7 @@ from yaml.constructor import ConstructorError
 
 MAX_DEPTH = 32
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
+JSON_TYPE = "application/json"
 
 
 class BodyError(ValueError):
@@ -57,6 +58,32 @@ _JsonOnlyLoader.yaml_constructors = {
 _JsonOnlyLoader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
 
 
+def is_json(content_type: str | None) -> bool:
+    """Whether a Content-Type header names JSON (``application/json``, or a ``+json`` type), parameters aside."""
+    kind = (content_type or "").split(";")[0].strip().lower()
+    return kind == JSON_TYPE or (kind.startswith("application/") and kind.endswith("+json"))
+
+
+def json_problem(raw: bytes) -> str | None:
+    """Why a JSON body is refused although a JSON reader takes it, or None: it is not UTF-8 (Python's reader guesses
+    UTF-16 and 32 from the bytes) or it gives a key twice in one object (``key 'name' is given twice in one mapping``).
+    None too for a body that is not JSON at all, which its reader refuses."""
+    try:
+        json.loads(_utf8(raw), object_pairs_hook=_once)
+    except BodyError as exc:
+        return str(exc)
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 ({exc})"
+    except (ValueError, RecursionError):
+        return None
+    return None
+
+
+def _utf8(raw: bytes) -> str:
+    # A UTF-8 byte order mark is read past, as Python's own reader does.
+    return raw.decode("utf-8-sig")
+
+
 def load(raw: bytes, content_type: str) -> Any:
     """The body as JSON values; BodyError naming the format and the problem."""
     if content_type in YAML_TYPES:
@@ -68,7 +95,7 @@ def load(raw: bytes, content_type: str) -> Any:
             raise BodyError(f"body is not valid YAML: {_first_line(exc)}") from None
     else:
         try:
-            data = json.loads(raw or b"null", object_pairs_hook=_once)
+            data = json.loads(_utf8(raw or b"null"), object_pairs_hook=_once)
         except BodyError as exc:
             raise BodyError(f"body is not a valid sweep in JSON: {exc}") from None
         except RecursionError:

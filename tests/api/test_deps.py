@@ -4,6 +4,7 @@ can compare."""
 import pytest
 
 from app.api.deps import MAX_UNKNOWN_NAMED
+from tests.conftest import AUTH
 
 NUL = "\x00"
 
@@ -50,3 +51,32 @@ def test_one_unknown_query_parameter_keeps_its_answer(client) -> None:
     [error] = client.get("/api/v1/jobs", params={"sweep": "1"}).json()["detail"]
     assert error["loc"] == ["query", "sweep"]
     assert error["msg"] == "unknown query parameter; allowed: limit, offset, state, sweep_id"
+
+
+@pytest.mark.parametrize("path", ["/api/v1/jobs?state=queued&state=running", "/api/v1/results?sweep_id=1&sweep_id=2",
+                                  "/api/v1/alerts?build=a&build=b", "/matrix?gpu_kind=cpu&gpu_kind=H100"])
+def test_a_query_parameter_given_twice_is_422_naming_it(client, path) -> None:
+    # Before: the last value was taken silently (?state=queued&state=running listed only running jobs), so a
+    # link or a script that meant both got half the rows, with a 200.
+    response = client.get(path)
+    assert response.status_code == 422, response.text
+    name = path.split("?")[1].split("=")[0]
+    if path.startswith("/api/"):
+        [error] = response.json()["detail"]
+        assert error["loc"] == ["query", name] and "given 2 times" in error["msg"], error
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [("/api/v1/tokens", b'{"name": "a", "name": "b", "scopes": ["submit"]}'),
+     ("/api/v1/workers", b'{"name": "w", "host": "h", "gpu_kinds": ["cpu"], "builds": [{"label": "a", "label": "b"}]}')],
+    ids=["token", "worker-build"],
+)
+def test_a_key_given_twice_in_any_json_body_is_422_naming_it(client, path, body) -> None:
+    # Before: only a sweep's body refused it; elsewhere the last value won silently (a token named b, a worker's
+    # report whose exit_code was the second one written).
+    response = client.post(path, content=body, headers=AUTH | {"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["body"] and "given twice" in error["msg"], error
+    assert client.get("/api/v1/workers").json() == [] and client.get("/api/v1/tokens", headers=AUTH).json() == []

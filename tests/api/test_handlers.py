@@ -69,6 +69,16 @@ def test_a_body_that_is_not_utf8_json_is_422_on_every_route(client) -> None:
         assert response.json()["detail"][0]["loc"][0] == "body"
 
 
+@pytest.mark.parametrize("path", ["/api/v1/sweeps", "/api/v1/tokens"])
+def test_json_in_utf16_is_422_naming_the_body_not_read(client, dataset, path) -> None:
+    # Before: Python's JSON reader guessed UTF-16 from the bytes, so a body the docs refuse (not UTF-8) made a sweep.
+    body = sweep_body(dataset) if path.endswith("sweeps") else {"name": "x", "scopes": ["submit"]}
+    response = client.post(path, content=json.dumps(body).encode("utf-16"), headers=AUTH | {"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["loc"] == ["body"] and "utf-8" in response.json()["detail"][0]["msg"].lower()
+    assert client.get("/api/v1/sweeps").json() == [] and client.get("/api/v1/tokens", headers=AUTH).json() == []
+
+
 def test_json_nested_past_pythons_recursion_limit_is_422_not_400(client) -> None:
     deep = b"[" * 100_000 + b"]" * 100_000
     response = client.post("/api/v1/workers", content=deep, headers=AUTH | {"content-type": "application/json"})
@@ -191,3 +201,15 @@ def test_an_overflow_in_the_driver_is_the_inputs_and_one_in_our_arithmetic_is_a_
         refused = client.get("/driver")
         assert refused.status_code == 422 and "out of the range the database stores" in refused.text
         assert client.get("/arithmetic").status_code == 500
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"])
+def test_a_sweep_in_another_content_type_is_422_naming_the_header_and_the_allowed_ones(client, dataset, content_type) -> None:
+    # Before: any type but YAML's was read as JSON, so a text/plain body (which a browser's form may send) made a sweep.
+    response = client.post("/api/v1/sweeps", content=json.dumps(sweep_body(dataset)).encode(),
+                           headers=AUTH | {"content-type": content_type})
+    assert response.status_code == 422, response.text
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["header", "content-type"]
+    assert "application/json" in error["msg"] and "application/yaml" in error["msg"]
+    assert client.get("/api/v1/sweeps").json() == []

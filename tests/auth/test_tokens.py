@@ -150,3 +150,12 @@ def test_rate_limiter_refills_at_its_rate() -> None:
     assert limiter.take("a") == pytest.approx(0.5)
     assert limiter.take("b") == 0.0
     assert RateLimiter(0).take("a") == 0.0
+
+
+def test_a_scope_listed_twice_or_too_many_scopes_is_422_naming_scopes(client) -> None:
+    # Before: ["submit"] * 100000 made a token (the list was unbounded), and a scope twice passed unremarked.
+    for scopes in (["submit", "submit"], ["submit"] * 100_000):
+        response = client.post("/api/v1/tokens", json={"name": "x", "scopes": scopes}, headers=AUTH)
+        assert response.status_code == 422, response.text
+        assert response.json()["detail"][0]["loc"][:2] == ["body", "scopes"]
+    assert client.get("/api/v1/tokens", headers=AUTH).json() == []

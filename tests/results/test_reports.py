@@ -125,6 +125,34 @@ def test_numbers_no_run_can_make_are_refused_naming_the_field(client, running, o
     assert client.get(f"/api/v1/jobs/{job['job_id']}").json()["state"] == "running" and _count(client, Result) == 0
 
 
+_SERVING = {"concurrency": 4, "ttft_ms": {"p50": 1}, "tpot_ms": {"p50": 1}, "itl_ms": {"p50": 1},
+            "output_tokens_per_s": 1, "requests_per_s": 1, "completed": 2}
+
+
+@pytest.mark.parametrize(
+    ("outcome", "loc"),
+    [({"result": _with("tokens_per_s", True)}, ["result", "tokens_per_s"]),
+     ({"result": _with("tokens_per_s", "100")}, ["result", "tokens_per_s"]),
+     ({"result": _with("num_requests", "2")}, ["result", "num_requests"]),
+     ({"exit_code": 1, "duration_s": False}, ["duration_s"]),
+     ({"result": _with("schema_version", 999)}, ["result", "schema_version"]),
+     ({"result": _with("schema_version", 0)}, ["result", "schema_version"]),
+     ({"result": _with("rounds", [{"seconds": 0, "output_tokens": 10**15, "num_requests": 1}])}, ["result", "rounds", 0]),
+     ({"result": _with("serving", {**_SERVING, "concurrency": 2**70})}, ["result", "serving", "concurrency"]),
+     ({"result": _with("serving", {**_SERVING, "ttft_ms": {"p50": 900, "p90": 5, "p99": 1}})}, ["result", "serving", "ttft_ms"])],
+    ids=["tokens-per-s-true", "tokens-per-s-text", "count-as-text", "duration-false", "schema-from-the-future",
+         "schema-zero", "tokens-in-no-time", "concurrency-past-64-bits", "percentiles-out-of-order"],
+)
+def test_a_report_of_the_wrong_type_or_shape_is_refused_naming_the_field(client, running, outcome, loc) -> None:
+    # Before each was stored: true as 1 tokens/s, "100" as 100, a round of 10**15 tokens in 0 s as 0 tokens/s (the
+    # rounds' median, read as a regression), a cell schema no runner writes, a p50 above its p99.
+    worker, job = running
+    response = complete(client, job["job_id"], worker, outcome)
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["loc"] == ["body", "outcome", *loc]
+    assert client.get(f"/api/v1/jobs/{job['job_id']}").json()["state"] == "running" and _count(client, Result) == 0
+
+
 def test_the_report_of_a_cell_of_20000_prompts_is_stored(client, running) -> None:
     worker, job = running
     result = cell_result(fingerprints=[f"{i:016x}" for i in range(20_000)])

@@ -154,3 +154,21 @@ def test_the_sweep_shows_per_cell_what_ran_and_the_crash_signature(client, runni
     [group] = client.get("/api/v1/crashes").json()
     assert timed_out["state"] == "timed_out" and timed_out["crash_signature"] == group["signature"]
     assert timed_out["resolved_graph_mode"] is None and not timed_out["graph_downgraded"]
+
+
+@pytest.mark.parametrize(
+    ("change", "loc"),
+    [({"gpu_count": True}, ["body", "gpu_count"]),
+     ({"gpu_count": "8"}, ["body", "gpu_count"]),
+     ({"gpu_kinds": ["H100", "H100"]}, ["body", "gpu_kinds"]),
+     ({"builds": [{"label": "a", "vllm_version": "1"}, {"label": "a", "vllm_version": "2"}]}, ["body", "builds"])],
+    ids=["gpu-count-true", "gpu-count-text", "gpu-kind-twice", "build-twice"],
+)
+def test_a_registration_of_the_wrong_type_or_naming_a_value_twice_is_422_naming_it(client, change, loc) -> None:
+    # Before: true registered one GPU and "8" eight; a GPU kind twice was stored twice; a build twice with two
+    # versions was a 409 blaming a version recorded by nobody.
+    body = {"name": "w", "host": "h", "gpu_kinds": ["H100"], "builds": [{"label": "a"}], **change}
+    response = client.post("/api/v1/workers", json=body, headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["loc"] == loc
+    assert client.get("/api/v1/workers").json() == [] and client.get("/api/v1/builds").json() == []
