@@ -95,6 +95,13 @@ class Mode(StrEnum):
     SERVE = "serve"  # vLLM's OpenAI server, ``concurrency`` streaming clients
 
 
+class ResultSource(StrEnum):
+    """What measured a stored result."""
+
+    CELL = "cell"  # draftbench's cell runner (runners/cell.py, or runners/offline.py imported): rounds, intervals
+    VLLM_BENCH = "vllm-bench"  # a file of vLLM's own benchmark tools (draftbench import-bench): one number, no rounds
+
+
 class BuiltinDataset(StrEnum):
     """Workload datasets that need no file: ``workload.dataset`` is one of these names or a path."""
 

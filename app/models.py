@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from app.enums import AlarmKind, CheckOutcome, CrashKind, JobState, StepCall
+from app.enums import AlarmKind, CheckOutcome, CrashKind, JobState, ResultSource, StepCall
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -278,8 +278,8 @@ class Result(Base):
     # measured rate's interval misses its expected rate.
     expected_per_position: Mapped[list[Any] | None] = mapped_column()
     calibration_miss: Mapped[bool | None] = mapped_column(Boolean)
-    # "cell" (runners/cell.py) or "vllm-bench" (a file of vLLM's own benchmark tools, imported).
-    source: Mapped[str] = mapped_column(String(32), default="cell", server_default="cell")
+    # What measured it (``ResultSource``).
+    source: Mapped[str] = mapped_column(String(32), default=ResultSource.CELL.value, server_default=ResultSource.CELL.value)
     num_drafts: Mapped[int] = mapped_column(BigInteger, default=0)
     num_draft_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     num_accepted_tokens: Mapped[int] = mapped_column(BigInteger, default=0)

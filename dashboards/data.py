@@ -91,7 +91,7 @@ CELL_COLUMNS = (
     "acceptance_high", "accepted_tokens", "draft_tokens", "degenerate", "acceptance_length", "acceptance_length_low",
     "acceptance_length_high", "tokens_per_s", "tokens_per_s_low", "tokens_per_s_high", *PER_JOULE, "speedup",
     "speedup_low", "speedup_high", "lossless", "lossless_low", "lossless_high", "lossless_requests", "synthetic_acceptance",
-    "crash_kind", "crash_signature", "alarm", "sweeps", "jobs", "crashed_jobs", "vllm_version", "ran_at",
+    "crash_kind", "crash_signature", "alarm", "sweeps", "jobs", "crashed_jobs", "vllm_version", "source", "ran_at",
 )
 
 
@@ -151,7 +151,8 @@ def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None
             "crash_kind": ", ".join(sorted(c.crash_kinds)) or None, "crash_signature": c.crash_signature,
             "alarm": ", ".join(sorted({str(a.kind) for a in (alarms or {}).get(c.key, ())})) or None,
             "sweeps": " ".join(str(s) for s in c.sweep_ids), "jobs": " ".join(str(j) for j in c.job_ids),
-            "crashed_jobs": _ids(c.crashed_in), "vllm_version": _versions(c.vllm_versions), "ran_at": c.ran_at,
+            "crashed_jobs": _ids(c.crashed_in), "vllm_version": _versions(c.vllm_versions),
+            "source": ", ".join(sorted(c.sources)), "ran_at": c.ran_at,
         })
     return frames.table(rows, CELL_COLUMNS)
 
@@ -190,7 +191,7 @@ SERVING_COLUMNS = (
     "failed_vs_baseline", "failed_vs_baseline_low", "failed_vs_baseline_high", "failed_differs", "tokens_per_s",
     "tokens_per_s_low", "tokens_per_s_high", *PER_JOULE, "speedup", "speedup_low", "speedup_high", "scheduler_differs",
     "unreadable", "crash_kind", "crash_signature", "sweeps", "jobs", "measured_sweeps", "measured_jobs", "crashed_jobs",
-    "vllm_version", "ran_at",
+    "vllm_version", "source", "ran_at",
 )
 
 
@@ -239,7 +240,7 @@ def serving_frame(found: list[PooledCell]) -> pd.DataFrame:
             "crash_kind": ", ".join(sorted(c.crash_kinds)) or None, "crash_signature": c.crash_signature,
             "sweeps": _ids(c.sweep_ids), "jobs": _ids(c.job_ids), "measured_sweeps": _ids(measured_sweeps),
             "measured_jobs": _ids(measured_jobs), "crashed_jobs": _ids(c.crashed_in),
-            "vllm_version": _versions(c.vllm_versions), "ran_at": c.ran_at,
+            "vllm_version": _versions(c.vllm_versions), "source": ", ".join(sorted(c.sources)), "ran_at": c.ran_at,
         }
         rows.append(row)
     if not rows:  # without a serving cell (an offline view): its columns, without pandas' work on none

@@ -20,6 +20,7 @@ from functools import lru_cache
 from markupsafe import Markup, escape
 
 from app.cells.pooling import PooledCell
+from app.enums import ResultSource
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,26 @@ def crash_logs(crashed: Sequence[int | str], died: int, shown: int = 3) -> Marku
 def cell_crash_logs(c: PooledCell) -> Markup:
     """``crash_logs`` of a pooled cell."""
     return crash_logs(c.crashed_in, c.died)
+
+
+def measured_by(c: PooledCell) -> Markup:
+    """How a cell's tokens/s was measured, under its number: ``3 starts × 5 rounds`` (each start's rounds, ``3/5``
+    where starts ran different counts), and where a result came from vLLM's own bench tools (``draftbench
+    import-bench``: one number per run, no rounds, so no interval), that it is such a number: a hint, not a result."""
+    per_start = sorted({r.rounds for r in c.repeats})
+    starts = len(c.repeats)
+    text = f"{starts} start{'s' if starts != 1 else ''} × {'/'.join(map(str, per_start))} round{'s' if per_start != [1] else ''}"
+    return Markup(text) + source_note(c.sources, starts)
+
+
+def source_note(sources: Collection[str], runs: int) -> Markup:
+    """Where tokens/s came from vLLM's own bench tools (``ResultSource.VLLM_BENCH``), that it is one number a run
+    without an interval: a hint. Empty for the cell runner's results."""
+    if ResultSource.VLLM_BENCH not in sources:
+        return NOTHING
+    return Markup('<br><span class="source vllm-bench" title="imported by draftbench import-bench from vLLM\'s own '
+                  'benchmark: one number a run, without rounds to give it an interval">from vllm bench: '
+                  f'{"one run" if runs == 1 else f"{runs} runs"}, no interval (a hint)</span>')
 
 
 def cell_links(c: PooledCell, shown: int = 6) -> Markup:

@@ -84,6 +84,8 @@ class PooledCell:
     lossless_same: int = 0
     lossless_total: int = 0
     vllm_versions: set[str] = field(default_factory=set)
+    # What measured its results (``ResultSource``): a page marks a number from vLLM's own bench tools, which has no rounds.
+    sources: set[str] = field(default_factory=set)
     gpu_names: set[str] = field(default_factory=set)
     ran_at: datetime | None = None
     # Stored figures left out because no run can have made them (rows from before ``app.schemas.physical``).
@@ -211,6 +213,7 @@ class StoredResult(Protocol):
     gpu_name: str | None
     serving: dict | None
     empty_as_failed: bool
+    source: str
 
 
 def add(cell: PooledCell, result: StoredResult, *, job_id: int, pair_id: str | None = None) -> None:
@@ -251,6 +254,7 @@ def add(cell: PooledCell, result: StoredResult, *, job_id: int, pair_id: str | N
         cell.serving.append(result.serving)
         cell.empty_as_failed += result.empty_as_failed
     cell.vllm_versions.add(result.vllm_version or "?")
+    cell.sources.add(result.source)
     if result.gpu_name:
         cell.gpu_names.add(result.gpu_name)
 

@@ -31,7 +31,7 @@ _COLUMNS = (
     Result.mean_acceptance_length, Result.mean_acceptance_length_low, Result.mean_acceptance_length_high,
     Result.resolved_graph_mode, Result.resolved_draft_graph_mode, Result.graph_downgraded, Result.draft_eager,
     Result.async_scheduling_off, Result.vllm_version, Result.gpu_name, Result.serving,
-    Result.empty_as_failed, Crash.kind.label("crash_kind"), _CRASH_LOGGED, CrashSignature.signature, CrashSignature.title,
+    Result.empty_as_failed, Result.source, Crash.kind.label("crash_kind"), _CRASH_LOGGED, CrashSignature.signature, CrashSignature.title,
     Sweep.name.label("sweep_name"),
 )
 

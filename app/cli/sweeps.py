@@ -18,7 +18,7 @@ from app.cli.http import Api
 from app.cli.options import Server, SubmitToken
 from app.cli.service import DatabaseUrl, upgraded
 from app.config import DEFAULT_SERVER
-from app.enums import JobState, SweepState
+from app.enums import JobState, ResultSource, SweepState
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -179,7 +179,7 @@ def import_bench(
         raise CliError(f"nothing imported: {exc}") from None
     digest = hashlib.sha256(raw + json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
     with _importing(database_url) as session:
-        sweep, created = imports.import_sweep(session=session, spec=spec, ran=[ran], digest=digest, source="vllm-bench")
+        sweep, created = imports.import_sweep(session=session, spec=spec, ran=[ran], digest=digest, source=ResultSource.VLLM_BENCH)
         what = "imported as" if created else "already imported as"
         speed = f"{ran.outcome.result.tokens_per_s:.1f} output tok/s"
         console.print(f"{what} sweep {sweep.id} '{sweep.name}' ({bench_files.kind_of(data)}: {speed})")

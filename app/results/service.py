@@ -14,7 +14,7 @@ from app.analysis.passes import start_interval
 from app.analysis.rounds import MedianInterval, efficiency, median_interval
 from app.cells.scope import CellScope
 from app.crashes import service as crashes
-from app.enums import JobState
+from app.enums import JobState, ResultSource
 from app.jobs import queue
 from app.models import Job, Result, Sweep, utcnow
 from app.noise import service as noise
@@ -70,7 +70,7 @@ def result_row(job: Job, result: CellResult, resolved: Resolved, *, created_at: 
     per_joule = tokens_per_joule([(r.output_tokens, r.energy_j) for r in result.rounds])
     energy = result.energy
     return Result(
-        source="cell",  # the column's default, set here too: a row pooled before its flush reads it
+        source=ResultSource.CELL.value,  # the column's default, set here too: a row pooled before its flush reads it
         job=job,
         engine_start_s=result.engine_start_s,
         generation_s=result.generation_s,

@@ -4,7 +4,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from app.enums import AlarmKind
+from app.enums import AlarmKind, ResultSource
 
 
 class CategoryOut(BaseModel):
@@ -91,7 +91,9 @@ class ResultOut(BaseModel):
     # Calibration cells: the per-position rates asked for, and whether a measured interval misses one.
     expected_per_position: list[float] | None = None
     calibration_miss: bool | None = None
-    source: str = "cell"
+    source: ResultSource = Field(default=ResultSource.CELL, description=(
+        "What measured it: `cell` (draftbench's runner: rounds, intervals) or `vllm-bench` (an imported file of vLLM's "
+        "own benchmark tools: one number, no rounds)"))
     num_drafts: int
     num_draft_tokens: int
     num_accepted_tokens: int

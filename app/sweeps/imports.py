@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.alarms import service as alarms
 from app.crashes import service as crashes
-from app.enums import JobState
+from app.enums import JobState, ResultSource
 from app.jobs import queue
 from app.models import Build, Sweep
 from app.results import service as results
@@ -72,7 +72,7 @@ def started(finished_at: datetime, duration_s: float) -> datetime:
 
 
 def import_sweep(
-    *, session: Session, spec: SweepSpec, ran: Sequence[RanJob], digest: str, source: str = "cell",
+    *, session: Session, spec: SweepSpec, ran: Sequence[RanJob], digest: str, source: ResultSource = ResultSource.CELL,
     layout: JobLayout = SPEC_ONLY,
 ) -> tuple[Sweep, bool]:
     """The sweep made from these runs, and whether it is new (False: this digest was imported before).
@@ -89,7 +89,7 @@ def import_sweep(
     spec = spec.model_copy(update={"paired_with": None})
     sweep = sweeps.build(spec, max_jobs=IMPORT_LIMIT, max_attempts=1)
     _lay_out(sweep, spec, layout)
-    sweep.tags = [*sweep.tags, "imported", *([source] if source != "cell" else [])]
+    sweep.tags = [*sweep.tags, "imported", *([source.value] if source is not ResultSource.CELL else [])]
     sweep.idempotency_scope, sweep.idempotency_key = idempotency.scope, idempotency.key
     sweep.request_hash = sweeps.request_hash(spec)
     if ran:
@@ -104,9 +104,9 @@ def import_sweep(
         session.flush()
         results.record(session=session, job=job, outcome=run.outcome, finished_at=run.finished_at, refresh_alarms=False)
         if job.result is not None:
-            job.result.source = source
+            job.result.source = source.value
             # vLLM's own bench tools count a stream without text completed: only the cell runner ever did otherwise.
-            job.result.empty_as_failed &= source == "cell"
+            job.result.empty_as_failed &= source is ResultSource.CELL
     for job in sweep.jobs:
         if job.state is JobState.QUEUED:
             # It never ran where the sweep ran: history to read here, not work for this service's workers.

@@ -52,3 +52,13 @@ def test_the_gpu_fact_names_the_cpu_engine_beside_the_h200(mixed: TestClient) ->
     # It read "NVIDIA H200" alone over a table whose rows are H200 and cpu.
     assert _facts(mixed.get("/matrix").text)["GPU"] == "NVIDIA H200, cpu"
     assert _facts(mixed.get("/matrix?gpu_kind=H200").text)["GPU"] == "NVIDIA H200"
+
+
+def test_a_bench_files_tokens_per_s_says_it_is_one_run_without_an_interval(mixed: TestClient) -> None:
+    # It read "640" and "1 start × 1 round" like a cell runner's start, with nothing saying it has no interval.
+    note = "from vllm bench: one run, no interval (a hint)"
+    for page in ("/matrix", "/serving"):
+        html = mixed.get(page).text
+        assert html.count(note) == 1, page  # the imported file's cell, not the H200's
+    csv = mixed.get("/serving?format=csv&table=serving").text
+    assert "vllm-bench" in csv and "source" in csv.splitlines()[0]
