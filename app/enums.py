@@ -102,6 +102,14 @@ class ResultSource(StrEnum):
     VLLM_BENCH = "vllm-bench"  # a file of vLLM's own benchmark tools (draftbench import-bench): one number, no rounds
 
 
+class AlertState(StrEnum):
+    """Which alerts a list keeps."""
+
+    OPEN = "open"  # not acknowledged
+    ACKNOWLEDGED = "acknowledged"
+    ALL = "all"
+
+
 class BuiltinDataset(StrEnum):
     """Workload datasets that need no file: ``workload.dataset`` is one of these names or a path."""
 

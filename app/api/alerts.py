@@ -1,12 +1,13 @@
 """``/api/v1/alerts``: open regressions in the cells' histories; acknowledging one with a reason."""
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
 from app.alerts import service
 from app.api.deps import Submitter
 from app.api.responses import answers
+from app.enums import AlertState
 from app.schemas.alert import AckIn, AlertOut
 from app.schemas.ids import Id
 from app.sessions import SessionDep
@@ -19,14 +20,15 @@ AlertId = Annotated[str, Path(min_length=16, max_length=16, pattern="^[0-9a-f]{1
 @router.get("", response_model=list[AlertOut], responses=answers(422))
 def list_alerts(
     session: SessionDep,
-    state: Annotated[Literal["open", "acknowledged", "all"], Query(description="open: not acknowledged")] = "open",
+    state: Annotated[AlertState, Query(description="open: not acknowledged")] = AlertState.OPEN,
     sweep_id: Annotated[Id | None, Query(description="Only those whose newest cell ran in this sweep")] = None,
     build: Annotated[str | None, Query(max_length=128, description="Only drops that began at this build or are open at it")] = None,
 ) -> list[AlertOut]:
     """Cells whose tokens/s or acceptance dropped by over 5 % at some build and stayed down to the newest
     (``changepoints.open_regression`` on the cell's history across builds of its GPU kind), largest drop first."""
     found = service.concerning(service.current(session=session), sweep_id=sweep_id, build=build)
-    return [out(a) for a in found if state == "all" or (a.acknowledged is not None) == (state == "acknowledged")]
+    return [out(a) for a in found
+            if state is AlertState.ALL or (a.acknowledged is not None) == (state is AlertState.ACKNOWLEDGED)]
 
 
 @router.post("/{alert_id}/ack", response_model=AlertOut, responses=answers(401, 403, 404, 409, 413, 422, 429))

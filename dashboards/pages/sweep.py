@@ -11,6 +11,7 @@ from app.cells.scope import CellScope
 from app.lru import LRU
 from app.results import calibration
 from app.results import counters as result_counters
+from app.schemas.ids import Id
 from app.sessions import SessionDep, SettingsDep
 from app.sweeps import service as sweeps
 from dashboards import data, render
@@ -23,7 +24,7 @@ router = APIRouter()
 
 
 @router.get("/sweeps/{sweep_id}", response_class=HTMLResponse)
-def sweep_page(sweep_id: int, request: Request, session: SessionDep, settings: SettingsDep, format: Format = "html",
+def sweep_page(sweep_id: Id, request: Request, session: SessionDep, settings: SettingsDep, format: Format = "html",
                figure: FigureNumber = None) -> Response:
     if (kept := render.kept_figure(request, format, figure)) is not None:
         return kept

@@ -176,8 +176,11 @@ def test_sweep_page_counts_rounds_per_engine_start(client, dataset) -> None:
     assert speed.endswith("]2 starts × 3 rounds"), speed
 
 
-def test_unknown_sweep_page_is_404(client) -> None:
+def test_unknown_sweep_page_is_404_and_an_id_no_row_can_have_422_as_the_api_answers(client) -> None:
     assert client.get("/sweeps/9999").status_code == 404
+    for bad in ("0", str(2**31)):
+        page, api = client.get(f"/sweeps/{bad}"), client.get(f"/api/v1/sweeps/{bad}")
+        assert page.status_code == api.status_code == 422 and "sweep_id" in page.text, bad
 
 
 def test_a_missing_items_page_links_the_page_that_lists_its_kind(client) -> None:
