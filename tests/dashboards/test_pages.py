@@ -19,6 +19,7 @@ import yaml
 from app.config import Settings
 from tests.conftest import AUTH, TOKEN
 from tests.dashboards import shown
+from tests.dashboards.h200 import DATA, imported_folder, in_process
 from tests.factories import Registered, cell_result, claim, complete, register_worker, run_history, submit, sweep_body
 from tests.live import serve
 
@@ -100,6 +101,13 @@ def test_index_lists_sweeps_with_a_link_to_each(client, dataset) -> None:
     [_, (_, cells)] = tables(response.text)["sweeps"]
     assert cells[:4] == [str(sweep["id"]), "eagle-vs-ngram", "vllm-test", "queued"]
     assert cells[4] == "queued 4"
+
+
+def test_an_imported_sweeps_jobs_that_never_ran_read_not_run_not_queued(sqlite_url) -> None:
+    imported_folder(sqlite_url, DATA / "h200-2026-12-04c" / "h200-bestk-8b")  # 10 of its 16 jobs ran
+    for client in in_process(sqlite_url):
+        [_, (_, cells)] = tables(client.get("/").text)["sweeps"]
+        assert cells[3] == "finished" and cells[4] == "not run 6, succeeded 10", cells
 
 
 def _page_once(client: httpx.Client, path: str, until, timeout_s: float = 20.0) -> str:
