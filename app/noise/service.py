@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.analysis.noise import (
     NoiseClass,
     Spread,
+    fewest_holding,
     group_terms,
     log_values,
     min_detectable_effect,
@@ -52,6 +53,8 @@ class ClassNoise:
     newest: datetime | None
     hosts: tuple[str, ...]  # the workers' hosts that ran its starts (none for imported ones)
     gpu_names: tuple[str, ...]
+    # The fewest starts that hold half of ``within``'s squared deviations (``fewest_holding``); None without it.
+    within_half_from: int | None = None
 
     def detectable(self, starts: int) -> float:
         """The smallest relative change ``starts`` starts a side find four times in five (``min_detectable_effect``)."""
@@ -216,13 +219,16 @@ def _pooled(cells: list[_Cell]) -> list[ClassNoise]:
     for noise_class in sorted(by_class, key=lambda c: (c.gpu_kind, c.backend, c.graph_mode, c.method_class, c.mode, c.concurrency or 0)):
         group = by_class[noise_class]
         dates = [c.newest for c in group if c.newest is not None]
+        rounds = [r for c in group for r in c.rounds]
+        within = pooled_terms(rounds)
         found.append(ClassNoise(
             noise_class,
             between=pooled_spread(c.starts for c in group),
-            within=pooled_terms(r for c in group for r in c.rounds),
+            within=within,
             paired=paired_aa_spread([d for c in group for d in c.differences()]),
             newest=max(dates, default=None),
             hosts=tuple(sorted(set().union(*(c.hosts for c in group)))),
             gpu_names=tuple(sorted(set().union(*(c.gpu_names for c in group)))),
+            within_half_from=fewest_holding(squares for size, squares in rounds if size >= 2) if within else None,
         ))
     return found

@@ -30,6 +30,10 @@ class NoiseOut(BaseModel):
     starts: int
     within_sd: float | None = Field(description="The pooled standard deviation of ln tokens/s between one start's rounds")
     within_df: int | None
+    within_half_from: int | None = Field(description=(
+        "The fewest starts whose rounds hold half of the within-start spread's squared deviations, of within_starts: "
+        "far below half of them, the figure rests on a few starts (a round far off its start's others)"))
+    within_starts: int | None = Field(description="The starts the within-start spread pools (two rounds or more each)")
     paired_sd: float | None = Field(description="The spread of ln tokens/s between the two halves of A/A pairs (starts of one "
                                                "build run back to back): what a paired comparison's difference carries")
     paired_df: int | None = Field(description="Its degrees of freedom: the A/A pairs")

@@ -8,6 +8,7 @@ from app.analysis.noise import (
     NoiseClass,
     Spread,
     detectable,
+    fewest_holding,
     log_values,
     method_class,
     min_detectable_effect,
@@ -99,3 +100,13 @@ def test_a_class_is_the_cells_gpu_kind_backend_graph_mode_draft_or_none_and_mode
     assert NoiseClass.of("H200", "FLASH_ATTN", "FULL", None, "serve", 4) == ("H200", "FLASH_ATTN", "FULL", "none", "serve", 4)
     assert NoiseClass.of("H200", "FLASH_ATTN", "FULL", "ngram", "offline", None) != NoiseClass.of(
         "H200", "FLASHINFER", "FULL", "ngram", "offline", None)
+
+
+def test_fewest_holding_counts_the_largest_groups_that_hold_a_share() -> None:
+    # 10 of 16: the largest alone holds 10 / 16 >= half.
+    assert fewest_holding([10, 2, 2, 2]) == 1
+    # 14.2 + 14.1 of 30: the first alone is 47 %, the two 94 %.
+    assert fewest_holding([0.5, 14.2, 1.2, 14.1]) == 2
+    # As spread as one another: half of 8 equal groups is 4 of them.
+    assert fewest_holding([1.0] * 8) == 4
+    assert fewest_holding([0.0, 0.0]) == 0 and fewest_holding([]) == 0
