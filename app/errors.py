@@ -23,5 +23,14 @@ class NotFoundError(Exception):
         super().__init__(f"{what} {ident} not found")
 
 
+class MovedError(Exception):
+    """What was asked for lives under another name now (a crash group merged into another): 308 to ``path``, the same
+    request's path with the new name, so a link written before the move (a pull request's comment) still leads to it."""
+
+    def __init__(self, what: str, old: str, new: str) -> None:
+        super().__init__(f"{what} {old} was merged into {new}")
+        self.old, self.new = old, new
+
+
 class ConflictError(Exception):
     """The request contradicts what is stored (a build's recorded facts, a reused Idempotency-Key): 409."""

@@ -31,7 +31,7 @@ def list_crashes(
     return [CrashGroupOut.model_validate(g, from_attributes=True) for g in groups]
 
 
-@router.get("/{signature}", response_model=CrashGroupDetail, responses=answers(404, 422))
+@router.get("/{signature}", response_model=CrashGroupDetail, responses=answers(308, 404, 422))
 def get_crash(signature: Signature, session: SessionDep) -> CrashGroupDetail:
     """A crash group with its jobs (``job_ids``, ``cells``), newest crash first, and the builds they ran on.
 

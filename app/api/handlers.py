@@ -11,7 +11,7 @@ from sqlalchemy import BigInteger, Column, Integer, String
 from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException
 
-from app.errors import ConflictError, InputError, NotFoundError
+from app.errors import ConflictError, InputError, MovedError, NotFoundError
 from app.jobs.queue import NotLeasedError
 from app.models import Base
 from app.schemas.base import unstorable
@@ -43,6 +43,14 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(NotFoundError)
     async def _not_found(_: Request, exc: NotFoundError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_404_NOT_FOUND)
+
+    @app.exception_handler(MovedError)
+    async def _moved(request: Request, exc: MovedError) -> JSONResponse:
+        # The path's one segment that names the old item, renamed: the API's and the page's alike.
+        parts = [exc.new if part == exc.old else part for part in request.url.path.split("/")]
+        location = request.url.replace(path="/".join(parts))
+        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_308_PERMANENT_REDIRECT,
+                            headers={"Location": str(location)})
 
     @app.exception_handler(NotLeasedError)
     @app.exception_handler(ConflictError)

@@ -18,6 +18,7 @@ class Problem(BaseModel):
 
 _DESCRIPTIONS = {
     400: "The request could not be read",
+    308: "It lives under another name now (a crash group merged into another): Location gives it",
     401: "No token, or an unknown or revoked one",
     403: "The token lacks the scope, or acts for another worker or submitter",
     404: "No such object",
@@ -40,5 +41,7 @@ def answers(*codes: int) -> dict[int | str, dict[str, Any]]:
         answer: dict[str, Any] = {"model": Problem, "description": _DESCRIPTIONS[code]}
         if code == 429:
             answer["headers"] = {"Retry-After": {"description": "Seconds to wait", "schema": {"type": "string"}}}
+        if code == 308:
+            answer["headers"] = {"Location": {"description": "Where it lives now", "schema": {"type": "string"}}}
         out[code] = answer
     return out

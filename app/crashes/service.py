@@ -14,7 +14,7 @@ from app.crashes.context import cell_context
 from app.crashes.excerpt import excerpt
 from app.crashes.signatures import CrashInfo, signature_for
 from app.enums import CrashKind
-from app.errors import ConflictError, InputError, NotFoundError
+from app.errors import ConflictError, InputError, MovedError, NotFoundError
 from app.models import Crash, CrashOverride, CrashSignature, Job, JobLog, utcnow
 from app.schemas import text
 from app.schemas.cell import JobOutcome
@@ -215,10 +215,32 @@ def list_groups(*, session: Session, limit: int, offset: int, kind: CrashKind | 
 
 
 def get_group(*, session: Session, signature: str) -> CrashSignature:
+    """The group ``signature``; ``MovedError`` naming the group it was merged into (followed through later merges),
+    where an admin merged it away, so links written before the merge still lead to its crashes; else 404."""
     group = session.scalar(select(CrashSignature).where(CrashSignature.signature == signature))
-    if group is None:
+    if group is not None:
+        return group
+    merged = _merged_into(session, signature)
+    if merged is None:
         raise NotFoundError("crash signature", signature)
-    return group
+    raise MovedError("crash group", signature, merged)
+
+
+def _merged_into(session: Session, signature: str) -> str | None:
+    """The existing group a merged-away ``signature`` now lives in: its newest merge's ``into``, followed through the
+    merges of that one (at most as many as are stored, so a cycle cannot loop); None where it was never merged."""
+    seen = set()
+    into = signature
+    while into not in seen:
+        seen.add(into)
+        into = session.scalar(select(CrashOverride.into).where(CrashOverride.action == overrides.MERGE,
+                                                               CrashOverride.signature == into)
+                              .order_by(CrashOverride.id.desc()).limit(1))
+        if into is None:
+            return None
+        if session.scalar(select(CrashSignature.id).where(CrashSignature.signature == into)) is not None:
+            return into
+    return None
 
 
 def builds_of(*, session: Session, group: CrashSignature) -> list[str]:

@@ -69,7 +69,12 @@ def test_a_merge_moves_every_crash_and_later_crashes_follow(client, crash, migra
         f"/api/v1/crashes/{source['signature']}/merge", json={"into": target["signature"], "reason": "one cause"}, headers=AUTH
     )
     assert answer.status_code == 200 and answer.json()["count"] == 3
-    assert client.get(f"/api/v1/crashes/{source['signature']}").status_code == 404
+    # A link written before the merge (a pull request's comment, a page) leads to the group it went into.
+    for path in (f"/api/v1/crashes/{source['signature']}", f"/crashes/{source['signature']}"):
+        moved = client.get(path, follow_redirects=False)
+        assert moved.status_code == 308 and moved.headers["location"].endswith(path.replace(source["signature"], target["signature"]))
+        assert client.get(path).status_code == 200
+    assert client.get("/api/v1/crashes/" + "0" * 64).status_code == 404
     later = crash(RANGE)
     detail = client.get(f"/api/v1/crashes/{target['signature']}").json()
     assert sorted(detail["job_ids"]) == sorted([first, second, other, later])
