@@ -148,6 +148,14 @@ def crash_logs(crashed: Sequence[int | str], died: int, shown: int = 3) -> Marku
     return Markup(" ".join(out))
 
 
+def crash_groups(c: PooledCell) -> Markup:
+    """A cell's crash groups (``PooledCell.crash_groups``) as badges, the largest first, each its kind linked to its own
+    group, titled by the group's title and how many of the cell's starts fell in it."""
+    out = [f'<a class="badge crash" href="/crashes/{escape(signature)}" title="{escape(title)} ({n} start{"s" if n != 1 else ""})">'
+           f'{escape(kind)}</a>' for (kind, signature, title), n in c.crash_groups.most_common()]
+    return Markup(" ".join(out))
+
+
 def cell_crash_logs(c: PooledCell) -> Markup:
     """``crash_logs`` of a pooled cell."""
     return crash_logs(c.crashed_in, c.died)

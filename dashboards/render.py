@@ -108,7 +108,13 @@ def figure_src(request: Request, number: int) -> str:
 
 def number(value: float | None, digits: int = 3) -> str:
     value = frames.known_float(value)
-    return "" if value is None else f"{value:.{digits}f}"
+    return "" if value is None else _fixed(value, digits)
+
+
+def _fixed(value: float, digits: int) -> str:
+    """``value`` to ``digits`` places, never ``-0.000``: a difference that rounds to nothing has no sign."""
+    text = f"{value:.{digits}f}"
+    return text[1:] if text[0] == "-" and not text.strip("-0.") else text
 
 
 def interval(value: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
@@ -117,8 +123,8 @@ def interval(value: float | None, low: float | None, high: float | None, digits:
     if value is None:
         return ""
     if low is None or high is None:
-        return f"{value:.{digits}f}"
-    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+        return _fixed(value, digits)
+    return f"{_fixed(value, digits)} [{_fixed(low, digits)}, {_fixed(high, digits)}]"
 
 
 def interval_cell(value: float | None, low: float | None, high: float | None, digits: int = 3) -> Markup:
@@ -128,7 +134,7 @@ def interval_cell(value: float | None, low: float | None, high: float | None, di
     value, low, high = frames.known_float(value), frames.known_float(low), frames.known_float(high)
     if value is None or low is None or high is None:
         return Markup(interval(value, low, high, digits))
-    return Markup(f'{value:.{digits}f} <span class="ci">[{low:.{digits}f}, {high:.{digits}f}]</span>')
+    return Markup(f'{_fixed(value, digits)} <span class="ci">[{_fixed(low, digits)}, {_fixed(high, digits)}]</span>')
 
 
 class Breakable(dict[str, Markup]):
@@ -162,6 +168,7 @@ templates.env.globals["ran_in"] = marks.ran_in
 templates.env.globals["ran_marks"] = marks.badges
 templates.env.globals["cell_marks"] = marks.cell_badges
 templates.env.globals["cell_links"] = marks.cell_links
+templates.env.globals["crash_marks"] = marks.crash_groups
 templates.env.globals["measured_by"] = marks.measured_by
 templates.env.globals["source_note"] = marks.source_note
 templates.env.globals["row_links"] = marks.row_links

@@ -47,6 +47,9 @@ class PooledCell:
     crashed_in: list[int] = field(default_factory=list)
     states: Counter = field(default_factory=Counter)
     crash_kinds: Counter = field(default_factory=Counter)
+    # Its starts' crash groups, ``(kind, signature, title) -> starts``: a cell whose starts died two ways links each kind
+    # to its own group (``crash_signature`` keeps the last crash's alone).
+    crash_groups: Counter = field(default_factory=Counter)
     crash_signature: str | None = None
     crash_title: str | None = None
     resolved_graph_modes: set[str] = field(default_factory=set)

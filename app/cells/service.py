@@ -112,6 +112,7 @@ def _add(cell: PooledCell, row) -> None:
     if row.crash_kind is not None:
         cell.crash_kinds[str(row.crash_kind)] += 1
         cell.crash_signature, cell.crash_title = row.signature, row.title
+        cell.crash_groups[(str(row.crash_kind), row.signature, row.title)] += 1
         if row.crash_logged:
             cell.crashed_in.append(row.id)
     if row.result_id is not None:

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from app.analysis.verdicts import DEFAULT_THRESHOLD, MIN_HISTORY, REPEATS_FOR_TEST, THROUGHPUT_SPREAD, Change
 from app.ci.gate import FALLBACKS, slower_fallback
-from app.ci.looks import Looks
+from app.ci.looks import Looks, pairs_needed
 from app.enums import Verdict
 from app.schemas.compare import CellChange, CellSide, Comparison, Interval, SpeedCall
 
@@ -127,13 +127,23 @@ def _undecided(cells: list[CellChange]) -> list[str]:
     lines = []
     if modelled:
         finds = sorted(c.tokens_per_s_call.detectable for c in modelled)
+        wanted = sorted(_deciding(c.tokens_per_s_call) for c in modelled)
+        unit = "pairs of starts" if all(c.tokens_per_s_call.pairs for c in modelled) else "starts a side"
         lines.append(f"{_cells(len(modelled))} moved by more than {DEFAULT_THRESHOLD:.0%} but inside the noise of their "
                      f"starts (these starts could detect {_percent(finds[0])}" + (f" to {_percent(finds[-1])}" if len(finds) > 1 else "")
-                     + "): more starts would tell; see the table.")
+                     + f"): about {wanted[0]}" + (f" to {wanted[-1]}" if wanted[-1] != wanted[0] else "")
+                     + f" {unit} would find a change the size of the one seen; see the table.")
     if bare:
         lines.append(f"{_cells(len(bare))} moved by more than {DEFAULT_THRESHOLD:.0%} with too few engine starts to call "
                      f"({REPEATS_FOR_TEST} repeats a side, or {MIN_HISTORY} builds of history): see the table.")
     return [*lines, ""] if lines else []
+
+
+def _deciding(call: SpeedCall) -> int:
+    """The pairs (or starts a side) that would find a change the size of the one seen four times in five
+    (``app.ci.looks.pairs_needed``), at least one more than now."""
+    n = call.pairs or min(call.base_starts, call.head_starts)
+    return max(n + 1, pairs_needed(call, abs(call.ratio - 1)) or 0)
 
 
 def _without_model(changes: list[CellChange]) -> list[str]:
@@ -200,8 +210,34 @@ def _moves(moved: list[CellChange], compared: list[CellChange], direction: Chang
             peers = [c for c in compared if (c.gpu_kind, c.label) == (gpu, label) and c.verdict not in _DIED]
             values = [_value(measure, c) for c in cells]
             size = max(abs(math.log(v.value)) if measure == "speed" else abs(v.value) for v in values)
-            found.append((size, f"- {word} {_localise(cells, peers)} ({escape(label)}, {escape(gpu)}): {_amount(measure, values)}"))
+            found.append((size, f"- {word} {_localise(cells, peers)} ({escape(label)}, {escape(gpu)}): "
+                                f"{_amount(measure, values)}{_evidence(measure, cells)}"))
     return [line for _, line in sorted(found, key=lambda f: -f[0])]
+
+
+def _evidence(measure: str, cells: list[CellChange]) -> str:
+    """What a moved cell's numbers rest on, after them: `` (3 pairs of starts, 95 %; could detect 9 % or more)`` for
+    tokens/s, `` (95 %, 3 and 3 starts)`` for acceptance (Newcombe's interval over the draft tokens of every start); for
+    several cells, where each one's is."""
+    if len(cells) > 1:
+        return " (each with its interval and starts in the table)"
+    [cell] = cells
+    if measure == "acceptance":
+        return f" (95 %, {_starts(cell.base.ran, cell.head.ran, 0)})"
+    call = cell.tokens_per_s_call
+    if call is None:
+        return ""
+    level = f", {100 * call.confidence:.0f} %" if call.confidence is not None and call.low is not None else ""
+    finds = ("no noise model: what they could find is not known" if call.detectable is None
+             else f"could detect {_percent(call.detectable)} or more")
+    return f" ({_starts(call.base_starts, call.head_starts, call.pairs)}{level}; {finds})"
+
+
+def _starts(base: int, head: int, pairs: int) -> str:
+    """``3 pairs of starts``, ``1 pair of starts``, ``2 and 3 starts``: what a call on tokens/s rests on."""
+    if pairs:
+        return f"{pairs} pair{'s' if pairs != 1 else ''} of starts"
+    return f"{base} and {head} start{'s' if head != 1 else ''}"
 
 
 def _value(measure: str, cell: CellChange) -> Interval:
@@ -238,7 +274,7 @@ def _amount(measure: str, values: list[Interval]) -> str:
     unit = "x" if measure == "speed" else " points"
 
     def number(v: float) -> str:
-        return f"{v:.2f}" if measure == "speed" else f"{100 * v:+.1f}"
+        return f"{v:.2f}" if measure == "speed" else f"{round(100 * v, 1) + 0.0:+.1f}"  # + 0.0: never "-0.0"
 
     if len(values) == 1:
         [one] = values
@@ -282,8 +318,8 @@ def _crash(side: CellSide) -> str:
     return f"{kinds}: {escape(side.crash_title)}" if side.crash_title else kinds
 
 
-_COLUMNS = ("| verdict | GPU | method | backend | graph mode | base tok/s | head tok/s | head / base | could detect "
-            "| Δ acceptance (points) | tok/J head / base | why |")
+_COLUMNS = ("| verdict | GPU | method | backend | graph mode (what ran) | base tok/s | head tok/s | head / base [95 %] "
+            "| could detect | Δ acceptance (points) [95 %] | tok/J head / base [95 %] | why |")
 
 
 def _details(rows: list[str], shown: int, total: int) -> str:
@@ -297,12 +333,33 @@ def _details(rows: list[str], shown: int, total: int) -> str:
 
 def _row(c: CellChange) -> str:
     call = c.tokens_per_s_call
-    speed = f"{c.speed_ratio.value:.2f}x" if c.speed_ratio else ""
-    moved = f"{100 * c.acceptance_difference.value:+.1f}" if c.acceptance_difference else ""
+    speed = _amount("speed", [c.speed_ratio]) if c.speed_ratio else ""
+    if speed and call and call.confidence is not None and round(100 * call.confidence) != 95:
+        speed += f" ({100 * call.confidence:.0f} %)"  # a later look of ``draftbench ci --budget-gpu-minutes`` spends less
+    moved = _amount("acceptance", [c.acceptance_difference]).replace(" points", "") if c.acceptance_difference else ""
     finds = "no model" if call and call.detectable is None else _percent(call.detectable) if call else ""
-    cells = [c.verdict.value.replace("_", " "), escape(c.gpu_kind), escape(c.label), escape(c.backend), escape(c.graph_mode),
+    if call:
+        finds += f" ({_starts(call.base_starts, call.head_starts, call.pairs)})"
+    cells = [c.verdict.value.replace("_", " "), escape(c.gpu_kind), escape(c.label), escape(c.backend), escape(c.graph_mode) + _ran(c),
              _speed(c.base), _speed(c.head), speed, finds, moved, _per_joule(c), escape("; ".join(c.reasons))]
     return "| " + " | ".join(cells) + " |"
+
+
+def _ran(c: CellChange) -> str:
+    """What ran where it is not what the cell asked: `` (ran PIECEWISE: downgraded)``, `` (base ran FULL, head ran
+    PIECEWISE: downgraded)``, ``; draft eager`` (beside captured graphs), each side that ran said; empty where both ran
+    as asked. The marks' words (``dashboards.marks``)."""
+    said = []
+    sides = [(name, side) for name, side in (("base", c.base), ("head", c.head)) if side.ran]
+    modes = {name: ", ".join(escape(m) for m in sorted(side.resolved_graph_modes)) for name, side in sides if side.downgraded}
+    if modes and len(set(modes.values())) == 1 and len(modes) == len(sides):
+        said.append(f"ran {next(iter(modes.values()))}: downgraded")
+    elif modes:
+        said.append(", ".join(f"{name} ran {ran}" for name, ran in modes.items()) + ": downgraded")
+    eager = [name for name, side in sides if side.draft_eager and c.graph_mode != "NONE"]
+    if eager:
+        said.append("draft eager" + (f" in the {eager[0]}" if len(eager) < len(sides) else ""))
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def _per_joule(c: CellChange) -> str:

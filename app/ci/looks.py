@@ -62,12 +62,21 @@ def pairs_wanted(call: SpeedCall, mde: float | None) -> int:
     pairs looks.
     """
     n = call.pairs or min(call.base_starts, call.head_starts)
-    seen = abs(call.ratio - 1)
-    target = (mde or 0.0) if call.change == "unchanged" else max(mde or 0.0, seen)
-    if call.detectable is None or target <= 0 or n == 0:
+    target = (mde or 0.0) if call.change == "unchanged" else max(mde or 0.0, abs(call.ratio - 1))
+    needed = pairs_needed(call, target)
+    if needed is None:
         return min(MAX_PAIRS, max(1, n))
-    needed = math.ceil(n * (math.log1p(call.detectable) / math.log1p(target)) ** 2)
     return min(MAX_PAIRS, n, max(1, needed - n))
+
+
+def pairs_needed(call: SpeedCall, target: float) -> int | None:
+    """The pairs (or starts a side, where none are paired) that find a change of ``target`` four times in five, by
+    ``n' = ceil(n (ln(1 + d) / ln(1 + target))^2)`` from the ``n`` the call rests on and what they find, ``d``
+    (``detectable``); None without ``d`` (no noise model), without starts, or for a target of 0."""
+    n = call.pairs or min(call.base_starts, call.head_starts)
+    if call.detectable is None or target <= 0 or n == 0:
+        return None
+    return math.ceil(n * (math.log1p(call.detectable) / math.log1p(target)) ** 2)
 
 
 def plan(wanted: Mapping[int, int], *, left_s: float, pair_s: float) -> dict[int, int]:

@@ -73,9 +73,9 @@ def test_fallback_says_which_graph_mode_each_draft_ran(h200: TestClient) -> None
     assert answered == {"NONE"}
 
 
-def test_the_imported_matrix_reads_finished_with_its_unrun_cells_queued(h200: TestClient) -> None:
+def test_the_imported_matrix_reads_finished_with_its_unrun_cells_not_run(h200: TestClient) -> None:
     sweeps = {cells[1]: cells for _, cells in tables(h200.get("/").text)["sweeps"][1:]}
-    assert sweeps["h200-matrix"][3:5] == ["finished", "queued 3, succeeded 21"]
+    assert sweeps["h200-matrix"][3:5] == ["finished", "not run 3, succeeded 21"]
 
 
 def test_fallback_of_the_proof_has_intervals_from_the_rounds(tmp_path: Path) -> None:
@@ -87,11 +87,11 @@ def test_fallback_of_the_proof_has_intervals_from_the_rounds(tmp_path: Path) -> 
 def test_every_exported_h200_sweep_imports_with_what_it_ran(every_sweep: TestClient) -> None:
     for client in [every_sweep]:
         sweeps = sorted((cells[1], cells[4]) for _, cells in tables(client.get("/").text)["sweeps"][1:])
-        # Jobs the lease cut short import as queued, beside those that never started; batch 3 ran a sweep of
+        # Jobs the lease cut short import as not run, beside those that never started; batch 3 ran a sweep of
         # batch 2 again (the A/A repeats, the 8B shape) with a whole pass as warm-up.
         assert sweeps == [("h200-calibration-t1", "succeeded 4"), ("h200-capture-bug", "succeeded 3"),
-                          ("h200-fallback-repeats", "queued 11, succeeded 1"),
-                          ("h200-fallback-repeats", "succeeded 12"), ("h200-matrix", "queued 3, succeeded 21"),
+                          ("h200-fallback-repeats", "not run 11, succeeded 1"),
+                          ("h200-fallback-repeats", "succeeded 12"), ("h200-matrix", "not run 3, succeeded 21"),
                           ("h200-matrix-rest", "succeeded 4"), ("h200-peer-alone", "succeeded 1"),
                           ("h200-peer-throughput", "succeeded 2"), ("h200-qwen3-8b-shape", "succeeded 4"),
                           ("h200-qwen3-8b-shape", "succeeded 4"), ("h200-serving", "succeeded 4"),
