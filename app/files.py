@@ -64,6 +64,34 @@ def read_inside(folder: Path, relative: str, *, limit: Limit) -> Content | None:
     Raises FileRefused for a symbolic link at any step below ``folder``, anything but a folder on the
     way or a regular file at the end, a file over ``limit``, or one that cannot be read.
     """
+    fd = _open_below(folder, relative, last="regular file")
+    if fd is None:
+        return None
+    try:
+        return _read_open(fd, folder / relative, limit)
+    except OSError as exc:
+        raise FileRefused(f"{folder / relative}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def names_inside(folder: Path, relative: str) -> list[str] | None:
+    """The names in the folder ``folder/relative``, sorted, or None when it or a folder on its way is absent; FileRefused
+    as ``read_inside`` for a link or anything but a folder on the way."""
+    fd = _open_below(folder, relative, last="folder")
+    if fd is None:
+        return None
+    try:
+        return sorted(os.listdir(fd))
+    except OSError as exc:
+        raise FileRefused(f"{folder / relative}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _open_below(folder: Path, relative: str, *, last: str) -> int | None:
+    """An open descriptor of ``folder/relative``, each step below ``folder`` opened without following a link, the last
+    one ``last`` (a regular file or a folder); None when a step is absent."""
     name = folder / relative
     parts = PurePosixPath(relative).parts
     if not parts or ".." in parts or PurePosixPath(relative).is_absolute():
@@ -74,29 +102,28 @@ def read_inside(folder: Path, relative: str, *, limit: Limit) -> Content | None:
         return None
     except OSError as exc:
         raise FileRefused(f"{folder}: {exc.strerror}") from None
-    try:
-        for step, part in enumerate(parts):
-            last = step == len(parts) - 1
-            where = folder.joinpath(*parts[: step + 1])
-            try:
-                # Classified before opening: a device or socket is never opened.
-                kind = _kind(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
-                wanted = "regular file" if last else "folder"
-                if kind != wanted:
-                    raise FileRefused(f"{where}: {_a(kind)}, not {_a(wanted)}{_NEVER_FOLLOWED if kind == _LINK else ''}")
-                inner = os.open(part, _FILE if last else _DIRECTORY, dir_fd=fd)
-            except FileNotFoundError:
-                return None
-            except OSError as exc:
-                raise FileRefused(f"{where}: {exc.strerror}") from None
-            os.close(fd)
-            fd = inner
+    for step, part in enumerate(parts):
+        at_end = step == len(parts) - 1
+        where = folder.joinpath(*parts[: step + 1])
         try:
-            return _read_open(fd, name, limit)
+            # Classified before opening: a device or socket is never opened.
+            kind = _kind(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
+            wanted = last if at_end else "folder"
+            if kind != wanted:
+                raise FileRefused(f"{where}: {_a(kind)}, not {_a(wanted)}{_NEVER_FOLLOWED if kind == _LINK else ''}")
+            inner = os.open(part, _FILE if wanted == "regular file" else _DIRECTORY, dir_fd=fd)
+        except FileNotFoundError:
+            os.close(fd)
+            return None
         except OSError as exc:
-            raise FileRefused(f"{name}: {exc.strerror}") from None
-    finally:
+            os.close(fd)
+            raise FileRefused(f"{where}: {exc.strerror}") from None
+        except FileRefused:
+            os.close(fd)
+            raise
         os.close(fd)
+        fd = inner
+    return fd
 
 
 def read_given(path: Path, *, limit: Limit) -> Content:
@@ -107,26 +134,53 @@ def read_given(path: Path, *, limit: Limit) -> Content:
     return found
 
 
+def read_named(path: Path, *, limit: Limit) -> Content:
+    """A file of the user's own named on the command line (a sweep, a series): a link to it is followed, but only a
+    regular file is read (``/dev/zero`` never ends, a FIFO blocks), within ``limit``. FileRefused otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise FileRefused(f"{path}: {exc.strerror}") from None
+    try:
+        return _read_open(fd, path, limit, own=True)
+    except OSError as exc:
+        raise FileRefused(f"{path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
 def validated(model: type[M], content: bytes, *, name: Path | str) -> M:
     """``content`` (JSON) as ``model``; FileRefused naming the file and the fields that are wrong.
 
     A lone UTF-16 surrogate escape (``"\\udc80"``), which Pydantic's JSON parser refuses whole, is read as the API
     reads a worker's report: by Python's parser, then validated, so that a text field of a report keeps the rest of
-    its text (the surrogate as U+FFFD, ``app.schemas.text.clean``) and another names its field.
+    its text (the surrogate as U+FFFD, ``app.schemas.text.clean``) and another names its field. A key given twice in
+    one object is refused, as the API refuses it in a body: both parsers would keep the last one silently.
     """
     try:
-        return model.model_validate_json(content)
+        found = model.model_validate_json(content)
     except ValidationError as exc:
         if not any(e["type"] == "json_invalid" and "surrogate" in e["msg"] for e in exc.errors(include_url=False)):
             raise FileRefused(f"{name}: {describe(exc)}") from None
-    try:
-        data = json.loads(content, parse_constant=_refused_constant)
-    except ValueError as exc:
-        raise FileRefused(f"{name}: not JSON: {exc}") from None
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise FileRefused(f"{name}: {describe(exc)}") from None
+        try:
+            data = json.loads(content, parse_constant=_refused_constant)
+        except ValueError as exc:
+            raise FileRefused(f"{name}: not JSON: {exc}") from None
+        try:
+            found = model.model_validate(data)
+        except ValidationError as exc:
+            raise FileRefused(f"{name}: {describe(exc)}") from None
+    refuse_twice_given_keys(content, name=name)
+    return found
+
+
+def refuse_twice_given_keys(content: bytes, *, name: Path | str) -> None:
+    """FileRefused naming the file and the key when one JSON object of ``content`` gives a key twice."""
+    from app.sweeps import parsing
+
+    problem = parsing.json_problem(content)
+    if problem is not None:
+        raise FileRefused(f"{name}: {problem}")
 
 
 def _refused_constant(name: str) -> None:
@@ -144,11 +198,11 @@ def describe(exc: ValidationError, *, most: int = 3) -> str:
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
-def _read_open(fd: int, name: Path, limit: Limit) -> Content:
+def _read_open(fd: int, name: Path, limit: Limit, *, own: bool = False) -> Content:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         raise FileRefused(f"{name}: {_a(_kind(info.st_mode))}, not a regular file")
-    if info.st_nlink > 1:
+    if info.st_nlink > 1 and not own:
         raise FileRefused(f"{name}: a file with {info.st_nlink} hard links, so the same file as one elsewhere{_NEVER_FOLLOWED}")
     if info.st_size > limit.bytes:
         raise FileRefused(f"{name}: {info.st_size} bytes, over the limit of {limit.bytes} ({limit.setting})")

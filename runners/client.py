@@ -25,6 +25,10 @@ class JobLost(ServiceRefused):
     """The service no longer lets us hold this job (409): drop it, its newer attempt stands."""
 
 
+class ServiceUnreachable(RuntimeError):
+    """The service kept failing (no answer, 5xx, 429) for the whole retry window."""
+
+
 class ServiceClient:
     """Retries while the service or its database is away, so a restart loses no result.
 
@@ -68,7 +72,7 @@ class ServiceClient:
                     raise refused(response.status_code, detail_of(response))
                 failure = f"HTTP {response.status_code}: {response.text[:200]}"
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{method} {url} kept failing for {self._retry_for_s:.0f} s: {failure}")
+                raise ServiceUnreachable(f"{method} {url} kept failing for {self._retry_for_s:.0f} s: {failure}")
             # Rate limited: the service says when to come back.
             wait = _retry_after(response) if failure.startswith("HTTP 429") else delay
             log.warning("%s %s failed (%s); retrying in %.1f s", method, url, failure, wait)

@@ -123,7 +123,8 @@ def _launch(
 
 def _pump(output, log, on_line: Callable[[str], None] | None) -> None:
     with output:
-        for raw in iter(output.readline, b""):
+        # At most 1 MiB a read: a cell that writes gigabytes without a newline must not fill this process's memory.
+        for raw in iter(lambda: output.readline(1 << 20), b""):
             log.write(raw)
             log.flush()
             if on_line is not None:

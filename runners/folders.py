@@ -8,9 +8,13 @@ beyond the spec (``JobLayout``): a cell's folders past the spec's repeats (paire
 ``pairs.json``, each paired job's folder name -> its pair id and order.
 """
 
+import errno
 import hashlib
 import itertools
 import json
+import os
+import secrets
+import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -78,10 +82,32 @@ def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanJob], cut_logs: M
 
     ``cut_logs`` are logs of cells that did not run to an end, written without ``exit.json`` as
     runners/offline.py leaves a cell its budget cut. ``layout``'s repeats past the spec's get their folders and
-    spec, its pairs ``pairs.json``. Raises FileExistsError for a folder that is not empty.
+    spec, its pairs ``pairs.json``. Written whole or not at all: into a new folder beside ``folder``, then renamed
+    to it. Raises FileExistsError for a folder that is not empty or a symbolic link (written through, it would put
+    the files wherever it points), OSError for a folder that cannot be written (nothing is left behind).
     """
+    if folder.is_symlink():
+        raise FileExistsError(f"{folder} is a symbolic link")
     if folder.exists() and any(folder.iterdir()):
         raise FileExistsError(f"{folder} is not empty")
+    if folder.parent.exists() and not folder.parent.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder.parent))
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = folder.parent / f".{folder.name}.export-{secrets.token_hex(4)}"
+    staging.mkdir()
+    try:
+        _write_runs(spec, staging, ran, cut_logs, layout)
+        # Onto an empty folder or none; another that appeared meanwhile is not replaced.
+        os.rename(staging, folder)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+            raise FileExistsError(f"{folder} is not empty") from None
+        raise
+
+
+def _write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanJob], cut_logs: Mapping[tuple[int, int], str],
+                layout: JobLayout) -> None:
     write_cells(spec, folder)
     cells = {cell.index: cell for cell in matrix.expand(spec)}
     for cell_index, repeats in layout.repeats.items():
@@ -180,6 +206,7 @@ def read_folder(folder: Path) -> Folder:
                 digest.update(f"\n{name}/{file}\n".encode())
                 digest.update(content.data if content else b"")
             ran.append(_ran(folder / "cells" / name, cell.index, repeat, cell.spec, exit_file, result, log))
+    _refuse_strays(folder, names)
     pairs = _read_pairs(folder, names)
     if pairs:
         digest.update(f"\n{PAIRS}\n{json.dumps(sorted(pairs.items()))}".encode())
@@ -193,6 +220,17 @@ def _repeats(folder: Path, cell_index: int, spec_repeats: int) -> Iterator[int]:
         if files.read_inside(folder, f"cells/{cell_dir_name(cell_index, repeat)}/spec.json", limit=files.body_limit()) is None:
             return
         yield repeat
+
+
+def _refuse_strays(folder: Path, names: Mapping[str, tuple[int, int]]) -> None:
+    """FileRefused for an entry of ``cells/`` that no job of the sweep has: a cell index or repeat ``sweep.json`` lacks
+    (``c0099-r0``, a repeat past a missing one), or any other name; imported, its runs would be lost unseen."""
+    strays = sorted(set(files.names_inside(folder, "cells") or []) - set(names))
+    if strays:
+        last = max(names, key=names.__getitem__, default="none")
+        raise files.FileRefused(
+            f"{folder / 'cells' / strays[0]}: no job of the sweep has this folder (its jobs' folders run c0000-r0 to "
+            f"{last}; a repeat past the sweep's needs each one before it){f' (and {len(strays) - 1} more)' if len(strays) > 1 else ''}")
 
 
 def _read_pairs(folder: Path, names: Mapping[str, tuple[int, int]]) -> dict[tuple[int, int], tuple[str, int]]:

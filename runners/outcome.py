@@ -14,8 +14,10 @@ def outcome_of(
     signal: int | None,
     timed_out: bool,
     duration_s: float,
+    result_unread: str | None = None,
 ) -> JobOutcome:
-    """Validate the cell's result JSON (only trusted after exit 0; None: it wrote none) and read from the log what ran."""
+    """Validate the cell's result JSON (only trusted after exit 0; None: it wrote none, or ``result_unread`` says why it
+    was not read) and read from the log what ran."""
     outcome = JobOutcome(
         resolved=parse_log(log, backend=spec.backend.value, graph_mode=spec.graph_mode.value, method=spec.method),
         exit_code=exit_code,
@@ -24,6 +26,9 @@ def outcome_of(
         duration_s=duration_s,
     )
     if exit_code == 0 and not timed_out:
+        if result_unread is not None:
+            outcome.error = f"the cell exited 0 but its result JSON is unusable: {result_unread}"
+            return outcome
         if result_json is None:
             outcome.error = "the cell exited 0 but wrote no result JSON"
             return outcome

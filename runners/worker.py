@@ -19,12 +19,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from app import files
 from app.builds.facts import read_facts
 from app.enums import GpuKind
 from app.schemas.cell import CellSpec, JobOutcome
 from app.schemas.worker import BuildFactsIn, BuildInfo, ClaimedJob, RegisterRequest
 from runners import execute, gpus
-from runners.client import JobLost, ServiceClient, ServiceRefused
+from runners.client import JobLost, ServiceClient, ServiceRefused, ServiceUnreachable
 from runners.execute import DEFAULT_PYCACHE
 from runners.outcome import outcome_of
 
@@ -235,6 +236,11 @@ class Worker:
         beat.start()
         try:
             outcome, stopped = self._execute(spec, folder, log_path, beat, gpus_needed=job.gpus_needed)
+        except OSError as exc:
+            # The cell could not be started or its files not written (an interpreter gone, a full disk): this job's end.
+            error = f"the worker could not run this cell: {exc}"
+            log.error("job %s: %s", job.job_id, error)
+            outcome, stopped = JobOutcome(error=error), False
         finally:
             beat.stop()
         if stopped:
@@ -253,7 +259,7 @@ class Worker:
         the worker goes on claiming (the job, requeued, would otherwise stop every worker in turn).
         """
         try:
-            if refused := _refusal(self.client.upload_log, job_id, log_text):
+            if refused := _upload_log(self.client, job_id, log_text):
                 log.error("job %s: the service refused its log, reporting without it: %s", job_id, refused)
             if refused := _refusal(self.client.complete, job_id, outcome):
                 log.error("job %s: the service refused its report, reporting the job failed: %s", job_id, refused)
@@ -263,6 +269,10 @@ class Worker:
                     return None
         except JobLost as exc:
             log.warning("job %s: result refused, the job moved on: %s", job_id, exc)
+            return None
+        except ServiceUnreachable as exc:
+            # The lease runs out and the service requeues the job; this worker goes on claiming (and waiting for it).
+            log.error("job %s: its report could not reach the service, left to be requeued: %s", job_id, exc)
             return None
         log.info("job %s: %s", job_id, _summary(outcome))
         return outcome
@@ -293,14 +303,21 @@ class Worker:
             waited = gpus.wait_for_release(memory_before)
             if waited > 1.0:
                 log.info("the cell's GPU memory came back %.1f s after it ended (waits at most 60 s)", waited)
+        try:
+            # By app.files' rules: a cell could leave a FIFO, a link or gigabytes there.
+            found = files.read_inside(folder, result_path.name, limit=files.log_limit())
+            result_json, unread = (found.data if found else None), None
+        except files.FileRefused as exc:
+            result_json, unread = None, str(exc)
         outcome = outcome_of(
             spec,
             log=_read(log_path),
-            result_json=result_path.read_bytes() if result_path.is_file() else None,
+            result_json=result_json,
             exit_code=finished.exit_code,
             signal=finished.signal,
             timed_out=finished.timed_out,
             duration_s=finished.duration_s,
+            result_unread=unread,
         )
         return outcome, finished.stopped
 
@@ -323,7 +340,7 @@ class _Heartbeat(threading.Thread):
                     return
                 size = self.log_path.stat().st_size if self.log_path.exists() else 0
                 if size != self._sent_size:
-                    self.worker.client.upload_log(self.job_id, _read(self.log_path))
+                    _upload_log(self.worker.client, self.job_id, _read(self.log_path))
                     self._sent_size = size
             except JobLost:
                 self.must_stop.set()
@@ -347,16 +364,42 @@ def _refusal(call: Callable[..., None], *args: object) -> ServiceRefused | None:
     return None
 
 
+def _upload_log(client: ServiceClient, job_id: int, text: str) -> ServiceRefused | None:
+    """Upload the log; where the service finds it over its limit (413), its head and tail, cut smaller and smaller
+    (to 64 KiB), so the end that names the root cause still arrives. The last refusal, or None."""
+    limit = len(text.encode())
+    while (refused := _refusal(client.upload_log, job_id, text)) and refused.status == 413 and limit > _SMALLEST_LOG:
+        limit = max(limit // 4, _SMALLEST_LOG)
+        text = _cut(text.encode(), limit).decode(errors="replace")
+    return refused
+
+
+_SMALLEST_LOG = 64 * 1024
+_CUT = b"\n[... draftbench cut the middle of this log ...]\n"
+
+
 def _read(path: Path, limit: int = 16 * 1024 * 1024) -> str:
-    """The log, cut to its head and tail when huge: the root cause sits near the end."""
+    """The log, cut to its head and tail when huge: the root cause sits near the end. Only those are read: a cell
+    may write gigabytes."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as log_file:
+            size = os.fstat(log_file.fileno()).st_size
+            if size <= limit:
+                data = log_file.read(limit + 1)
+            else:
+                head = log_file.read(limit // 2)
+                log_file.seek(-(limit // 2), os.SEEK_END)
+                data = head + _CUT + log_file.read(limit // 2)
     except OSError:
         return ""
-    if len(data) > limit:
-        half = limit // 2
-        data = data[:half] + b"\n[... draftbench cut the middle of this log ...]\n" + data[-half:]
-    return data.decode(errors="replace")
+    return _cut(data, limit).decode(errors="replace")
+
+
+def _cut(data: bytes, limit: int) -> bytes:
+    if len(data) <= limit:
+        return data
+    half = max((limit - len(_CUT)) // 2, 0)
+    return data[:half] + _CUT + data[-half:]
 
 
 def _describe(spec: CellSpec) -> str:

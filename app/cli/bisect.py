@@ -71,10 +71,14 @@ def bisect(
 def read_series(value: str) -> list[str]:
     """``a,b,c`` or ``@FILE`` (one label a line, ``#`` comments) as labels; CliError when fewer than two."""
     if value.startswith("@"):
+        from app import files
+
         try:
-            lines = Path(value[1:]).read_text().splitlines()
-        except OSError as exc:
-            raise CliError(f"--series {value}: cannot read it ({exc.strerror or exc})") from None
+            lines = files.read_named(Path(value[1:]), limit=files.body_limit()).data.decode().splitlines()
+        except files.FileRefused as exc:
+            raise CliError(f"--series {value}: cannot read it ({exc})") from None
+        except UnicodeDecodeError as exc:
+            raise CliError(f"--series {value}: not UTF-8 text (byte {exc.start}): one build label a line") from None
         labels = [line.split("#")[0].strip() for line in lines]
     else:
         labels = [part.strip() for part in value.split(",")]

@@ -131,10 +131,13 @@ def ci(
 
 def read_sweep(path: Path) -> dict[str, Any]:
     """The sweep file as a mapping (the service validates it): CliError when it is not YAML or JSON of one."""
+    from app import files
     from app.sweeps import parsing
 
     try:
-        spec = parsing.load(path.read_bytes(), parsing.YAML_TYPES[0])
+        spec = parsing.load(files.read_named(path, limit=files.body_limit()).data, parsing.YAML_TYPES[0])
+    except files.FileRefused as exc:
+        raise CliError(str(exc)) from None
     except ValueError as exc:
         raise CliError(f"{path}: {' '.join(str(exc).split())[:500]}") from None
     if not isinstance(spec, dict):

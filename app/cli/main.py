@@ -34,7 +34,8 @@ def main() -> None:
     except CliError as exc:
         if _debug:
             raise
-        print(f"draftbench: {exc}", file=sys.stderr)
+        # One line, whatever the message holds (a driver's or patch's words run over several).
+        print(f"draftbench: {' '.join(str(exc).split())}", file=sys.stderr)
         sys.exit(exc.code)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -18,12 +18,21 @@ def settings_for(database_url: str | None) -> Settings:
     A bad value is a CliError naming its variable (exit 2), before anything starts.
     """
     from pydantic import ValidationError
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
     try:
-        return Settings(**({"database_url": database_url} if database_url else {}))
+        settings = Settings(**({"database_url": database_url} if database_url else {}))
     except ValidationError as exc:
         wrong = "; ".join(f"DRAFTBENCH_{str(error['loc'][0]).upper()}: {error['msg']}" for error in exc.errors())
         raise CliError(f"cannot start: {wrong}", code=2) from None
+    try:
+        make_url(settings.database_url)
+    except ArgumentError:
+        # Not shown: a URL that cannot be parsed cannot have its password hidden either.
+        raise CliError("--database-url (DRAFTBENCH_DATABASE_URL): not a database URL such as sqlite:///draftbench.db "
+                       "or postgresql+psycopg://HOST/DB", code=2) from None
+    return settings
 
 
 def serve(

@@ -39,11 +39,17 @@ def submit(
     poll: float = 2.0,
 ) -> None:
     """Submit a sweep; by default wait with a progress bar and print the results table."""
+    from app import files
+
     headers = {"content-type": "application/yaml"}
     if idempotency_key:
         headers["Idempotency-Key"] = idempotency_key
+    try:
+        body = files.read_named(sweep_file, limit=files.body_limit()).data
+    except files.FileRefused as exc:
+        raise CliError(str(exc)) from None
     with Api(server, token) as api:
-        sweep = api.send("POST", "/api/v1/sweeps", content=sweep_file.read_bytes(), headers=headers).json()
+        sweep = api.send("POST", "/api/v1/sweeps", content=body, headers=headers).json()
         console.print(f"sweep {sweep['id']} '{sweep['name']}': {sweep['total']} jobs · {api.server}/sweeps/{sweep['id']}")
         for warning in sweep.get("warnings", []):
             console.print(f"[yellow]warning:[/] {warning}")
@@ -199,6 +205,7 @@ def _read_bench(path: Path, *, output_len: int | None, concurrency: int | None) 
         data = pydantic_core.from_json(found.data, allow_inf_nan=False)
     except ValueError as exc:
         raise files.FileRefused(f"{path}: not JSON: {exc}") from None
+    files.refuse_twice_given_keys(found.data, name=path)
     try:
         result = bench_files.to_result(data, output_len=output_len, concurrency=concurrency)
     except bench_files.BenchFileError as exc:

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from app.cli.errors import CliError
 from app.cli.service import DatabaseUrl, upgraded
 from app.enums import TokenScope
+from app.schemas.ids import MAX_ID
 
 token_cli = typer.Typer(help="Create, list and revoke API tokens (straight in the database).", no_args_is_help=True)
 console = Console()
@@ -40,10 +41,19 @@ def create(
 
     It is a root: no token issued it, so it stands until it is revoked itself.
     """
-    from app.auth import service
+    from pydantic import ValidationError
 
+    from app.auth import service
+    from app.files import describe
+    from app.schemas.token import TokenCreate
+
+    try:
+        # The API's rules for a new token (``POST /tokens``): a name its column holds, each scope once.
+        asked = TokenCreate(name=name, scopes=scope)
+    except ValidationError as exc:
+        raise CliError(f"token create: {describe(exc)}", code=2) from None
     with _session(database_url) as session:
-        token, secret = service.create(session=session, name=name, scopes=scope, issued_by=None)
+        token, secret = service.create(session=session, name=asked.name, scopes=asked.scopes, issued_by=None)
         console.print(f"token {token.id} '{token.name}' with scopes {', '.join(token.scopes)}; its secret, shown once:")
     print(secret)
 
@@ -64,7 +74,7 @@ def list_tokens(database_url: DatabaseUrl = None) -> None:
 
 @token_cli.command("revoke")
 def revoke(
-    token_id: Annotated[int, typer.Argument(help="The token's id, from `draftbench token list`")],
+    token_id: Annotated[int, typer.Argument(min=1, max=MAX_ID, help="The token's id, from `draftbench token list`")],
     database_url: DatabaseUrl = None,
 ) -> None:
     """Revoke a token: later requests with it, or with any token issued under it (workers' credentials too), get 401."""

@@ -134,6 +134,7 @@ MALFORMED = {
         b'{"elapsed_time": 0, "num_requests": 32, "total_num_tokens": 6144, "requests_per_second": 8, "tokens_per_second": 1}',
         "elapsed_time"),
     "a list": (b"[1, 2]", "not a result of `vllm bench"),
+    "a key given twice": (_serve_with().rstrip(b"}") + b', "completed": 4000}', "key 'completed' is given twice"),
     "binary garbage": (bytes(range(256)), "not JSON"),
     "not UTF-8": (b'{"duration": "\xff"}', "not JSON"),
     "nested 100,000 deep": (b"[" * 100_000, "not JSON"),

@@ -296,3 +296,26 @@ def test_a_results_energy_and_a_reason_for_none_import_back_as_they_were(
                 (1150.0, 2.5, None), (None, None, "not reported (NVML: Not Supported)")]
     finally:
         engine.dispose()
+
+
+def test_export_writes_through_no_link_and_leaves_nothing_when_it_cannot_finish(tmp_path: Path) -> None:
+    url = copy_of("batch2", tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for link, target in (("to-a-folder", elsewhere), ("dangling", tmp_path / "nowhere")):
+        (tmp_path / link).symlink_to(target)
+        done = _cli("export", "3", str(tmp_path / link), url=url)
+        assert done.returncode == 2 and done.stderr == (
+            f"draftbench: {tmp_path / link} is a symbolic link: export writes only into a new or empty folder\n")
+    assert not any(elsewhere.iterdir()) and not (tmp_path / "nowhere").exists()
+    # A folder that cannot be written: nothing is left behind, no half-written folder.
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        done = _cli("export", "3", str(locked / "run"), url=url)
+    finally:
+        locked.chmod(0o700)
+    if os.geteuid() != 0:
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

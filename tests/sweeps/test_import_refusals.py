@@ -167,6 +167,24 @@ MALFORMED = {
     "result.json nested 100,000 deep": (_write(f"{CELL}/result.json", DEEP), "result.json", "recursion limit"),
     "result.json a number": (_write(f"{CELL}/result.json", b"42"), "result.json", "object"),
     "result.json truncated": (_write(f"{CELL}/result.json", b'{"tokens_per_s": 1'), "result.json", "Invalid JSON"),
+    "exit.json giving a key twice": (
+        _write(f"{CELL}/exit.json", b'{"exit_code": 0, "signal": null, "timed_out": false, "duration_s": 156.5, '
+                                    b'"duration_s": 1.0, "finished_at": "2026-11-30T01:04:59Z"}'),
+        "exit.json", "key 'duration_s' is given twice"),
+    "result.json giving a key twice": (
+        lambda folder: (folder / CELL / "result.json").write_bytes(
+            (folder / CELL / "result.json").read_bytes().rstrip().removesuffix(b"}") + b', "tokens_per_s": 1e6}'),
+        "result.json", "key 'tokens_per_s' is given twice"),
+    "sweep.json giving a key twice": (
+        lambda folder: (folder / "sweep.json").write_bytes(
+            (folder / "sweep.json").read_bytes().replace(b'"repeats": 1,', b'"repeats": 1, "repeats": 1,')),
+        "sweep.json", "key 'repeats' is given twice"),
+    "a run of a cell sweep.json lacks": (
+        lambda folder: shutil.copytree(folder / CELL, folder / "cells" / "c0099-r0"), "cells/c0099-r0", "no job of the sweep"),
+    "a repeat past one that is missing": (
+        lambda folder: shutil.copytree(folder / CELL, folder / "cells" / "c0000-r5"), "cells/c0000-r5", "no job of the sweep"),
+    "a cell folder named with dots": (
+        lambda folder: (folder / "cells" / "..c0000-r0").mkdir(), "cells/..c0000-r0", "no job of the sweep"),
     "pairs.json naming no cell folder": (
         _write("pairs.json", b'{"c0099-r7": {"pair_id": "' + b"a" * 32 + b'", "pair_order": 0}}'), "pairs.json", "c0099-r7"),
     "pairs.json a pair id of 5 digits": (
