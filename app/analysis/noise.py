@@ -130,6 +130,29 @@ def fewest_holding(squares: Iterable[float], share: float = 0.5) -> int:
     return len(ordered)
 
 
+def uneven_starts(terms: Sequence[tuple[int, float]], *, alpha: float = 0.01) -> bool:
+    """Whether one start's rounds spread far beyond the others': Cochran's C test for one outlying variance among
+    groups, here with each group's own degrees of freedom. ``terms`` holds each start's (rounds, squared deviations)
+    (``group_terms``); with ``df_i = rounds_i - 1``, ``D = sum df_i`` and ``x_i = Q_i / sum Q`` its share, under equal
+    spread and normal rounds ``x_i ~ Beta(df_i / 2, (D - df_i) / 2)``, so
+
+    .. math::
+
+        p_i = 1 - I_{x_i}\\left(\\frac{df_i}{2}, \\frac{D - df_i}{2}\\right), \\qquad
+        \\text{uneven} \\iff M \\min_i p_i < \\alpha
+
+    (Bonferroni over the ``M`` starts, exact where a share is over one half). False under three starts or without
+    spread. Two H200 starts whose first round compiled (shares 0.497 and 0.491 of 10 starts' squares,
+    ``tests/noise/test_h200.py``) are uneven;
+    starts drawn alike are so in about ``alpha`` of stores (``tests/analysis/test_noise.py``). O(M)."""
+    kept = [(size - 1, squares) for size, squares in terms if size >= 2]
+    total_df, total = sum(df for df, _ in kept), math.fsum(squares for _, squares in kept)
+    if len(kept) < 3 or total <= 0:
+        return False
+    smallest = min(1 - regularized_beta(squares / total, df / 2, (total_df - df) / 2) for df, squares in kept)
+    return len(kept) * smallest < alpha
+
+
 def paired_aa_spread(differences: Sequence[float]) -> Spread | None:
     """The spread of one pair's log difference when nothing changed, from A/A pairs (both halves of each pair ran
     the same build, back to back): each difference has mean 0, so

@@ -25,7 +25,7 @@ def out(found: noise.ClassNoise) -> NoiseOut:
         concurrency=key.concurrency,
         sd=between.sd, cv=between.cv, df=between.df, cells=between.groups, starts=between.values,
         within_sd=within and within.sd, within_df=within and within.df, within_half_from=found.within_half_from,
-        within_starts=within and within.groups,
+        within_starts=within and within.groups, within_uneven=found.within_uneven,
         paired_sd=found.paired and found.paired.sd, paired_df=found.paired and found.paired.df,
         min_detectable=[DetectableOut(starts=n, effect=found.detectable(n)) for n in noise.MDE_STARTS],
         newest=found.newest, hosts=list(found.hosts), gpu_names=list(found.gpu_names),

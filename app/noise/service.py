@@ -27,6 +27,7 @@ from app.analysis.noise import (
     paired_aa_spread,
     pooled_spread,
     pooled_terms,
+    uneven_starts,
 )
 from app.cells import identity
 from app.cells.pooling import PooledCell
@@ -55,6 +56,8 @@ class ClassNoise:
     gpu_names: tuple[str, ...]
     # The fewest starts that hold half of ``within``'s squared deviations (``fewest_holding``); None without it.
     within_half_from: int | None = None
+    # Whether a start's rounds spread far beyond the others' (``uneven_starts``): then ``within`` rests on a few starts.
+    within_uneven: bool = False
 
     def detectable(self, starts: int) -> float:
         """The smallest relative change ``starts`` starts a side find four times in five (``min_detectable_effect``)."""
@@ -230,5 +233,6 @@ def _pooled(cells: list[_Cell]) -> list[ClassNoise]:
             hosts=tuple(sorted(set().union(*(c.hosts for c in group)))),
             gpu_names=tuple(sorted(set().union(*(c.gpu_names for c in group)))),
             within_half_from=fewest_holding(squares for size, squares in rounds if size >= 2) if within else None,
+            within_uneven=uneven_starts(rounds),
         ))
     return found

@@ -34,6 +34,9 @@ class NoiseOut(BaseModel):
         "The fewest starts whose rounds hold half of the within-start spread's squared deviations, of within_starts: "
         "far below half of them, the figure rests on a few starts (a round far off its start's others)"))
     within_starts: int | None = Field(description="The starts the within-start spread pools (two rounds or more each)")
+    within_uneven: bool = Field(description=(
+        "Whether one start's rounds spread far beyond the others' (Cochran's C test at 1 %, each start with its own "
+        "degrees of freedom): then the within-start spread rests on a few starts, within_half_from says how few"))
     paired_sd: float | None = Field(description="The spread of ln tokens/s between the two halves of A/A pairs (starts of one "
                                                "build run back to back): what a paired comparison's difference carries")
     paired_df: int | None = Field(description="Its degrees of freedom: the A/A pairs")

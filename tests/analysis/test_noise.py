@@ -1,6 +1,7 @@
 """app.analysis.noise: hand-computed figures and Student's t against its printed tables."""
 
 import math
+import random
 
 import pytest
 
@@ -9,6 +10,7 @@ from app.analysis.noise import (
     Spread,
     detectable,
     fewest_holding,
+    group_terms,
     log_values,
     method_class,
     min_detectable_effect,
@@ -17,6 +19,7 @@ from app.analysis.noise import (
     standard_error,
     t_cdf,
     t_quantile,
+    uneven_starts,
 )
 
 
@@ -110,3 +113,23 @@ def test_fewest_holding_counts_the_largest_groups_that_hold_a_share() -> None:
     # As spread as one another: half of 8 equal groups is 4 of them.
     assert fewest_holding([1.0] * 8) == 4
     assert fewest_holding([0.0, 0.0]) == 0 and fewest_holding([]) == 0
+
+
+def test_uneven_starts_flags_a_start_whose_rounds_spread_far_beyond_the_others() -> None:
+    # Five rounds each (df 4): alike, and one start with 100 times the others' squares. Its share x = 100 / 105 of
+    # D = 24: 1 - I_x(2, 10) is about 1e-12, far under 0.01 / 6.
+    alike = [(5, 1.0)] * 6
+    assert not uneven_starts(alike)
+    assert uneven_starts([*alike[:5], (5, 100.0)])
+    assert not uneven_starts([(5, 1.0), (5, 100.0)])  # under three starts: no test
+    assert not uneven_starts([(5, 0.0)] * 4)  # no spread
+
+
+def test_uneven_starts_flags_starts_drawn_alike_about_alpha_of_the_time() -> None:
+    # Seeded: 400 stores of 12 starts of 3 to 5 normal rounds each, every start the same spread.
+    rng = random.Random(3)
+    flagged = 0
+    for _ in range(400):
+        terms = [group_terms([rng.gauss(0, 0.05) for _ in range(rng.choice((3, 5)))]) for _ in range(12)]
+        flagged += uneven_starts(terms)
+    assert flagged <= 0.02 * 400, flagged  # about 1 % expected (Bonferroni: at most)

@@ -132,10 +132,13 @@ def slow_rounds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient
 def test_a_within_start_spread_that_rests_on_two_starts_says_so(slow_rounds: TestClient) -> None:
     # FLASHINFER's draft starts' squared deviations of ln round speed: 14.2218 and 14.0633 (the slow first rounds), then
     # 0.1425, 0.0683, 0.0666, 0.0383, 0.0184, 0.0086, 0.0080, 0.0077: 28.64 in all, and 14.22 < 14.32, its half.
-    row = _classes_of(slow_rounds)[("FLASHINFER", "draft")]
+    # Their shares, 0.497 and 0.491, lie far beyond what 10 starts alike give (Cochran's C): uneven. The others are not.
+    found = _classes_of(slow_rounds)
+    row = found[("FLASHINFER", "draft")]
     assert (row["within_half_from"], row["within_starts"]) == (2, 10) and row["within_sd"] == pytest.approx(0.9461, abs=1e-4)
+    assert [key for key, c in found.items() if c["within_uneven"]] == [("FLASHINFER", "draft")]
     page = slow_rounds.get("/noise").text
-    assert page.count("half of it from") == 1 and "half of it from 2 of 10 starts" in page
+    assert page.count("uneven: half of it from") == 1 and "uneven: half of it from 2 of 10 starts" in page
 
 
 def _classes_of(client: TestClient) -> dict[tuple[str, str], dict]:
