@@ -194,6 +194,7 @@ def test_unknown_sweep_page_is_404_and_an_id_no_row_can_have_422_as_the_api_answ
 def test_a_missing_items_page_links_the_page_that_lists_its_kind(client) -> None:
     page = client.get("/crashes/nope")
     assert page.status_code == 404 and '<a href="/crashes">/crashes</a> lists what there is' in page.text
+    assert "<title>crash signature nope not found · draftbench</title>" in page.text
     # /sweeps lists nothing of its own: the overview does.
     assert "The <a href=\"/\">overview</a> lists what there is" in client.get("/sweeps/9999").text
 
