@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from app import strict_json
 from app.config import get_settings
 
 M = TypeVar("M", bound=BaseModel)
@@ -176,9 +177,7 @@ def validated(model: type[M], content: bytes, *, name: Path | str) -> M:
 
 def refuse_twice_given_keys(content: bytes, *, name: Path | str) -> None:
     """FileRefused naming the file and the key when one JSON object of ``content`` gives a key twice."""
-    from app.sweeps import parsing
-
-    problem = parsing.json_problem(content)
+    problem = strict_json.problem(content)
     if problem is not None:
         raise FileRefused(f"{name}: {problem}")
 

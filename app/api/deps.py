@@ -8,6 +8,7 @@ from fastapi import Depends, HTTPException, Path, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from app import strict_json
 from app.auth import addresses
 from app.auth import service as tokens
 from app.auth.ratelimit import retry_after
@@ -225,7 +226,7 @@ async def unique_keys(request: Request) -> None:
     body = await request.body()
     if not body:
         return
-    problem = await anyio.to_thread.run_sync(parsing.json_problem, body)
+    problem = await anyio.to_thread.run_sync(strict_json.problem, body)
     if problem is not None:
         raise RequestValidationError([{"loc": ["body"], "msg": f"body is not valid JSON: {problem}", "type": "value_error"}])
 

@@ -15,6 +15,8 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 
+from app import strict_json
+
 MAX_DEPTH = 32
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 JSON_TYPE = "application/json"
@@ -44,7 +46,7 @@ class _JsonOnlyLoader(yaml.SafeLoader):
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
             if isinstance(key, str | int | float | bool) and key in seen:
-                raise ConstructorError(None, None, _twice(key), key_node.start_mark)
+                raise ConstructorError(None, None, strict_json.twice(key), key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -64,26 +66,6 @@ def is_json(content_type: str | None) -> bool:
     return kind == JSON_TYPE or (kind.startswith("application/") and kind.endswith("+json"))
 
 
-def json_problem(raw: bytes) -> str | None:
-    """Why a JSON body is refused although a JSON reader takes it, or None: it is not UTF-8 (Python's reader guesses
-    UTF-16 and 32 from the bytes) or it gives a key twice in one object (``key 'name' is given twice in one mapping``).
-    None too for a body that is not JSON at all, which its reader refuses."""
-    try:
-        json.loads(_utf8(raw), object_pairs_hook=_once)
-    except BodyError as exc:
-        return str(exc)
-    except UnicodeDecodeError as exc:
-        return f"not UTF-8 ({exc})"
-    except (ValueError, RecursionError):
-        return None
-    return None
-
-
-def _utf8(raw: bytes) -> str:
-    # A UTF-8 byte order mark is read past, as Python's own reader does.
-    return raw.decode("utf-8-sig")
-
-
 def load(raw: bytes, content_type: str) -> Any:
     """The body as JSON values; BodyError naming the format and the problem."""
     if content_type in YAML_TYPES:
@@ -95,8 +77,8 @@ def load(raw: bytes, content_type: str) -> Any:
             raise BodyError(f"body is not valid YAML: {_first_line(exc)}") from None
     else:
         try:
-            data = json.loads(_utf8(raw or b"null"), object_pairs_hook=_once)
-        except BodyError as exc:
+            data = json.loads(strict_json.utf8(raw or b"null"), object_pairs_hook=strict_json.pairs_once)
+        except strict_json.KeyTwice as exc:
             raise BodyError(f"body is not a valid sweep in JSON: {exc}") from None
         except RecursionError:
             raise BodyError(f"body is not a valid sweep in JSON: nested deeper than {MAX_DEPTH} levels") from None
@@ -122,19 +104,6 @@ def depth(value: Any) -> int:
         deepest = max(deepest, level)
         stack.extend((child, level + 1) for child in children)
     return deepest
-
-
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object's pairs as a dict; BodyError for a key given twice."""
-    data = dict(pairs)
-    if len(data) < len(pairs):
-        keys = [key for key, _ in pairs]
-        raise BodyError(_twice(next(key for index, key in enumerate(keys) if key in keys[:index])))
-    return data
-
-
-def _twice(key: Any) -> str:
-    return f"key {key!r} is given twice in one mapping"
 
 
 def _first_line(exc: Exception) -> str:
