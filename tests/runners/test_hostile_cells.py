@@ -6,7 +6,6 @@ tests/runners/test_worker.py's does.
 """
 
 import logging
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,9 @@ from app.enums import GpuKind
 from app.schemas.cell import JobOutcome
 from runners.client import ServiceClient, ServiceUnreachable
 from runners.worker import Build, Worker
-from tests.conftest import AUTH, TOKEN
-from tests.factories import sweep_body
+from tests.conftest import TOKEN
 from tests.live import serve
+from tests.runners.test_worker import interpreter, submit_play
 
 HOSTILE_INTERPRETER = """#!{python}
 import json, os, signal, sys, time
@@ -80,20 +79,11 @@ print("cell result written")
 
 @pytest.fixture
 def hostile_python(tmp_path: Path) -> Path:
-    path = tmp_path / "hostile-build" / "python"
-    path.parent.mkdir()
-    path.write_text(HOSTILE_INTERPRETER.format(python=sys.executable))
-    path.chmod(0o755)
-    return path
+    return interpreter(tmp_path / "hostile-build", HOSTILE_INTERPRETER)
 
 
 def _submit(server: str, dataset: Path, play: str, **fields: Any) -> int:
-    body = sweep_body(dataset, name=play, build="hostile", model=f"/models/{play}", repeats=1,
-                      speculative=[{"method": "ngram", "num_speculative_tokens": 3}]) | fields
-    response = httpx.post(f"{server}/api/v1/sweeps", json=body, headers=AUTH, timeout=30)
-    assert response.status_code == 201, response.text
-    [job] = response.json()["jobs"]
-    return job["job_id"]
+    return submit_play(server, dataset, play, "hostile", **fields)
 
 
 def _job(server: str, job_id: int) -> dict[str, Any]:

@@ -90,23 +90,33 @@ print("cell result written")
 """
 
 
-@pytest.fixture
-def fake_python(tmp_path: Path) -> Path:
-    path = tmp_path / "fake-build" / "python"
+def interpreter(folder: Path, script: str) -> Path:
+    """An executable ``python`` in ``folder`` running ``script`` (a template given this Python's path)."""
+    path = folder / "python"
     path.parent.mkdir()
-    path.write_text(FAKE_INTERPRETER.format(python=sys.executable))
+    path.write_text(script.format(python=sys.executable))
     path.chmod(0o755)
     return path
 
 
-def _submit(server: str, dataset: Path, play: str, **workload: Any) -> int:
-    body = sweep_body(dataset, name=play, build="fake", model=f"/models/{play}", repeats=1,
-                      speculative=[{"method": "ngram", "num_speculative_tokens": 3}])
-    body["workload"] |= workload
+@pytest.fixture
+def fake_python(tmp_path: Path) -> Path:
+    return interpreter(tmp_path / "fake-build", FAKE_INTERPRETER)
+
+
+def submit_play(server: str, dataset: Path, play: str, build: str, *, workload: dict | None = None, **fields: Any) -> int:
+    """The job of a one-cell sweep on ``build`` whose model names the ``play`` its interpreter acts."""
+    body = sweep_body(dataset, name=play, build=build, model=f"/models/{play}", repeats=1,
+                      speculative=[{"method": "ngram", "num_speculative_tokens": 3}]) | fields
+    body["workload"] |= workload or {}
     response = httpx.post(f"{server}/api/v1/sweeps", json=body, headers=AUTH, timeout=30)
     assert response.status_code == 201, response.text
     [job] = response.json()["jobs"]
     return job["job_id"]
+
+
+def _submit(server: str, dataset: Path, play: str, **workload: Any) -> int:
+    return submit_play(server, dataset, play, "fake", workload=workload)
 
 
 def _job(server: str, job_id: int) -> dict[str, Any]:
