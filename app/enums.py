@@ -158,7 +158,7 @@ class CrashKind(StrEnum):
     COMPILE_ERROR = "compile_error"  # torch.compile (inductor, dynamo), Triton, or a C++/CUDA compiler
     JIT_ERROR = "jit_error"  # a kernel library's just-in-time build (FlashInfer's ninja)
     WORKER_DIED = "worker_died"  # a worker process ended without a Python exception
-    TIMEOUT = "timeout"
+    TIMEOUT = "timeout"  # the cell ran past its timeout_s and was killed, or vLLM timed out (an RPC, a store, an iteration)
     SIGNAL = "signal"
     ENGINE_DEAD = "engine_dead"
     EXCEPTION = "exception"

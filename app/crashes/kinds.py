@@ -10,7 +10,8 @@ Rules, first match wins; texts are compared lower-cased, in the exception's type
    cache memory", "larger than the maximum number of tokens that can be stored in kv cache" (too
    small for one request of max_model_len), "no available memory for the cache blocks" (nothing left
    for it: ``kv_cache_shortage`` tells the two apart);
-3. NCCL_TIMEOUT: "watchdog caught collective operation timeout";
+3. NCCL_TIMEOUT: "watchdog caught collective operation timeout", "timeout at nccl work" (the line
+   newer torch prints beside it);
 4. CAPTURE_ERROR: "stream is capturing", "cudaerrorstreamcapture", "error during capture";
 5. CUDA_ILLEGAL_MEMORY_ACCESS: "illegal memory access"; CUDA_DEVICE_ASSERT: "device-side assert";
    CUDA_ERROR for the other asynchronous faults (``ASYNC_FAULTS``: misaligned address, launch
@@ -21,8 +22,13 @@ Rules, first match wins; texts are compared lower-cased, in the exception's type
 9. COMPILE_ERROR: raised by or under torch.compile (``BackendCompilerFailed``, ``InductorError``,
    frames in ``torch/_inductor``, ``torch/_dynamo``) or Triton (``OutOfResources``,
    ``CompilationError``, frames in ``triton/compiler``);
-10. CUDA_ERROR: any other "cuda error";
-11. EXCEPTION.
+10. CUDA_ERROR: any other "cuda error" (``the launch timed out and was terminated`` is one);
+11. TIMEOUT: a timeout's type (``TimeoutError`` of any module: the builtin, asyncio's, concurrent.futures';
+    ``subprocess.TimeoutExpired``, ``ReadTimeout``) or a message that says something "timed out" or
+    gave up with a "timeout after": the engine core's RPC to its workers (``RPC call to execute_model
+    timed out.``), V0's engine iteration, torch.distributed's store (``DistStoreError: Timed out after
+    601 seconds waiting for clients``);
+12. EXCEPTION.
 
 Faults reported asynchronously (``is_asynchronous``) surface at whatever call next syncs the
 device: their stack says where the fault was noticed, not where it happened.
@@ -47,7 +53,7 @@ _RULES: list[tuple[CrashKind, tuple[str, ...]]] = [
         "larger than the maximum number of tokens that can be stored in kv cache",
         _NO_KV_CACHE_MEMORY,
     )),
-    (CrashKind.NCCL_TIMEOUT, ("watchdog caught collective operation timeout",)),
+    (CrashKind.NCCL_TIMEOUT, ("watchdog caught collective operation timeout", "timeout at nccl work")),
     (CrashKind.CAPTURE_ERROR, ("stream is capturing", "cudaerrorstreamcapture", "error during capture")),
     (CrashKind.CUDA_ILLEGAL_MEMORY_ACCESS, ("illegal memory access",)),
     (CrashKind.CUDA_DEVICE_ASSERT, ("device-side assert",)),
@@ -66,6 +72,9 @@ REFUSALS = (
     "larger than the maximum number of tokens that can be stored in KV cache",
     "No available memory for the cache blocks", "less than desired GPU memory utilization",
 )
+# A timeout, by its type's name (its last dotted part) or by its words (``TIMED_OUT`` finds them in a log).
+_TIMEOUT_TYPES = ("TimeoutError", "Timeout", "TimeoutExpired")
+TIMEOUT_WORDS = ("timed out", "timeout after")
 _JIT_FRAMES = ("/flashinfer/jit/",)
 _COMPILE_FRAMES = ("/torch/_inductor/", "/torch/_dynamo/", "/triton/compiler/")
 _ASYNC_KINDS = (CrashKind.CUDA_ILLEGAL_MEMORY_ACCESS, CrashKind.CUDA_DEVICE_ASSERT, CrashKind.KERNEL_ASSERT)
@@ -87,6 +96,8 @@ def classify(exc_type: str | None, message: str, paths: Sequence[str] = (), wrap
         return CrashKind.COMPILE_ERROR
     if "cuda error" in text:
         return CrashKind.CUDA_ERROR
+    if (exc_type or "").rpartition(".")[2].endswith(_TIMEOUT_TYPES) or any(words in text for words in TIMEOUT_WORDS):
+        return CrashKind.TIMEOUT
     return CrashKind.EXCEPTION
 
 

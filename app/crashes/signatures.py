@@ -12,7 +12,7 @@ import signal as signals
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from app.crashes import kinds
+from app.crashes import kinds, timeouts
 from app.crashes.context import CellContext
 from app.crashes.frames import innermost, render, site
 from app.crashes.normalise import first_sentence, normalise
@@ -20,7 +20,9 @@ from app.crashes.titles import title
 from app.enums import CrashKind
 from app.vllmlog import failures, lines, tracebacks
 
-KEY_FRAMES = 3
+# The innermost frames a key holds: one, the frame every excerpt of a traceback keeps however far above
+# it the paste starts (a deeper key would part two pastes of one traceback cut at different frames).
+KEY_FRAMES = 1
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,18 @@ def signature_for(
     7. Only wrappers: the error a ``Worker failed with error '...'`` quotes.
     8. A traceback cut before its exception that says nothing of it, unless a wrapper came before it
        (what follows a wrapper is the shutdown it caused, or the caller's frames): its frames (``CUT_TRACEBACK``).
-    9. Only wrappers, in tracebacks or on lines of their own (``EngineDeadError: ...``): ENGINE_DEAD.
+    9. Only wrappers, in tracebacks or on lines of their own (``EngineDeadError: ...``): the first line
+       that says something timed out (``timeouts.timeout_line``: ``RPC call to execute_model timed
+       out.``), a TIMEOUT; else ENGINE_DEAD.
     10. ``signal``: SIGNAL, ``"killed by signal SIGSEGV"``, frames from a ``faulthandler`` dump.
     11. EXIT, ``"exit code N"``: a log that holds any traceback never comes to this.
+
+    A timeout is named by what timed out (``_as_timeout``): a cancelled task (``CancelledError``) is
+    what a timeout did to it, so the log's first timeout is the cause in its place; a timeout without
+    a message (``raise TimeoutError``, as vLLM's message queue and asyncio raise it) takes the words of
+    the first line that says what timed out (the engine core's ``RPC call to execute_model timed out.``
+    that it is re-raised as, V0's ``Engine iteration timed out.``); and a timeout beside torch's NCCL
+    watchdog line is that collective's (NCCL_TIMEOUT: the RPC waited on ranks stuck in it).
 
     What is hashed, by kind, as fingerprint rules do (never the exception's type, which vLLM and
     torch change between releases, nor line numbers):
@@ -80,13 +91,19 @@ def signature_for(
       (its stack shows only where the fault was noticed);
     - FREE_MEMORY and KV_CACHE_TOO_SMALL: their kind (one cause, whatever the sizes and versions),
       of KV_CACHE_TOO_SMALL with which shortage (``kinds.kv_cache_shortage``);
-    - NCCL, worker, compile and JIT failures, timeouts and exits: kind and first sentence (of an NCCL
-      error, its name);
+    - NCCL, worker, compile and JIT failures and exits: kind and first sentence (of an NCCL error, its
+      name);
     - OUT_OF_MEMORY: its kind and innermost frame (sizes say nothing of the cause);
-    - CAPTURE_ERROR and SIGNAL: kind, first sentence and 3 innermost frames (which operation);
-    - any other exception: kind and first sentence, which a log cut anywhere keeps; with the
-      innermost frame when the sentence has fewer than 4 words and so names no cause by itself;
+    - CAPTURE_ERROR and SIGNAL: kind, first sentence and the innermost frame (which operation);
+    - an ``AssertionError`` without a message of its own: kind and its innermost frame, never the
+      ``assert`` statement it is shown by (an excerpt without the frames' source lines has none);
+    - any other exception, and a timeout: kind and first sentence, which a log cut anywhere keeps; with
+      the innermost frame when the sentence has fewer than 4 words and so names no cause by itself;
       of a cut traceback, always with the frame it stops at and that frame's source line.
+
+    Frames are vLLM's own innermost first (``frames.render``), and a key holds at most one
+    (``KEY_FRAMES``): the innermost, which every excerpt of a traceback that shows its exception keeps,
+    wherever above it the paste begins.
 
     Parameters
     ----------
@@ -120,7 +137,14 @@ def signature_for(
 
 
 def _cause(log: lines.Log) -> _Cause | None:
-    """Steps 2 to 9 of ``signature_for``."""
+    """Steps 2 to 9 of ``signature_for``, a timeout named by what timed out (``_as_timeout``)."""
+    cause = _first_cause(log)
+    return None if cause is None else _as_timeout(cause, log)
+
+
+def _first_cause(log: lines.Log) -> _Cause | None:
+    """Steps 2 to 9 of ``signature_for`` as the log's tracebacks and lines give them, before ``_as_timeout``
+    names a timeout by what timed out (and finds the one a wrapper's log shows)."""
     found = tracebacks.root(tracebacks.tracebacks(log))
     if found is not None and not found.wrapper and not found.traceback.cut:
         traceback = found.traceback
@@ -189,6 +213,7 @@ _LOG_ONLY = [
     (CrashKind.KERNEL_ASSERT, failures.kernel_assert),
     (None, failures.cuda_line),
     (CrashKind.NCCL_TIMEOUT, failures.nccl_timeout),
+    (CrashKind.NCCL_TIMEOUT, timeouts.nccl_work_timeout),
     (CrashKind.COMPILE_ERROR, failures.compiler_error),
 ]
 
@@ -206,15 +231,68 @@ def _refined(cause: _Cause, log: lines.Log) -> _Cause:
     return cause
 
 
-# Causes whose message is made here, from what the log says, rather than printed by the crashed code.
-_OWN_WORDS = (CrashKind.TIMEOUT, CrashKind.SIGNAL, CrashKind.EXIT, CrashKind.WORKER_DIED, CrashKind.NCCL_TIMEOUT)
+_TIMEOUTS = (CrashKind.TIMEOUT, CrashKind.NCCL_TIMEOUT)
+_CANCELLED = "CancelledError"  # asyncio's and concurrent.futures': a task something else cancelled
+
+
+def _as_timeout(cause: _Cause, log: lines.Log) -> _Cause:
+    """The cause named by the timeout the log shows, if it shows one (see ``signature_for``).
+
+    A cancelled task is replaced by the log's first timeout (``_first_timeout``); the engine's death
+    (ENGINE_DEAD) by the first line that says something timed out; a TIMEOUT without a message takes
+    that line's words; a TIMEOUT or NCCL_TIMEOUT beside torch's watchdog line takes the watchdog's
+    words, ``collective operation timeout: OpType=X``, so that an excerpt of the watchdog line alone
+    signs alike.
+    """
+    if (cause.exc_type or "").endswith(_CANCELLED):
+        cause = _first_timeout(log) or cause
+    elif cause.kind is CrashKind.ENGINE_DEAD:
+        line = timeouts.timeout_line(log)
+        if line is not None:
+            cause = _Cause(kinds.classify(None, line.message), None, line.message, ())
+    if cause.kind is CrashKind.TIMEOUT and not cause.message.strip():
+        line = timeouts.timeout_line(log)
+        if line is not None:
+            cause = cause._replace(message=line.message)
+    if cause.kind in _TIMEOUTS:
+        watchdog = failures.nccl_timeout(log) or timeouts.nccl_work_timeout(log)
+        if watchdog is not None:
+            cause = cause._replace(kind=CrashKind.NCCL_TIMEOUT, message=watchdog.message)
+    return cause
+
+
+def _first_timeout(log: lines.Log) -> _Cause | None:
+    """The log's first timeout: of its whole tracebacks that are not wrappers, then of its exception lines,
+    then of its lines that say something timed out (``timeouts.timeout_line``); None if it has none."""
+    for traceback in tracebacks.tracebacks(log):
+        if traceback.cut or tracebacks.is_wrapper(traceback.exc_type, traceback.message):
+            continue
+        traceback = tracebacks.unwrap(traceback)
+        paths = [path for path, _ in traceback.frames]
+        kind = kinds.classify(traceback.exc_type, traceback.message, paths, traceback.wrapped_by)
+        if kind in _TIMEOUTS:
+            return _Cause(kind, traceback.exc_type, traceback.message, render(traceback.frames), innermost(traceback.frames))
+    for bare in tracebacks.bare_exceptions(log):
+        kind = kinds.classify(bare.exc_type, bare.message)
+        if kind in _TIMEOUTS and not tracebacks.is_wrapper(bare.exc_type, bare.message):
+            return _Cause(kind, bare.exc_type, bare.message, ())
+    line = timeouts.timeout_line(log)
+    return None if line is None else _Cause(kinds.classify(None, line.message), None, line.message, ())
+
+
+# Causes whose message is made here, from what the log says, rather than printed by the crashed code
+# (a TIMEOUT's is the log's words, or "timed out" of a cell killed at its timeout: normalised alike).
+_OWN_WORDS = (CrashKind.SIGNAL, CrashKind.EXIT, CrashKind.WORKER_DIED, CrashKind.NCCL_TIMEOUT)
 
 
 def _sign(cause: _Cause, context: CellContext | None) -> CrashInfo:
     message = cause.message if cause.kind in _OWN_WORDS else normalise(cause.message)
     asynchronous = kinds.is_asynchronous(cause.kind, message)
     sentence = first_sentence(message)
-    key = _key(cause.kind, sentence, cause.frames, context, asynchronous=asynchronous, statement=cause.statement)
+    key = _key(
+        cause.kind, sentence, cause.frames, context, asynchronous=asynchronous, statement=cause.statement,
+        assertion=_bare_assertion(cause),
+    )
     return CrashInfo(
         kind=cause.kind,
         exception_type=cause.exc_type,
@@ -225,10 +303,15 @@ def _sign(cause: _Cause, context: CellContext | None) -> CrashInfo:
     )
 
 
-_BY_SENTENCE = (
-    CrashKind.NCCL_TIMEOUT, CrashKind.WORKER_DIED, CrashKind.COMPILE_ERROR, CrashKind.JIT_ERROR,
-    CrashKind.TIMEOUT, CrashKind.EXIT,
-)
+def _bare_assertion(cause: _Cause) -> bool:
+    """Whether the cause is an ``AssertionError`` without a message of its own: none, or the ``assert``
+    statement its innermost frame's source line shows (``app.vllmlog.tracebacks``), which an excerpt
+    without the frames' source lines does not have."""
+    message = cause.message.strip()
+    return (cause.exc_type or "").endswith("AssertionError") and (not message or message.startswith("assert "))
+
+
+_BY_SENTENCE = (CrashKind.NCCL_TIMEOUT, CrashKind.WORKER_DIED, CrashKind.COMPILE_ERROR, CrashKind.JIT_ERROR, CrashKind.EXIT)
 _BY_FRAMES = (CrashKind.CAPTURE_ERROR, CrashKind.SIGNAL)
 # ncclGetErrorString's words for each ncclResult_t that is an error.
 _NCCL_REASONS = (
@@ -245,12 +328,15 @@ SPECIFIC_WORDS = 4
 
 def _key(
     kind: CrashKind, sentence: str, frames: tuple[str, ...], context: CellContext | None, *, asynchronous: bool,
-    statement: str | None = None,
+    statement: str | None = None, assertion: bool = False,
 ) -> list[str]:
     """What identifies the cause for its kind (see ``signature_for``), one field a line; ``statement``
-    is a cut traceback's (``_Cause.statement``)."""
+    is a cut traceback's (``_Cause.statement``); ``assertion``, whether it is an ``AssertionError``
+    without a message of its own (``_bare_assertion``)."""
     if asynchronous:
         return [kind.value, sentence, *(context.key() if context else [])]
+    if assertion and frames:
+        return [kind.value, "assert", *frames[:KEY_FRAMES]]
     if kind is CrashKind.KV_CACHE_TOO_SMALL:
         return [kind.value, kinds.kv_cache_shortage(sentence)]
     if kind is CrashKind.FREE_MEMORY:
@@ -260,12 +346,12 @@ def _key(
     if kind is CrashKind.NCCL_ERROR:
         return [kind.value, _nccl_reason(sentence)]
     if kind is CrashKind.OUT_OF_MEMORY:
-        return [kind.value, *frames[:1]]
+        return [kind.value, *frames[:KEY_FRAMES]]
     if kind in _BY_FRAMES:
         return [kind.value, sentence, *frames[:KEY_FRAMES]]
     if statement is not None:
-        return [kind.value, sentence, *frames[:1], statement]
-    return [kind.value, sentence, *(frames[:1] if len(sentence.split()) < SPECIFIC_WORDS else ())]
+        return [kind.value, sentence, *frames[:KEY_FRAMES], statement]
+    return [kind.value, sentence, *(frames[:KEY_FRAMES] if len(sentence.split()) < SPECIFIC_WORDS else ())]
 
 
 def _nccl_reason(sentence: str) -> str:

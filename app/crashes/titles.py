@@ -4,13 +4,16 @@
   phase (``in FlashInfer decode``, ``in CUDA-graph replay``), and the cell's configuration, which is
   what tells two such faults apart: ``illegal memory access in FlashInfer decode (DFlash draft,
   FULL graphs)``.
-- A failure with a cause of its own (free memory, KV cache, NCCL, a dead worker): that cause in words;
+- A failure with a cause of its own (free memory, KV cache, NCCL, a dead worker): that cause in words; a
+  timeout, what timed out (``TimeoutError: RPC call to execute_model timed out.``; the innermost frame
+  where the log does not say what);
   a fatal signal with where its ``faulthandler`` dump says it was: ``killed by signal SIGSEGV in
   model_runner.capture``.
 - A traceback cut before its exception: what was raised, if its ``raise`` line shows, and where:
   ``traceback cut before its exception line in deepseek_v2.forward``.
 - A compile or JIT failure: ``compile failed: Type: first sentence`` (its frames are the compiler's).
-- Anything else: ``Type: first sentence in module.function`` of the innermost vLLM frame.
+- Anything else: ``Type: first sentence in module.function`` of the innermost vLLM frame (``Type in
+  module.function`` of an exception without a message).
 
 At most ``MAX_TITLE`` characters.
 """
@@ -65,10 +68,13 @@ def title(
     elif kind in _CAUSES:
         text = _CAUSES[kind]
     elif kind is CrashKind.NCCL_TIMEOUT:
-        text = f"NCCL {sentence.rpartition('OpType=')[2] or 'collective'} timed out (watchdog)"
+        operation = sentence.partition("OpType=")[2]  # a watchdog line that names no collective leaves it out
+        text = f"NCCL {operation or 'collective'} timed out (watchdog)"
     elif kind is CrashKind.SIGNAL:
         text = f"{sentence}{_where(frames)}"  # where the faulthandler dump says it was
-    elif kind in (CrashKind.WORKER_DIED, CrashKind.TIMEOUT, CrashKind.EXIT):
+    elif kind is CrashKind.TIMEOUT:
+        text = f"{_named(exc_type)}{sentence}" if sentence else f"timed out{_where(frames)}"
+    elif kind in (CrashKind.WORKER_DIED, CrashKind.EXIT):
         text = sentence
     elif kind is CrashKind.OUT_OF_MEMORY:
         text = f"out of GPU memory{_where(frames)}"
@@ -76,7 +82,8 @@ def title(
         text = f"{_BUILDS[kind]}{_named(exc_type)}{sentence}"  # the frames are the compiler's own
     else:
         prefix = "CUDA-graph capture failed: " if kind is CrashKind.CAPTURE_ERROR else ""
-        text = f"{prefix}{_named(exc_type)}{sentence}{_where(frames)}"
+        what = f"{_named(exc_type)}{sentence}" if sentence else (exc_type or "").rpartition(".")[2]
+        text = f"{prefix}{what}{_where(frames)}".strip()
     return text[:MAX_TITLE]
 
 
