@@ -175,7 +175,8 @@ def read_folder(folder: Path) -> Folder:
     """The sweep, every cell that ran (``exit.json`` present), a digest of the folder's content, and the cells'
     repeats past the spec's (each a folder holding a ``spec.json``) and pairs (``pairs.json``).
 
-    Equal digests mean the same runs: importing a folder twice is recognised by it. The folder may come
+    Equal digests mean the same files: a folder imported again as it was is recognised by it at once; the same runs
+    in other bytes (a log edited, a result rewritten) are recognised by their times (``app.sweeps.imports``). The folder may come
     from a host that is not trusted: its files are read by app.files' rules (regular files inside it,
     never through a link, within the service's size limits) and validated. Raises FileRefused naming the
     file (and field) of the first one that is refused; nothing is read past it.

@@ -23,6 +23,7 @@ from app.enums import JobState, ResultSource, SweepState
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
+    from app.models import Sweep
     from app.sweeps.imports import RanJob
 
 # Piped output (make, CI logs) gets a wide table instead of rich's 80-column default.
@@ -80,11 +81,13 @@ def import_results(
 ) -> None:
     """Import cells run elsewhere (runners/offline.py) as a finished sweep, with their logs and crashes.
 
-    The same runs imported again are recognised: the first import's sweep is reported, nothing is added.
+    The same runs are stored once: a folder whose runs (each known by its cell, repeat and the times in its
+    exit.json) a sweep holds already reports that sweep and adds nothing; one that holds them with other content
+    (a log, result or exit edited, runs that sweep lacks) is refused, naming the sweep and the files.
     Every file is checked before anything is stored: a refused one names itself and nothing is imported.
     """
     from app.files import FileRefused
-    from app.sweeps.imports import import_sweep
+    from app.sweeps.imports import RunsStored, import_sweep
     from runners.folders import read_folder
 
     try:
@@ -92,12 +95,24 @@ def import_results(
     except FileRefused as exc:
         raise CliError(f"nothing imported: {exc}") from None
     with _importing(database_url) as session:
-        sweep, created = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest,
-                                      layout=found.layout)
+        try:
+            sweep, created = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest,
+                                          layout=found.layout)
+        except RunsStored as exc:
+            raise CliError(f"nothing imported: {folder}: {exc}") from None
         if created:
             console.print(f"imported sweep {sweep.id} '{sweep.name}': {len(found.ran)} of {len(sweep.jobs)} jobs ran")
         else:
-            console.print(f"already imported as sweep {sweep.id} '{sweep.name}': nothing added")
+            console.print(f"{_stored_as(sweep)}: nothing added")
+
+
+def _stored_as(sweep: "Sweep") -> str:
+    """Where runs an import found stored already are: a sweep imported before, or one this service's workers ran."""
+    from app.sweeps.service import IMPORT_SCOPE
+
+    if sweep.idempotency_scope == IMPORT_SCOPE:
+        return f"already imported as sweep {sweep.id} '{escape(sweep.name)}'"
+    return f"already stored as sweep {sweep.id} '{escape(sweep.name)}' (run by this service's workers)"
 
 
 @contextmanager
@@ -185,7 +200,11 @@ def import_bench(
         raise CliError(f"nothing imported: {exc}") from None
     digest = hashlib.sha256(raw + json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
     with _importing(database_url) as session:
-        sweep, created = imports.import_sweep(session=session, spec=spec, ran=[ran], digest=digest, source=ResultSource.VLLM_BENCH)
+        try:
+            sweep, created = imports.import_sweep(session=session, spec=spec, ran=[ran], digest=digest,
+                                                  source=ResultSource.VLLM_BENCH)
+        except imports.RunsStored as exc:
+            raise CliError(f"nothing imported: {result_file}: {exc}") from None
         what = "imported as" if created else "already imported as"
         speed = f"{ran.outcome.result.tokens_per_s:.1f} output tok/s"
         console.print(f"{what} sweep {sweep.id} '{sweep.name}' ({bench_files.kind_of(data)}: {speed})")

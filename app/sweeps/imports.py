@@ -2,22 +2,32 @@
 
 The folder is read by runners.folders (the CLI's import command hands its outcomes here). Each cell
 that ran is started and finished as a worker's would be, with the times it ran; a cell that never
-ran stays queued, visible rather than lost. The same runs imported twice are one sweep.
+ran stays queued, visible rather than lost.
+
+The same runs are stored once. A run is known by what its job asked, where it sits in its sweep and when it ran, as
+its ``exit.json`` says (``run_identity``), not by the bytes of its files: a folder whose runs a stored sweep holds as
+they are adds nothing, and one that holds them with other content (a log edited, a result touched up) is refused
+(``RunsStored``) rather than stored a second time or over what is stored.
 """
 
+import hashlib
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy.orm import Session
+from pydantic import ValidationError
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session, defer
 
 from app.alarms import service as alarms
 from app.crashes import service as crashes
 from app.enums import JobState, ResultSource
+from app.errors import ConflictError
 from app.jobs import queue
-from app.models import Build, Sweep
+from app.models import Build, Crash, Job, Sweep
 from app.results import service as results
-from app.schemas.cell import JobOutcome
+from app.schemas.cell import CellResult, JobOutcome
 from app.schemas.sweep import SweepSpec
 from app.schemas.times import EARLIEST, plausible
 from app.sweeps import pairing
@@ -54,6 +64,29 @@ class JobLayout:
 # The jobs its spec expands to, none paired.
 SPEC_ONLY = JobLayout()
 
+# Jobs that ran to an end, whose run an import may hold again.
+_RAN = (JobState.SUCCEEDED, JobState.CRASHED, JobState.TIMED_OUT, JobState.FAILED)
+# ``exit.json`` keeps a run's duration to the millisecond (``runners.offline.exit_record``); its duration and the
+# stored one agree within both roundings.
+_SAME_DURATION_S = 0.002
+# The files a refusal names before it counts the rest.
+_NAMED = 5
+
+
+class RunsStored(ConflictError):
+    """A folder holds runs a stored sweep holds, but its content is not that sweep's: nothing is imported, and the
+    stored sweep stays as it is. The message names the sweep and where the folder differs from it."""
+
+    def __init__(self, sweep: Sweep, *, matched: int, ran: int, differences: Sequence[str], also: Sequence[int]) -> None:
+        shown = ", ".join(differences[:_NAMED])
+        more = f" (and {len(differences) - _NAMED} more)" if len(differences) > _NAMED else ""
+        elsewhere = f" (some also in sweep {', '.join(map(str, also))})" if also else ""
+        super().__init__(
+            f"{matched} of its {ran} runs are stored already, as sweep {sweep.id} '{sweep.name}'{elsewhere}, and it "
+            f"differs from that sweep in {shown}{more}: a run is stored once, and a stored run is never replaced"
+        )
+        self.sweep_id, self.differences = sweep.id, list(differences)
+
 
 def modified(mtime: float) -> datetime:
     """A file's modification time (``st_mtime``) as when what it records ended, if plausible; ValueError if not."""
@@ -75,13 +108,18 @@ def import_sweep(
     *, session: Session, spec: SweepSpec, ran: Sequence[RanJob], digest: str, source: ResultSource = ResultSource.CELL,
     layout: JobLayout = SPEC_ONLY,
 ) -> tuple[Sweep, bool]:
-    """The sweep made from these runs, and whether it is new (False: this digest was imported before).
+    """The sweep made from these runs, and whether it is new (False: they are stored already, in the sweep returned).
 
-    ``source`` says what measured the results: ``cell`` (runners/offline.py) or ``vllm-bench`` (a file
-    of vLLM's own benchmark tools, app.sweeps.bench_files); it is also a tag of the sweep. ``layout`` adds
+    The runs are stored already when this digest was imported before, or when a stored sweep holds every one of them
+    (``run_identity``) with the same content and spec. RunsStored when a stored sweep holds some of them but the folder
+    differs from it: another log, result or exit, runs it has not, another spec; nothing is stored then.
+
+    ``source`` says what measured the results: ``cell`` (runners/offline.py) or ``vllm-bench`` (a file of vLLM's own
+    benchmark tools, app.sweeps.bench_files); it is also a tag of the sweep. ``layout`` adds
     the jobs and pairs the sweep had beyond its spec; a pair keeps its id, so the two sweeps of a pair, each
     imported, pair again. The spec's ``paired_with`` named a sweep of the database it came from and is dropped.
     """
+    _lock(session)
     idempotency = sweeps.Idempotency(scope=sweeps.IMPORT_SCOPE, key=digest)
     existing = sweeps.by_key(session=session, idempotency=idempotency)
     if existing is not None:
@@ -89,6 +127,9 @@ def import_sweep(
     spec = spec.model_copy(update={"paired_with": None})
     sweep = sweeps.build(spec, max_jobs=IMPORT_LIMIT, max_attempts=1)
     _lay_out(sweep, spec, layout)
+    stored = _stored_already(session=session, spec=spec, ran=ran, layout=layout, cells=sweep.jobs)
+    if stored is not None:
+        return stored, False
     sweep.tags = [*sweep.tags, "imported", *([source.value] if source is not ResultSource.CELL else [])]
     sweep.idempotency_scope, sweep.idempotency_key = idempotency.scope, idempotency.key
     sweep.request_hash = sweeps.request_hash(spec)
@@ -117,6 +158,139 @@ def import_sweep(
         alarms.refresh(session=session, build=sweep.build, gpu_kind=gpu_kind)
     session.flush()
     return sweep, True
+
+
+def run_identity(job: Job, finished_at: datetime) -> tuple[object, ...]:
+    """What tells one run from another: what its job asked (build, GPU kind, backend, graph mode, method), its place in
+    the sweep (cell and repeat: its folder, ``c0003-r1``) and when it ended, to the second, as ``exit.json`` records
+    it; two runs of one identity are one when their durations agree as well (``_SAME_DURATION_S``). Not its sweep's
+    name or tags, nor the bytes of its files: a folder edited after its import holds the same runs. Two runs of one
+    spec at other times are other runs, and make a sweep of their own."""
+    return (job.build, job.gpu_kind, job.backend, job.graph_mode, job.method, job.cell_index, job.repeat,
+            finished_at.astimezone(UTC).replace(microsecond=0))
+
+
+def _lock(session: Session) -> None:
+    """On PostgreSQL, imports one after the other to the end of the transaction, so that the second sees the runs the
+    first stored. SQLite takes its one writer's lock at BEGIN (``app.db``)."""
+    if session.get_bind().dialect.name == "postgresql":
+        digest = hashlib.sha256(b"draftbench imports").digest()
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": int.from_bytes(digest[:8], "big", signed=True)})
+
+
+def _stored_already(
+    *, session: Session, spec: SweepSpec, ran: Sequence[RanJob], layout: JobLayout, cells: Sequence[Job],
+) -> Sweep | None:
+    """The stored sweep that holds every one of these runs as they are, or None when no sweep holds any of them;
+    RunsStored when one holds some of them but differs (the sweep holding the most is named). ``cells`` are the
+    jobs the import would make, not stored."""
+    holders = _holders(session=session, build=spec.build, ran=ran, cells=cells)
+    if not holders:
+        return None
+    counts = Counter(job.sweep_id for job in holders.values())
+    sweep_id = min(counts, key=lambda ident: (-counts[ident], ident))
+    sweep = session.get_one(Sweep, sweep_id)
+    matched = {key: job for key, job in holders.items() if job.sweep_id == sweep_id}
+    differences = _differences(session=session, sweep=sweep, spec=spec, ran=ran, matched=matched, layout=layout)
+    if differences:
+        raise RunsStored(sweep, matched=len(matched), ran=len(ran), differences=differences,
+                         also=sorted(set(counts) - {sweep_id}))
+    return sweep
+
+
+def _holders(*, session: Session, build: str, ran: Sequence[RanJob], cells: Sequence[Job]) -> dict[tuple[int, int], Job]:
+    """(cell index, repeat) of each run some stored job holds already -> that job (the first stored)."""
+    if not ran:
+        return {}
+    jobs = {(job.cell_index, job.repeat): job for job in cells}
+    wanted = {run_identity(jobs[(run.cell_index, run.repeat)], run.finished_at): run for run in ran}
+    seconds = [identity[-1] for identity in wanted]
+    rows = session.execute(
+        select(Job, Crash.duration_s)
+        .outerjoin(Crash, Crash.job_id == Job.id)
+        .where(Job.state.in_(_RAN), Job.build == build, Job.finished_at >= min(seconds),
+               Job.finished_at < max(seconds) + timedelta(seconds=1))
+        .order_by(Job.id)
+        .options(defer(Job.spec))
+    ).all()
+    found: dict[tuple[int, int], Job] = {}
+    for job, crash_duration in rows:
+        run = wanted.get(run_identity(job, job.finished_at))
+        if run is None or (run.cell_index, run.repeat) in found:
+            continue
+        # A crash keeps the duration its process reported, which is what an export writes; a result, the job's.
+        duration = crash_duration if crash_duration is not None else (job.finished_at - (job.started_at or job.finished_at)).total_seconds()
+        if abs(duration - (run.finished_at - run.started_at).total_seconds()) <= _SAME_DURATION_S:
+            found[(run.cell_index, run.repeat)] = job
+    return found
+
+
+def _differences(
+    *, session: Session, sweep: Sweep, spec: SweepSpec, ran: Sequence[RanJob], matched: Mapping[tuple[int, int], Job],
+    layout: JobLayout,
+) -> list[str]:
+    """Where a folder of ``spec``, ``ran`` and ``layout`` differs from ``sweep``, which holds the runs ``matched``: the
+    files of each run whose content is not the stored run's, each run the sweep does not hold, a job it lacks, and the
+    spec or pairs. Empty when the sweep holds the folder as it is (runs it holds beyond the folder's are stored)."""
+    differences = [] if _same_spec(sweep, spec) else ["sweep.json"]
+    jobs = {(job.cell_index, job.repeat): job for job in sweep.jobs}
+    for run in sorted(ran, key=lambda run: (run.cell_index, run.repeat)):
+        key, name = (run.cell_index, run.repeat), _folder_of(run.cell_index, run.repeat)
+        if key in matched:
+            differences += [f"{name}/{file}" for file in _files_differing(session=session, run=run, job=matched[key])]
+        elif key not in jobs:
+            differences.append(f"{name} (no such job in sweep {sweep.id})")
+        elif jobs[key].state in _RAN:
+            differences.append(f"{name}/exit.json (another run than sweep {sweep.id}'s)")
+        else:
+            differences.append(f"{name} (not run in sweep {sweep.id})")
+    # Jobs past the spec's repeats (paired starts added later), each a folder with its spec.json: the runs among them
+    # are named above.
+    beyond = {key for key in jobs if key[1] >= spec.repeats}
+    wanted = {(cell, repeat) for cell, count in layout.repeats.items() for repeat in range(spec.repeats, count)}
+    ran_keys = {(run.cell_index, run.repeat) for run in ran}
+    differences += [f"{_folder_of(*key)}/spec.json" for key in sorted((beyond ^ wanted) - ran_keys)]
+    pairs = {(job.cell_index, job.repeat): (job.pair_id, job.pair_order) for job in sweep.jobs if job.pair_id is not None}
+    if pairs != dict(layout.pairs):
+        differences.append("pairs.json")
+    return differences
+
+
+def _folder_of(cell_index: int, repeat: int) -> str:
+    """A job's folder in a folder of runs (``runners.folders.cell_dir_name``)."""
+    return f"cells/c{cell_index:04d}-r{repeat}"
+
+
+def _same_spec(sweep: Sweep, spec: SweepSpec) -> bool:
+    """Whether ``spec`` (without ``paired_with``) is the stored sweep's, as this version reads both."""
+    try:
+        stored = SweepSpec.model_validate(sweep.spec).model_copy(update={"paired_with": None})
+    except ValidationError:
+        return sweep.request_hash == sweeps.request_hash(spec)
+    return sweeps.request_hash(stored) == sweeps.request_hash(spec)
+
+
+def _files_differing(*, session: Session, run: RanJob, job: Job) -> list[str]:
+    """The files of ``run`` whose content is not what ``job`` stored of the same run (its exit: how it ended)."""
+    outcome, crash = run.outcome, job.crash
+    ended = (outcome.exit_code, outcome.signal, outcome.timed_out)
+    stored_end = (crash.exit_code, crash.signal, job.state is JobState.TIMED_OUT) if crash is not None else (0, None, False)
+    files = [] if ended == stored_end else ["exit.json"]
+    if _result_json(job) != (outcome.result.model_dump(mode="json") if outcome.result is not None else None):
+        files.append("result.json")
+    if (crashes.read_log(session=session, job_id=job.id) or "") != run.log:
+        files.append("cell.log")
+    return sorted(files)
+
+
+def _result_json(job: Job) -> dict | str | None:
+    """The job's stored result as this version validates and writes it; a marker no result equals if it is not valid."""
+    if job.result is None:
+        return None
+    try:
+        return CellResult.model_validate(job.result.raw).model_dump(mode="json")
+    except ValidationError:
+        return "unreadable"
 
 
 def _lay_out(sweep: Sweep, spec: SweepSpec, layout: JobLayout) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
+from app import db
 from app.results import counters
 from app.sweeps import exports
 from app.sweeps.imports import import_sweep
@@ -86,10 +87,20 @@ def test_an_exported_sweep_imports_back_with_its_requests_by_category(client: Te
         write_runs(done.spec, tmp_path / "out", done.ran, done.cut_logs, done.layout)
     found = read_folder(tmp_path / "out")
     with client.app.state.sessionmaker.begin() as session:
-        sweep, created = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest)
-        assert created
-        [job] = sweep.jobs
-        stored = job.result.request_acceptance
+        # Into its own database the run is stored already: nothing is added.
+        again, created = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest)
+        assert (again.id, created) == (sweep_id, False)
+    target = f"sqlite:///{tmp_path / 'imported.db'}"
+    db.upgrade(target)
+    engine = db.make_engine(target)
+    try:
+        with db.make_sessionmaker(engine).begin() as session:
+            sweep, created = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest)
+            assert created
+            [job] = sweep.jobs
+            stored = job.result.request_acceptance
+    finally:
+        engine.dispose()
     assert sorted(stored["categories"]) == ["coding", "qa"] and stored["categories"]["qa"][:4] == [2, 10, 30, 20]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app import db
@@ -207,6 +207,30 @@ def test_a_paired_pair_with_added_starts_imports_back_paired_with_every_job_each
     try:
         with Session(engine) as session:
             assert pairing.partner(session=session, sweep_id=ids["head"]) == ids["base"]
+    finally:
+        engine.dispose()
+
+
+def test_a_sweep_exported_and_imported_into_its_own_database_is_not_stored_twice(crashed: str, tmp_path: Path) -> None:
+    """The folder holds the very runs the workers reported (a crash, a timeout, a result): an import adds none of them,
+    and an edited copy is refused naming the sweep and the file."""
+    folder = tmp_path / "exported"
+    assert _cli("export", "crashes", str(folder), url=crashed).returncode == 0
+    again = _cli("import", str(folder), url=crashed)
+    assert (again.returncode, again.stdout, again.stderr) == (
+        0, "already stored as sweep 1 'crashes' (run by this service's workers): nothing added\n", "")
+    crash_log = next(log for log in sorted(folder.glob("cells/*/cell.log")) if not (log.parent / "result.json").exists())
+    crash_log.write_text(crash_log.read_text() + "edited\n")
+    edited = _cli("import", str(folder), url=crashed)
+    name = crash_log.parent.name
+    assert edited.returncode == 1 and edited.stderr == (
+        f"draftbench: nothing imported: {folder}: 3 of its 3 runs are stored already, as sweep 1 'crashes', and it differs "
+        f"from that sweep in cells/{name}/cell.log: a run is stored once, and a stored run is never replaced\n")
+    engine = db.make_engine(crashed)
+    try:
+        with Session(engine) as session:
+            assert session.scalar(select(func.count()).select_from(Sweep)) == 1
+            assert session.scalar(select(func.count()).select_from(Crash)) == 2
     finally:
         engine.dispose()
 

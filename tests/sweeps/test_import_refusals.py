@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app import db
-from app.models import JobLog, Sweep
+from app.models import JobLog, Result, Sweep
 from tests.cli.test_errors import one_line, run
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200-matrix"
@@ -214,3 +214,29 @@ def test_an_integer_past_what_the_database_holds_is_one_line_and_nothing_is_stor
     # Refused by result.json's schema or, past it, by the database (SQLite: OverflowError; PostgreSQL: out of range).
     _result_with(**{field: 10**30})(folder)
     _refused(_import(folder, db_url), db_url)
+
+
+def _stored(url: str) -> tuple[int, int, int]:
+    """Sweeps, results and logs in the database."""
+    engine = db.make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return tuple(conn.scalar(select(func.count()).select_from(model)) for model in (Sweep, Result, JobLog))
+    finally:
+        engine.dispose()
+
+
+def test_the_same_runs_edited_after_their_import_are_one_line_naming_the_sweep_and_the_files(folder: Path, db_url: str) -> None:
+    first = _import(folder, db_url)
+    assert first.returncode == 0 and first.stdout.startswith("imported sweep 1 'h200-backends-x-graph-modes'"), first.stderr
+    identical = _import(folder, db_url)
+    assert (identical.returncode, identical.stdout) == (0, "already imported as sweep 1 'h200-backends-x-graph-modes': nothing added\n")
+    with (folder / CELL / "cell.log").open("a") as log:
+        log.write("edited\n")
+    _result_with(tokens_per_s=1.0)(folder)
+    line = one_line(_import(folder, db_url))
+    assert line == (
+        f"draftbench: nothing imported: {folder}: 18 of its 18 runs are stored already, as sweep 1 "
+        f"'h200-backends-x-graph-modes', and it differs from that sweep in {CELL}/cell.log, {CELL}/result.json: a run "
+        "is stored once, and a stored run is never replaced")
+    assert SECRET not in line and _stored(db_url) == (1, 18, 18)

@@ -6,15 +6,19 @@
 
 import json
 import shutil
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select
 
 from app.jobs import queue
-from app.models import CrashSignature, Sweep, Worker, utcnow
+from app.models import CrashSignature, Job, JobLog, Result, Sweep, Worker, utcnow
+from app.sweeps import exports
 from app.sweeps import service as sweeps
-from app.sweeps.imports import import_sweep
-from runners.folders import read_folder
+from app.sweeps.imports import RunsStored, import_sweep
+from runners.folders import read_folder, write_runs
 from tests.dashboards.h200 import SWEEPS
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200-matrix"
@@ -129,3 +133,146 @@ def test_a_lone_surrogate_in_a_result_file_is_stored_as_the_api_stores_it(migrat
         names = {j.result.gpu_name for j in sweep.jobs if j.result is not None}
         states = {j.state.value for j in sweep.jobs}
     assert (names, states) == ({"NVIDIA H200", "NVIDIA \ufffdH200"}, {"succeeded"})
+
+
+# The same runs are stored once, whatever bytes their files hold now.
+
+CELL = "cells/c0003-r0"
+FINISHED_AT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def _copy(tmp_path: Path, name: str = "run") -> Path:
+    folder = tmp_path / name
+    shutil.copytree(H200, folder)
+    return folder
+
+
+def _counts(session) -> tuple[int, int, int, int]:
+    """Sweeps, jobs, results and logs stored."""
+    return tuple(session.scalar(select(func.count()).select_from(model)) for model in (Sweep, Job, Result, JobLog))
+
+
+def _edit_log(folder: Path) -> None:
+    with (folder / CELL / "cell.log").open("a") as log:
+        log.write("a line added after the run\n")
+
+
+def _edit_result(folder: Path) -> None:
+    path = folder / CELL / "result.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"tokens_per_s": 6100.0}, indent=2))
+
+
+def _edit_exit(folder: Path) -> None:
+    path = folder / CELL / "exit.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"exit_code": 1}))
+
+
+def _rename(folder: Path) -> None:
+    path = folder / "sweep.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"name": "renamed-after-the-run"}))
+
+
+def _rerun(folder: Path) -> None:
+    """The cell's exit.json deleted and the cell run again (``--only-missing``): another run in its place."""
+    path = folder / CELL / "exit.json"
+    record = json.loads(path.read_text())
+    later = datetime.strptime(record["finished_at"], FINISHED_AT).replace(tzinfo=UTC) + timedelta(hours=5)
+    path.write_text(json.dumps(record | {"finished_at": later.strftime(FINISHED_AT), "duration_s": 80.5}))
+
+
+@pytest.mark.parametrize(("edit", "named"), [
+    (_edit_log, [f"{CELL}/cell.log"]),
+    (_edit_result, [f"{CELL}/result.json"]),
+    (_edit_exit, [f"{CELL}/exit.json", f"{CELL}/result.json"]),  # a crash now: its result is not read
+    (_rename, ["sweep.json"]),
+    (_rerun, [f"{CELL}/exit.json (another run than sweep 1's)"]),
+], ids=["a log line", "a result value", "an exit code", "the sweep's name", "one cell run again"])
+def test_the_same_runs_with_one_file_changed_are_refused_naming_the_sweep_and_the_file(
+        migrated_sessions, tmp_path: Path, edit: Callable[[Path], None], named: list[str]) -> None:
+    folder = _copy(tmp_path)
+    with migrated_sessions.begin() as session:
+        first, created = _import(session, folder)
+        assert created and first.id == 1
+    edit(folder)
+    with migrated_sessions.begin() as session:
+        before = _counts(session)
+        with pytest.raises(RunsStored) as refused:
+            _import(session, folder)
+        assert _counts(session) == before == (1, 18, 18, 18)
+    message = str(refused.value)
+    ran = 17 if edit is _rerun else 18
+    assert message.startswith(f"{ran} of its 18 runs are stored already, as sweep 1 'h200-backends-x-graph-modes', and it "
+                              f"differs from that sweep in {', '.join(named)}: "), message
+    assert "never replaced" in message and refused.value.differences == named
+    with migrated_sessions.begin() as session:
+        stored = session.scalars(select(Job).where(Job.cell_index == 3)).one()
+        assert stored.state.value == "succeeded" and stored.result.tokens_per_s != 6100.0
+
+
+def test_another_run_of_the_same_spec_is_a_sweep_of_its_own(migrated_sessions, tmp_path: Path) -> None:
+    """The same sweep.json run again (on another day, or on a second host at once): other runs, however alike."""
+    again = _copy(tmp_path, "again")
+    for exit_file in sorted((again / "cells").glob("*/exit.json")):
+        record = json.loads(exit_file.read_text())
+        later = datetime.strptime(record["finished_at"], FINISHED_AT).replace(tzinfo=UTC) + timedelta(days=1)
+        exit_file.write_text(json.dumps(record | {"finished_at": later.strftime(FINISHED_AT)}))
+    with migrated_sessions.begin() as session:
+        first, _ = _import(session, H200)
+        second, created = _import(session, again)
+        assert created and second.id != first.id and _counts(session) == (2, 36, 36, 36)
+    # A run that ended in the same second but lasted otherwise is another run too (two hosts started at once).
+    same_second = _copy(tmp_path, "same-second")
+    for exit_file in sorted((same_second / "cells").glob("*/exit.json")):
+        record = json.loads(exit_file.read_text())
+        exit_file.write_text(json.dumps(record | {"duration_s": record["duration_s"] + 0.25}))
+    with migrated_sessions.begin() as session:
+        _, created = _import(session, same_second)
+        assert created and _counts(session) == (3, 54, 54, 54)
+
+
+def test_the_same_runs_in_other_bytes_are_imported_before(migrated_sessions, tmp_path: Path) -> None:
+    """Files rewritten with the same content (JSON indented otherwise, copied without their times) hold the same
+    runs: the first sweep is reported and nothing is added, as for the identical folder."""
+    folder = _copy(tmp_path)
+    with migrated_sessions.begin() as session:
+        first, _ = _import(session, folder)
+    for result in sorted((folder / "cells").glob("*/result.json")):
+        result.write_text(json.dumps(json.loads(result.read_text())))
+    with migrated_sessions.begin() as session:
+        again, created = _import(session, folder)
+        assert (again.id, created, _counts(session)) == (first.id, False, (1, 18, 18, 18))
+
+
+def test_a_sweep_exported_and_imported_into_its_own_database_adds_nothing(migrated_sessions, tmp_path: Path) -> None:
+    with migrated_sessions.begin() as session:
+        first, _ = _import(session, H200)
+        done = exports.export(session=session, sweep=first)
+    write_runs(done.spec, tmp_path / "exported", done.ran, done.cut_logs, done.layout)
+    assert read_folder(tmp_path / "exported").digest != read_folder(H200).digest
+    with migrated_sessions.begin() as session:
+        again, created = _import(session, tmp_path / "exported")
+        assert (again.id, created, _counts(session)) == (first.id, False, (1, 18, 18, 18))
+
+
+def test_a_folder_run_further_after_its_import_is_refused_not_stored_twice(migrated_sessions, tmp_path: Path) -> None:
+    """A budget cut the last cell; it ran later (``--only-missing``) in the same folder: the other 17 are stored."""
+    folder = _copy(tmp_path)
+    kept = (folder / "cells" / "c0017-r0" / "exit.json").read_bytes()
+    (folder / "cells" / "c0017-r0" / "exit.json").unlink()
+    with migrated_sessions.begin() as session:
+        _import(session, folder)
+    (folder / "cells" / "c0017-r0" / "exit.json").write_bytes(kept)
+    with migrated_sessions.begin() as session:
+        with pytest.raises(RunsStored, match=r"17 of its 18 runs are stored already, as sweep 1 .* in "
+                                             r"cells/c0017-r0 \(not run in sweep 1\):"):
+            _import(session, folder)
+        assert _counts(session) == (1, 18, 17, 17)
+
+
+def test_a_part_of_runs_stored_already_adds_nothing(migrated_sessions, tmp_path: Path) -> None:
+    part = _copy(tmp_path)
+    (part / "cells" / "c0017-r0" / "exit.json").unlink()
+    with migrated_sessions.begin() as session:
+        first, _ = _import(session, H200)
+        again, created = _import(session, part)
+        assert (again.id, created, _counts(session)) == (first.id, False, (1, 18, 18, 18))
