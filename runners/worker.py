@@ -232,7 +232,8 @@ class Worker:
         folder.mkdir(parents=True, exist_ok=True)
         log_path = folder / "cell.log"
         log.info("job %s: %s", job.job_id, _describe(spec))
-        beat = _Heartbeat(self, job.job_id, log_path, self.heartbeat_s)
+        sender = _LogSender(self.client, job.job_id)
+        beat = _Heartbeat(self, job.job_id, log_path, self.heartbeat_s, sender)
         beat.start()
         try:
             outcome, stopped = self._execute(spec, folder, log_path, beat, gpus_needed=job.gpus_needed)
@@ -249,9 +250,11 @@ class Worker:
             else:
                 log.info("job %s: stopped (cancelled or requeued by the service)", job.job_id)
             return None
-        return self._report(job.job_id, _read(log_path), outcome)
+        return self._report(job.job_id, _read(log_path), outcome, sender)
 
-    def _report(self, job_id: int, log_text: str, outcome: JobOutcome) -> JobOutcome | None:
+    def _report(
+        self, job_id: int, log_text: str, outcome: JobOutcome, sender: "_LogSender | None" = None
+    ) -> JobOutcome | None:
         """Upload the log and the outcome; returns what the service took, None when the job moved on.
 
         A report the service refuses (4xx: a value it cannot store, a body over its limit) is one job's
@@ -259,7 +262,7 @@ class Worker:
         the worker goes on claiming (the job, requeued, would otherwise stop every worker in turn).
         """
         try:
-            if refused := _upload_log(self.client, job_id, log_text):
+            if refused := (sender or _LogSender(self.client, job_id)).send(log_text):
                 log.error("job %s: the service refused its log, reporting without it: %s", job_id, refused)
             if refused := _refusal(self.client.complete, job_id, outcome):
                 log.error("job %s: the service refused its report, reporting the job failed: %s", job_id, refused)
@@ -325,9 +328,9 @@ class Worker:
 class _Heartbeat(threading.Thread):
     """Keeps the worker alive in the service's eyes and streams the log while the cell runs; sets must_stop when told."""
 
-    def __init__(self, worker: Worker, job_id: int, log_path: Path, every_s: float) -> None:
+    def __init__(self, worker: Worker, job_id: int, log_path: Path, every_s: float, sender: "_LogSender") -> None:
         super().__init__(daemon=True, name=f"heartbeat-{job_id}")
-        self.worker, self.job_id, self.log_path, self.every_s = worker, job_id, log_path, every_s
+        self.worker, self.job_id, self.log_path, self.every_s, self.sender = worker, job_id, log_path, every_s, sender
         self.must_stop = threading.Event()
         self._done = threading.Event()
         self._sent_size = 0
@@ -340,7 +343,7 @@ class _Heartbeat(threading.Thread):
                     return
                 size = self.log_path.stat().st_size if self.log_path.exists() else 0
                 if size != self._sent_size:
-                    _upload_log(self.worker.client, self.job_id, _read(self.log_path))
+                    self.sender.send(_read(self.log_path))
                     self._sent_size = size
             except JobLost:
                 self.must_stop.set()
@@ -364,14 +367,25 @@ def _refusal(call: Callable[..., None], *args: object) -> ServiceRefused | None:
     return None
 
 
-def _upload_log(client: ServiceClient, job_id: int, text: str) -> ServiceRefused | None:
-    """Upload the log; where the service finds it over its limit (413), its head and tail, cut smaller and smaller
-    (to 64 KiB), so the end that names the root cause still arrives. The last refusal, or None."""
-    limit = len(text.encode())
-    while (refused := _refusal(client.upload_log, job_id, text)) and refused.status == 413 and limit > _SMALLEST_LOG:
-        limit = max(limit // 4, _SMALLEST_LOG)
-        text = _cut(text.encode(), limit).decode(errors="replace")
-    return refused
+class _LogSender:
+    """Uploads one job's log, each heartbeat's and the report's. Where the service finds it over its limit (413), its
+    head and tail, cut smaller and smaller (to 64 KiB), so the end that names the root cause still arrives; the size
+    the service took is kept, so the next upload starts there rather than sending the whole log to be refused again."""
+
+    def __init__(self, client: ServiceClient, job_id: int) -> None:
+        self.client, self.job_id = client, job_id
+        self.fits: int | None = None
+
+    def send(self, text: str) -> ServiceRefused | None:
+        """The last refusal, or None."""
+        data = text.encode()
+        limit = min(len(data), self.fits or len(data))
+        while (refused := _refusal(self.client.upload_log, self.job_id, _cut(data, limit).decode(errors="replace"))) \
+                and refused.status == 413 and limit > _SMALLEST_LOG:
+            limit = max(limit // 4, _SMALLEST_LOG)
+        if refused is None and limit < len(data):
+            self.fits = limit
+        return refused
 
 
 _SMALLEST_LOG = 64 * 1024

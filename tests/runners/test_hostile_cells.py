@@ -16,8 +16,8 @@ import pytest
 from app.config import Settings, get_settings
 from app.enums import GpuKind
 from app.schemas.cell import JobOutcome
-from runners.client import ServiceClient, ServiceUnreachable
-from runners.worker import Build, Worker
+from runners.client import ServiceClient, ServiceRefused, ServiceUnreachable
+from runners.worker import Build, Worker, _LogSender
 from tests.conftest import TOKEN
 from tests.live import serve
 from tests.runners.test_worker import interpreter, submit_play
@@ -145,3 +145,38 @@ def test_a_report_that_cannot_reach_the_service_leaves_the_job_to_its_lease_and_
     worker = Worker(_Unreachable(), builds=[], gpu_kinds=[GpuKind.CPU], workdir=tmp_path, echo=False,  # type: ignore[arg-type]
                     pycache=None, fork=False)
     assert worker._report(7, "log", JobOutcome(error="x")) is None
+
+
+class _TakesAtMost:
+    """A service that refuses a log over `limit` bytes with 413, as the real one does over DRAFTBENCH_MAX_LOG_BYTES."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.sizes = limit, []
+
+    def upload_log(self, job_id: int, text: str) -> None:
+        self.sizes.append(len(text.encode()))
+        if self.sizes[-1] > self.limit:
+            raise ServiceRefused(413, f"request body is larger than the limit of {self.limit}")
+
+
+def test_a_log_over_the_limit_is_cut_once_and_later_beats_start_from_the_size_that_fit() -> None:
+    service = _TakesAtMost(100_000)
+    sender = _LogSender(service, 7)  # type: ignore[arg-type]
+    assert sender.send("x" * 1_000_000) is None
+    # The whole log refused, a quarter refused, 64 KiB taken.
+    whole, quarter, taken = service.sizes
+    assert whole == 1_000_000 and 249_000 < quarter <= 250_000 and 65_000 < taken <= 65_536
+    service.sizes.clear()
+    # The next beat's longer log goes at the size that fit, not whole again, and keeps its end.
+    assert sender.send("y" * 1_200_000 + "the root cause") is None
+    assert service.sizes == [taken]
+    # A log under that size still goes whole.
+    service.sizes.clear()
+    assert sender.send("short log") is None and service.sizes == [9]
+
+
+def test_a_log_that_fits_is_sent_whole_every_beat() -> None:
+    service = _TakesAtMost(100_000)
+    sender = _LogSender(service, 7)  # type: ignore[arg-type]
+    assert sender.send("a" * 50_000) is None and sender.send("a" * 90_000) is None
+    assert service.sizes == [50_000, 90_000]
