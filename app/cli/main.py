@@ -4,6 +4,7 @@ import sys
 from typing import Annotated
 
 import typer
+from typer import _click  # the click typer vendors: its usage errors are what a mistyped command raises
 
 from app.cli import bisect, builds, ci, compare, noise, rederive, service, sweeps, tokens, worker
 from app.cli.errors import CliError
@@ -30,12 +31,26 @@ cli.add_typer(tokens.token_cli, name="token")
 
 def main() -> None:
     try:
-        cli()
+        # Not standalone: a usage error comes back here to be printed as one line, not in a box of several.
+        code = cli(standalone_mode=False)
     except CliError as exc:
         if _debug:
             raise
-        # One line, whatever the message holds (a driver's or patch's words run over several).
-        print(f"draftbench: {' '.join(str(exc).split())}", file=sys.stderr)
-        sys.exit(exc.code)
-    except KeyboardInterrupt:
+        _fail(str(exc), exc.code)
+    except _click.exceptions.NoArgsIsHelpError as exc:
+        sys.exit(exc.exit_code)  # the help is printed already
+    except _click.exceptions.UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx else "draftbench"
+        _fail(f"{exc.format_message().rstrip('.')}. See '{command} --help'.", exc.exit_code)
+    except _click.exceptions.ClickException as exc:
+        _fail(exc.format_message(), exc.exit_code)
+    except (KeyboardInterrupt, _click.exceptions.Abort):
         sys.exit(130)
+    # A command's own typer.Exit(code) comes back as that code.
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int) -> None:
+    # One line, whatever the message holds (a driver's or patch's words run over several).
+    print(f"draftbench: {' '.join(message.split())}", file=sys.stderr)
+    sys.exit(code)

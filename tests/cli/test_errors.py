@@ -121,3 +121,19 @@ def test_debug_shows_the_traceback(sweep_file: Path) -> None:
 def test_a_migration_failure_is_one_line(tmp_path: Path) -> None:
     line = one_line(run("migrate", "--database-url", f"sqlite:///{tmp_path}/missing/folder/x.db"))
     assert "could not migrate" in line
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("sweeps",), "No such command 'sweeps'. See 'draftbench --help'."),
+    (("submit", "--nope"), "No such option: --nope (Possible options: --token). See 'draftbench submit --help'."),
+    (("submit",), "Missing argument 'sweep_file'. See 'draftbench submit --help'."),
+    (("worker", "--gpus"), "Option '--gpus' requires an argument."),
+])
+def test_a_mistyped_command_is_one_line_that_names_the_mistake_and_where_help_is(args: tuple[str, ...], says: str) -> None:
+    done = run(*args)
+    assert done.returncode == 2 and says in one_line(done) and not done.stdout
+
+
+def test_help_still_prints_and_exits_zero() -> None:
+    done = run("status", "--help")
+    assert done.returncode == 0 and "Usage: draftbench status" in done.stdout and not done.stderr
