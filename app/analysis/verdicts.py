@@ -339,6 +339,15 @@ def speed_change(base: Sequence[float], head: Sequence[float], *, pairs: Sequenc
     return throughput_change(base, head, threshold=history_threshold(history))
 
 
+def level_text(confidence: float) -> str:
+    """A two-sided level as a reader should see it: ``95 %``, ``99.4 %`` (a later look's alpha 0.006), ``99.96 %``:
+    as many decimals as keep the first significant digit of ``1 - confidence`` (in percent: ``max(0, -floor(log10
+    (100 (1 - confidence))))``), so a small alpha never rounds to 100 %, which would claim certainty no interval has."""
+    alpha = 100 * (1 - confidence)
+    decimals = max(0, -math.floor(math.log10(alpha) + 1e-9)) if alpha > 0 else 4  # 1e-9: 0.001 stored as 0.00099999
+    return f"{100 - alpha:.{decimals}f} %"
+
+
 def speed_sentence(found: ThroughputChange) -> str:
     """What a tokens/s call says and could have seen: ``tokens/s 0.97x [0.91, 1.03] (noise model, 95 %): could
     detect 8 % or more; none seen``. Without a noise model, the ratio, its interval and the rule alone."""
@@ -346,7 +355,7 @@ def speed_sentence(found: ThroughputChange) -> str:
     interval = f" [{ratio.low:.2f}, {ratio.high:.2f}]" if ratio.low is not None else ""
     source = {Rule.PAIRED: f"{found.pairs} pair{'s' if found.pairs != 1 else ''} of starts",
               Rule.NOISE_MODEL: "noise model"}.get(found.rule, found.rule.value.replace("_", " "))
-    level = f", {100 * ratio.confidence:.0f} %" if ratio.confidence is not None and found.detectable is not None else ""
+    level = f", {level_text(ratio.confidence)}" if ratio.confidence is not None and found.detectable is not None else ""
     said = f"tokens/s {ratio.ratio:.2f}x{interval} ({source}{level})"
     if found.detectable is None:
         return said

@@ -16,7 +16,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from app.analysis.verdicts import DEFAULT_THRESHOLD, MIN_HISTORY, REPEATS_FOR_TEST, THROUGHPUT_SPREAD, Change
+from app.analysis.verdicts import (
+    DEFAULT_THRESHOLD,
+    MIN_HISTORY,
+    REPEATS_FOR_TEST,
+    THROUGHPUT_SPREAD,
+    Change,
+    level_text,
+)
 from app.ci.gate import FALLBACKS, slower_fallback
 from app.ci.looks import Looks, pairs_needed
 from app.enums import Verdict
@@ -227,7 +234,7 @@ def _evidence(measure: str, cells: list[CellChange]) -> str:
     call = cell.tokens_per_s_call
     if call is None:
         return ""
-    level = f", {100 * call.confidence:.0f} %" if call.confidence is not None and call.low is not None else ""
+    level = f", {level_text(call.confidence)}" if call.confidence is not None and call.low is not None else ""
     finds = ("no noise model: what they could find is not known" if call.detectable is None
              else f"could detect {_percent(call.detectable)} or more")
     return f" ({_starts(call.base_starts, call.head_starts, call.pairs)}{level}; {finds})"
@@ -334,8 +341,8 @@ def _details(rows: list[str], shown: int, total: int) -> str:
 def _row(c: CellChange) -> str:
     call = c.tokens_per_s_call
     speed = _amount("speed", [c.speed_ratio]) if c.speed_ratio else ""
-    if speed and call and call.confidence is not None and round(100 * call.confidence) != 95:
-        speed += f" ({100 * call.confidence:.0f} %)"  # a later look of ``draftbench ci --budget-gpu-minutes`` spends less
+    if speed and call and call.confidence is not None and level_text(call.confidence) != "95 %":
+        speed += f" ({level_text(call.confidence)})"  # a later look of ``draftbench ci --budget-gpu-minutes`` spends less
     moved = _amount("acceptance", [c.acceptance_difference]).replace(" points", "") if c.acceptance_difference else ""
     finds = "no model" if call and call.detectable is None else _percent(call.detectable) if call else ""
     if call:

@@ -13,6 +13,7 @@ from app.analysis.verdicts import (
     Threshold,
     cell_verdict,
     history_threshold,
+    level_text,
     ratio_of_medians,
     throughput_change,
 )
@@ -199,3 +200,11 @@ def test_a_ratio_the_repeats_cannot_tell_from_one_is_not_a_change() -> None:
     assert found.ratio.ratio == pytest.approx(1458 / 1285)
     assert (found.ratio.low, found.ratio.high) == pytest.approx((1284 / 1389, 1513 / 1236))
     assert found.change is Change.UNCHANGED
+
+
+@pytest.mark.parametrize(("confidence", "shown"), [
+    (0.95, "95 %"), (1 - 0.0384, "96 %"), (1 - 0.00599, "99.4 %"), (1 - 0.00292, "99.7 %"), (0.9996, "99.96 %"),
+    (0.99999, "99.999 %"),
+])
+def test_a_level_keeps_the_first_significant_digit_of_its_alpha(confidence: float, shown: str) -> None:
+    assert level_text(confidence) == shown

@@ -363,3 +363,14 @@ def test_the_table_gives_tokens_per_joule_head_over_base_where_both_reported_ene
     assert rows["FLASH_ATTN"][column] == "1.04x [0.98, 1.10]"
     assert rows["FLASHINFER"][column] == "not reported"
 
+
+
+def test_a_later_looks_level_is_never_shown_as_100_percent() -> None:
+    # The H100's 5 ms spin (2026-12-05): called at the third look, alpha 0.00292, 6 pairs; it read "100 %".
+    slow = _called(_cell("FLASH_ATTN", "FULL", Verdict.WORSE, speed=(0.89, 0.81, 0.98)), Change.WORSE,
+                   (0.89, 0.81, 0.98), 0.12, Rule.PAIRED)
+    slow = slow.model_copy(update={"tokens_per_s_call": slow.tokens_per_s_call.model_copy(
+        update={"confidence": 1 - 0.00292, "pairs": 6})})
+    body = render(_comparison(_plane(FLASH_ATTN_FULL=slow)), CONTEXT)
+    assert "0.89x [0.81, 0.98] (6 pairs of starts, 99.7 %; could detect 12 % or more)" in body
+    assert "100 %" not in body
