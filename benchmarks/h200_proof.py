@@ -29,6 +29,7 @@ import httpx
 from app.builds import patched
 from app.builds.diffs import DiffError
 from app.builds.facts import WRAPPER, BuildError
+from runners import gpus
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "h200-proof"
@@ -83,10 +84,10 @@ def main() -> None:
                 builds[label] = patched_build(args.work, label, Path(patch), args.python)
             except (BuildError, DiffError) as exc:
                 print(f"no build {label}: {exc}", flush=True)
-        gpus = ["--gpus", args.gpus] if args.gpus else []
+        gpu_args = ["--gpus", args.gpus] if args.gpus else []
         worker = start(args.work, "worker", [args.service_python, "-m", "app.cli", "worker", "--server", server,
                                              *(f"--build={label}={python}" for label, python in builds.items()),
-                                             "--gpu-kind", "auto", *gpus, "--quiet", "--heartbeat", "10"], env)
+                                             "--gpu-kind", "auto", *gpu_args, "--quiet", "--heartbeat", "10"], env)
         # The worker's own builds, not the count of known ones: an imported sweep makes its build known before any worker
         # runs it, and a sweep submitted before the worker registers its build is refused.
         wait(lambda: builds.keys() <= served_builds(server), 300, alive=lambda: worker.poll() is None, log=args.work / "worker.log")
@@ -111,7 +112,9 @@ def main() -> None:
         # By id: an imported sweep and a new run of the same file share a name.
         states = {f'{s["id"]} {s["name"]}': (s["state"], s["counts"]) for s in sweeps}
         print(time.strftime("%H:%M:%S"), json.dumps(states), flush=True)
-        if all(state in ("finished", "cancelled") for state, _ in states.values()) or time.monotonic() > deadline:
+        # While `draftbench ci` runs, its sweeps may not be submitted yet, or all be finished between two looks.
+        done = all(state in ("finished", "cancelled") for state, _ in states.values()) and not running(args.work / "ci.pid")
+        if done or time.monotonic() > deadline:
             break
         time.sleep(20)
     table(server)
@@ -144,8 +147,10 @@ def start_ci(work: Path, given: str, models: dict[str, str], server: str, env: d
 
 
 def make_models(work: Path, python: str) -> dict[str, str]:
-    """Config-only models (and a DFlash draft for the small target); made once per machine."""
+    """Config-only models (and a DFlash draft for the small target), made once per machine; and ``GPU_KIND``, the kind
+    of this host's GPUs, which the sweep files name (a device lent for an H200 may be an H100)."""
     models = {name: str(work / "models" / name.lower()) for name in MODELS}
+    [models["GPU_KIND"]] = gpus.kinds_of(gpus.list_gpus())
     models["DFLASH"] = str(work / "models" / "dflash")
     for name, flags in MODELS.items():
         if not (Path(models[name]) / "config.json").exists():
@@ -164,12 +169,15 @@ def patched_build(work: Path, label: str, patch: Path, python: str) -> str:
 
 
 def running(pid_file: Path) -> bool:
-    """Whether the process a previous run started is still there (the machine keeps it while held)."""
+    """Whether the process a previous run started is still there (the machine keeps it while held); one that ended but
+    is not yet reaped (a zombie of this run) is not."""
     try:
-        os.kill(int(pid_file.read_text()), 0)
-    except (OSError, ValueError):
+        pid = int(pid_file.read_text())
+        os.kill(pid, 0)
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, ValueError, IndexError):
         return False
-    return True
+    return state != "Z"
 
 
 def start(work: Path, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:

@@ -17,7 +17,8 @@ H200 = Path(__file__).resolve().parents[1] / "data" / "h200-matrix"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "h200-sweep.yaml"
 # The sweeps benchmarks/h200_proof.py submits on the H200, with its models' names filled in.
 H200_SWEEPS = sorted((EXAMPLE.parent / "h200").glob("*.yaml"))
-H200_MODELS = {name: f"/tmp/h200/models/{name.lower()}" for name in ("TARGET", "DFLASH", "QWEN3_8B", "QWEN3_0_6B")}
+H200_MODELS = {name: f"/tmp/h200/models/{name.lower()}" for name in ("TARGET", "DFLASH", "QWEN3_8B", "QWEN3_0_6B")} | {
+    "GPU_KIND": "H200"}
 
 
 class _Filled(dict):
