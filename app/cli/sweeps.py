@@ -82,8 +82,9 @@ def import_results(
     """Import cells run elsewhere (runners/offline.py) as a finished sweep, with their logs and crashes.
 
     The same runs are stored once: a folder whose runs (each known by its cell, repeat and the times in its
-    exit.json) a sweep holds already reports that sweep and adds nothing; one that holds them with other content
-    (a log, result or exit edited, runs that sweep lacks) is refused, naming the sweep and the files.
+    exit.json) a sweep holds already reports that sweep and adds nothing; one run further since its import
+    (--only-missing) adds the runs of the jobs that sweep never ran to it; one that holds them with other content
+    (a log, result or exit edited, a cell run again) is refused, naming the sweep and the files.
     Every file is checked before anything is stored: a refused one names itself and nothing is imported.
     """
     from app.files import FileRefused
@@ -96,12 +97,18 @@ def import_results(
         raise CliError(f"nothing imported: {exc}") from None
     with _importing(database_url) as session:
         try:
-            sweep, created = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest,
-                                          layout=found.layout)
+            imported = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest,
+                                    layout=found.layout)
         except RunsStored as exc:
             raise CliError(f"nothing imported: {folder}: {exc}") from None
-        if created:
+        sweep = imported.sweep
+        if imported.created:
             console.print(f"imported sweep {sweep.id} '{sweep.name}': {len(found.ran)} of {len(sweep.jobs)} jobs ran")
+        elif imported.added:
+            ran = sum(job.state is not JobState.QUEUED for job in sweep.jobs)
+            runs = "run" if imported.added == 1 else "runs"
+            console.print(f"added {imported.added} {runs} to sweep {sweep.id} '{escape(sweep.name)}': {ran} of "
+                          f"{len(sweep.jobs)} jobs ran")
         else:
             console.print(f"{_stored_as(sweep)}: nothing added")
 
@@ -201,12 +208,13 @@ def import_bench(
     digest = hashlib.sha256(raw + json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
     with _importing(database_url) as session:
         try:
-            sweep, created = imports.import_sweep(session=session, spec=spec, ran=[ran], digest=digest,
-                                                  source=ResultSource.VLLM_BENCH)
+            imported = imports.import_sweep(session=session, spec=spec, ran=[ran], digest=digest,
+                                            source=ResultSource.VLLM_BENCH)
         except imports.RunsStored as exc:
             raise CliError(f"nothing imported: {result_file}: {exc}") from None
-        what = "imported as" if created else "already imported as"
+        what = "imported as" if imported.created else "already imported as"
         speed = f"{ran.outcome.result.tokens_per_s:.1f} output tok/s"
+        sweep = imported.sweep
         console.print(f"{what} sweep {sweep.id} '{sweep.name}' ({bench_files.kind_of(data)}: {speed})")
 
 

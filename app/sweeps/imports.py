@@ -7,7 +7,9 @@ ran stays queued, visible rather than lost.
 The same runs are stored once. A run is known by what its job asked, where it sits in its sweep and when it ran, as
 its ``exit.json`` says (``run_identity``), not by the bytes of its files: a folder whose runs a stored sweep holds as
 they are adds nothing, and one that holds them with other content (a log edited, a result touched up) is refused
-(``RunsStored``) rather than stored a second time or over what is stored.
+(``RunsStored``) rather than stored a second time or over what is stored. A folder run further after its import
+(``runners/offline.py --only-missing``), which differs from its sweep only in runs of jobs that sweep never ran, adds
+those runs to it, stored as its first import would have stored them.
 """
 
 import hashlib
@@ -36,6 +38,9 @@ from app.workers import service as workers
 
 # Imports are not limited by the service's DRAFTBENCH_MAX_JOBS: the jobs already ran.
 IMPORT_LIMIT = 100_000
+# An imported job's attempts allowed here: none, so that no worker of this service runs it; storing its run gives it
+# the one it had where it ran (``_store_runs``).
+_NO_ATTEMPT = 0
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,26 @@ _SAME_DURATION_S = 0.002
 _NAMED = 5
 
 
+@dataclass(frozen=True)
+class Imported:
+    """What an import did: the sweep that holds the folder's runs, whether this import made it, and how many runs it
+    stored into that sweep when it was stored before (runs of jobs it never ran, run since): 0 when the sweep is new
+    or held every run already."""
+
+    sweep: Sweep
+    created: bool
+    added: int = 0
+
+
+@dataclass(frozen=True)
+class _Difference:
+    """Where a folder differs from a stored sweep, as a refusal names it (a file, or a job's folder and why), and the
+    run to add to the sweep when the difference is only that: a run of a job the sweep holds but never ran."""
+
+    name: str
+    adds: RanJob | None = None
+
+
 class RunsStored(ConflictError):
     """A folder holds runs a stored sweep holds, but its content is not that sweep's: nothing is imported, and the
     stored sweep stays as it is. The message names the sweep and where the folder differs from it."""
@@ -107,12 +132,16 @@ def started(finished_at: datetime, duration_s: float) -> datetime:
 def import_sweep(
     *, session: Session, spec: SweepSpec, ran: Sequence[RanJob], digest: str, source: ResultSource = ResultSource.CELL,
     layout: JobLayout = SPEC_ONLY,
-) -> tuple[Sweep, bool]:
-    """The sweep made from these runs, and whether it is new (False: they are stored already, in the sweep returned).
+) -> Imported:
+    """The sweep that holds these runs, and whether it is new (False: a stored sweep holds them; ``added``: how many of
+    them this import stored into it).
 
     The runs are stored already when this digest was imported before, or when a stored sweep holds every one of them
-    (``run_identity``) with the same content and spec. RunsStored when a stored sweep holds some of them but the folder
-    differs from it: another log, result or exit, runs it has not, another spec; nothing is stored then.
+    (``run_identity``) with the same content and spec. When it holds some of them and the folder differs from it only
+    in runs of jobs it never ran (queued with no attempt allowed here: a folder run further after its import), those
+    runs are stored into those jobs as a new sweep's would be. RunsStored when a stored sweep holds some of them but
+    the folder differs from it otherwise: another log, result or exit, runs of jobs it ran or lacks, another spec or
+    layout; nothing is stored then.
 
     ``source`` says what measured the results: ``cell`` (runners/offline.py) or ``vllm-bench`` (a file of vLLM's own
     benchmark tools, app.sweeps.bench_files); it is also a tag of the sweep. ``layout`` adds
@@ -123,13 +152,18 @@ def import_sweep(
     idempotency = sweeps.Idempotency(scope=sweeps.IMPORT_SCOPE, key=digest)
     existing = sweeps.by_key(session=session, idempotency=idempotency)
     if existing is not None:
-        return existing, False
+        return Imported(existing, created=False)
     spec = spec.model_copy(update={"paired_with": None})
-    sweep = sweeps.build(spec, max_jobs=IMPORT_LIMIT, max_attempts=1)
+    sweep = sweeps.build(spec, max_jobs=IMPORT_LIMIT, max_attempts=_NO_ATTEMPT)
     _lay_out(sweep, spec, layout)
     stored = _stored_already(session=session, spec=spec, ran=ran, layout=layout, cells=sweep.jobs)
     if stored is not None:
-        return stored, False
+        held, new = stored
+        if new:
+            # As if imported with the rest: the sweep began when the first of its runs did.
+            held.created_at = min(held.created_at, *(run.started_at for run in new))
+            _store_runs(session=session, sweep=held, spec=spec, ran=new, source=source)
+        return Imported(held, created=False, added=len(new))
     sweep.tags = [*sweep.tags, "imported", *([source.value] if source is not ResultSource.CELL else [])]
     sweep.idempotency_scope, sweep.idempotency_key = idempotency.scope, idempotency.key
     sweep.request_hash = sweeps.request_hash(spec)
@@ -137,9 +171,20 @@ def import_sweep(
         sweep.created_at = min(run.started_at for run in ran)
     session.add(sweep)
     session.flush()
+    _store_runs(session=session, sweep=sweep, spec=spec, ran=ran, source=source)
+    return Imported(sweep, created=True)
+
+
+def _store_runs(*, session: Session, sweep: Sweep, spec: SweepSpec, ran: Sequence[RanJob], source: ResultSource) -> None:
+    """Store each run on ``sweep``'s job of its cell and repeat, queued and never run, as a worker's run is stored, with
+    the times it ran: started (its one attempt), its log, its outcome finishing it, what measured its result. A job
+    left queued never ran where the sweep ran: history to read here, not work for this service's workers (it keeps
+    no attempt). The build becomes known, and the alarm is judged once per GPU kind that gained a result, not once
+    per result. The sweep reads finished when none of its jobs runs (``app.sweeps.service.state_of``)."""
     jobs = {(job.cell_index, job.repeat): job for job in sweep.jobs}
     for run in ran:
         job = jobs[(run.cell_index, run.repeat)]
+        job.max_attempts = 1  # the attempt it had where it ran, which start_elsewhere counts
         queue.start_elsewhere(session=session, job=job, started_at=run.started_at)
         crashes.store_log(session=session, job_id=job.id, text=run.log)
         session.flush()
@@ -148,16 +193,11 @@ def import_sweep(
             job.result.source = source.value
             # vLLM's own bench tools count a stream without text completed: only the cell runner ever did otherwise.
             job.result.empty_as_failed &= source is ResultSource.CELL
-    for job in sweep.jobs:
-        if job.state is JobState.QUEUED:
-            # It never ran where the sweep ran: history to read here, not work for this service's workers.
-            job.max_attempts = 0
     _register_build(session=session, spec=spec, ran=ran)
     # Once per build and GPU kind that gained a result, not once per result.
     for gpu_kind in sorted({jobs[(run.cell_index, run.repeat)].gpu_kind for run in ran if run.outcome.result is not None}):
         alarms.refresh(session=session, build=sweep.build, gpu_kind=gpu_kind)
     session.flush()
-    return sweep, True
 
 
 def run_identity(job: Job, finished_at: datetime) -> tuple[object, ...]:
@@ -180,10 +220,11 @@ def _lock(session: Session) -> None:
 
 def _stored_already(
     *, session: Session, spec: SweepSpec, ran: Sequence[RanJob], layout: JobLayout, cells: Sequence[Job],
-) -> Sweep | None:
-    """The stored sweep that holds every one of these runs as they are, or None when no sweep holds any of them;
-    RunsStored when one holds some of them but differs (the sweep holding the most is named). ``cells`` are the
-    jobs the import would make, not stored."""
+) -> tuple[Sweep, list[RanJob]] | None:
+    """The stored sweep that holds these runs, with those of them it lacks that it may take (runs of its jobs that
+    never ran, when the folder differs from it in nothing else), or None when no sweep holds any of them. RunsStored
+    when one holds some of them but differs otherwise, or another sweep holds some of them too (the sweep holding the
+    most is named). ``cells`` are the jobs the import would make, not stored."""
     holders = _holders(session=session, build=spec.build, ran=ran, cells=cells)
     if not holders:
         return None
@@ -192,10 +233,13 @@ def _stored_already(
     sweep = session.get_one(Sweep, sweep_id)
     matched = {key: job for key, job in holders.items() if job.sweep_id == sweep_id}
     differences = _differences(session=session, sweep=sweep, spec=spec, ran=ran, matched=matched, layout=layout)
-    if differences:
-        raise RunsStored(sweep, matched=len(matched), ran=len(ran), differences=differences,
-                         also=sorted(set(counts) - {sweep_id}))
-    return sweep
+    also = sorted(set(counts) - {sweep_id})
+    new = [difference.adds for difference in differences if difference.adds is not None]
+    # A run another sweep holds is never added: it would be stored twice.
+    if len(new) < len(differences) or (new and also):
+        raise RunsStored(sweep, matched=len(matched), ran=len(ran),
+                         differences=[difference.name for difference in differences], also=also)
+    return sweep, new
 
 
 def _holders(*, session: Session, build: str, ran: Sequence[RanJob], cells: Sequence[Job]) -> dict[tuple[int, int], Job]:
@@ -228,31 +272,37 @@ def _holders(*, session: Session, build: str, ran: Sequence[RanJob], cells: Sequ
 def _differences(
     *, session: Session, sweep: Sweep, spec: SweepSpec, ran: Sequence[RanJob], matched: Mapping[tuple[int, int], Job],
     layout: JobLayout,
-) -> list[str]:
+) -> list[_Difference]:
     """Where a folder of ``spec``, ``ran`` and ``layout`` differs from ``sweep``, which holds the runs ``matched``: the
-    files of each run whose content is not the stored run's, each run the sweep does not hold, a job it lacks, and the
-    spec or pairs. Empty when the sweep holds the folder as it is (runs it holds beyond the folder's are stored)."""
-    differences = [] if _same_spec(sweep, spec) else ["sweep.json"]
+    files of each run whose content is not the stored run's, each run the sweep does not hold (one of a job it never
+    ran, to add), a job it lacks, and the spec or pairs. Empty when the sweep holds the folder as it is (runs it holds
+    beyond the folder's are stored)."""
+    differences = [] if _same_spec(sweep, spec) else [_Difference("sweep.json")]
     jobs = {(job.cell_index, job.repeat): job for job in sweep.jobs}
     for run in sorted(ran, key=lambda run: (run.cell_index, run.repeat)):
         key, name = (run.cell_index, run.repeat), _folder_of(run.cell_index, run.repeat)
+        job = jobs.get(key)
         if key in matched:
-            differences += [f"{name}/{file}" for file in _files_differing(session=session, run=run, job=matched[key])]
-        elif key not in jobs:
-            differences.append(f"{name} (no such job in sweep {sweep.id})")
-        elif jobs[key].state in _RAN:
-            differences.append(f"{name}/exit.json (another run than sweep {sweep.id}'s)")
+            files = _files_differing(session=session, run=run, job=matched[key])
+            differences += [_Difference(f"{name}/{file}") for file in files]
+        elif job is None:
+            differences.append(_Difference(f"{name} (no such job in sweep {sweep.id})"))
+        elif job.state in _RAN:
+            differences.append(_Difference(f"{name}/exit.json (another run than sweep {sweep.id}'s)"))
+        elif job.state is JobState.QUEUED and job.attempts >= job.max_attempts:
+            differences.append(_Difference(f"{name} (not run in sweep {sweep.id})", adds=run))
         else:
-            differences.append(f"{name} (not run in sweep {sweep.id})")
+            # Queued for this service's workers, running, or cancelled: a run here is not one to add.
+            differences.append(_Difference(f"{name} ({job.state.value} in sweep {sweep.id})"))
     # Jobs past the spec's repeats (paired starts added later), each a folder with its spec.json: the runs among them
     # are named above.
     beyond = {key for key in jobs if key[1] >= spec.repeats}
     wanted = {(cell, repeat) for cell, count in layout.repeats.items() for repeat in range(spec.repeats, count)}
     ran_keys = {(run.cell_index, run.repeat) for run in ran}
-    differences += [f"{_folder_of(*key)}/spec.json" for key in sorted((beyond ^ wanted) - ran_keys)]
+    differences += [_Difference(f"{_folder_of(*key)}/spec.json") for key in sorted((beyond ^ wanted) - ran_keys)]
     pairs = {(job.cell_index, job.repeat): (job.pair_id, job.pair_order) for job in sweep.jobs if job.pair_id is not None}
     if pairs != dict(layout.pairs):
-        differences.append("pairs.json")
+        differences.append(_Difference("pairs.json"))
     return differences
 
 
@@ -296,7 +346,7 @@ def _result_json(job: Job) -> dict | str | None:
 def _lay_out(sweep: Sweep, spec: SweepSpec, layout: JobLayout) -> None:
     first = {job.cell_index: job for job in reversed(sweep.jobs)}
     for cell_index, repeats in sorted(layout.repeats.items()):
-        sweep.jobs.extend(pairing.repeat_of(first[cell_index], repeat=repeat, max_attempts=1)
+        sweep.jobs.extend(pairing.repeat_of(first[cell_index], repeat=repeat, max_attempts=_NO_ATTEMPT)
                           for repeat in range(spec.repeats, repeats))
     jobs = {(job.cell_index, job.repeat): job for job in sweep.jobs}
     for key, (pair_id, order) in layout.pairs.items():

@@ -166,7 +166,7 @@ def test_the_report_of_a_cell_of_20000_prompts_is_stored(client, running) -> Non
 
 def _import(session, folder: Path):
     found = read_folder(folder)
-    return import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest, layout=found.layout)[0]
+    return import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest, layout=found.layout).sweep
 
 
 def test_an_imported_result_past_the_ceilings_is_refused_naming_the_file_and_field(migrated_sessions, tmp_path: Path) -> None:

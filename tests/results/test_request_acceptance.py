@@ -88,14 +88,16 @@ def test_an_exported_sweep_imports_back_with_its_requests_by_category(client: Te
     found = read_folder(tmp_path / "out")
     with client.app.state.sessionmaker.begin() as session:
         # Into its own database the run is stored already: nothing is added.
-        again, created = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest)
+        imported = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest)
+        again, created = imported.sweep, imported.created
         assert (again.id, created) == (sweep_id, False)
     target = f"sqlite:///{tmp_path / 'imported.db'}"
     db.upgrade(target)
     engine = db.make_engine(target)
     try:
         with db.make_sessionmaker(engine).begin() as session:
-            sweep, created = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest)
+            imported = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest)
+            sweep, created = imported.sweep, imported.created
             assert created
             [job] = sweep.jobs
             stored = job.result.request_acceptance

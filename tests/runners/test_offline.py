@@ -43,7 +43,8 @@ def test_a_folder_runs_without_the_service_and_imports_as_it_ran(vllm_python, ti
 
     found = read_folder(folder)
     with migrated_sessions.begin() as session:
-        sweep, created = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest)
+        imported = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest)
+        sweep, created = imported.sweep, imported.created
         [job] = sweep.jobs
         assert created and job.state.value == "succeeded"
         assert job.result.tokens_per_s == pytest.approx(sorted(r["output_tokens"] / r["seconds"] for r in result["rounds"])[1])

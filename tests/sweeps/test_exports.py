@@ -59,8 +59,9 @@ def _round_trip(source_url: str, ref: str, tmp_path: Path, *, into: str = "impor
     source, target = db.make_engine(source_url), db.make_engine(target_url)
     try:
         with Session(target) as into_session, Session(source) as original:
-            imported, created = import_sweep(session=into_session, spec=found.spec, ran=found.ran, digest=found.digest,
-                                             layout=found.layout)
+            stored = import_sweep(session=into_session, spec=found.spec, ran=found.ran, digest=found.digest,
+                                  layout=found.layout)
+            imported, created = stored.sweep, stored.created
             into_session.flush()
             sweep = exports.find(session=original, ref=ref)
             # A spec's paired_with named a sweep of the database it came from: the jobs' pairs stand for it.

@@ -240,3 +240,18 @@ def test_the_same_runs_edited_after_their_import_are_one_line_naming_the_sweep_a
         f"'h200-backends-x-graph-modes', and it differs from that sweep in {CELL}/cell.log, {CELL}/result.json: a run "
         "is stored once, and a stored run is never replaced")
     assert SECRET not in line and _stored(db_url) == (1, 18, 18)
+
+
+def test_a_folder_run_further_after_its_import_adds_its_new_runs_once(folder: Path, db_url: str) -> None:
+    """The run's budget cut the last cell, imported so; that cell ran later (``--only-missing``) in the same folder."""
+    last = folder / "cells" / "c0017-r0" / "exit.json"
+    kept = last.read_bytes()
+    last.unlink()
+    first = _import(folder, db_url)
+    assert (first.returncode, first.stdout) == (0, "imported sweep 1 'h200-backends-x-graph-modes': 17 of 18 jobs ran\n")
+    last.write_bytes(kept)
+    added = _import(folder, db_url)
+    assert (added.returncode, added.stdout) == (0, "added 1 run to sweep 1 'h200-backends-x-graph-modes': 18 of 18 jobs ran\n")
+    again = _import(folder, db_url)
+    assert (again.returncode, again.stdout) == (0, "already imported as sweep 1 'h200-backends-x-graph-modes': nothing added\n")
+    assert _stored(db_url) == (1, 18, 18)

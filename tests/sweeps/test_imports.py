@@ -13,20 +13,30 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from app import db
+from app.cells import service as cells
+from app.cells.scope import CellScope
+from app.crashes import service as crashes
 from app.jobs import queue
-from app.models import CrashSignature, Job, JobLog, Result, Sweep, Worker, utcnow
+from app.models import AlarmCheck, CrashSignature, Job, JobLog, Result, Sweep, Worker, utcnow
 from app.sweeps import exports
 from app.sweeps import service as sweeps
-from app.sweeps.imports import RunsStored, import_sweep
+from app.sweeps.imports import Imported, RunsStored, import_sweep
 from runners.folders import read_folder, write_runs
 from tests.dashboards.h200 import SWEEPS
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200-matrix"
 
 
-def _import(session, folder: Path):
+def _imported(session, folder: Path) -> Imported:
     found = read_folder(folder)
     return import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest, layout=found.layout)
+
+
+def _import(session, folder: Path) -> tuple[Sweep, bool]:
+    """The sweep that holds the folder's runs, and whether this import made it."""
+    imported = _imported(session, folder)
+    return imported.sweep, imported.created
 
 
 def test_h200_results_import_with_what_ran(migrated_sessions) -> None:
@@ -254,19 +264,146 @@ def test_a_sweep_exported_and_imported_into_its_own_database_adds_nothing(migrat
         assert (again.id, created, _counts(session)) == (first.id, False, (1, 18, 18, 18))
 
 
-def test_a_folder_run_further_after_its_import_is_refused_not_stored_twice(migrated_sessions, tmp_path: Path) -> None:
-    """A budget cut the last cell; it ran later (``--only-missing``) in the same folder: the other 17 are stored."""
-    folder = _copy(tmp_path)
-    kept = (folder / "cells" / "c0017-r0" / "exit.json").read_bytes()
-    (folder / "cells" / "c0017-r0" / "exit.json").unlink()
+# A folder run further after its import (``runners/offline.py --only-missing``): its sweep gains the runs it lacked.
+
+
+def _four_cells(tmp_path: Path, name: str = "four") -> Path:
+    """The H200 folder cut to FLASH_ATTN x (NONE, FULL_DECODE_ONLY) x (draft_model, dflash): its first 4 cells, each
+    an eager cell (c0000, c0001) and its graphed sibling (c0002, c0003)."""
+    folder = _copy(tmp_path, name)
+    path = folder / "sweep.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"attention_backends": ["FLASH_ATTN"],
+                                                               "cudagraph_modes": ["NONE", "FULL_DECODE_ONLY"]}))
+    for cell in range(4, 18):
+        shutil.rmtree(folder / "cells" / f"c{cell:04d}-r0")
+    return folder
+
+
+def _not_run_yet(folder: Path, *cells: int) -> dict[Path, bytes]:
+    """Each cell's ``exit.json`` taken out, as if the run had not reached it; put back, it has run since."""
+    taken = {folder / "cells" / f"c{cell:04d}-r0" / "exit.json": b"" for cell in cells}
+    for path in taken:
+        taken[path] = path.read_bytes()
+        path.unlink()
+    return taken
+
+
+def _run_since(taken: dict[Path, bytes]) -> None:
+    for path, data in taken.items():
+        path.write_bytes(data)
+
+
+def _as_stored(session, sweep_id: int) -> tuple:
+    """What an import stored of a sweep: its state and start, and each job's attempts, times, result and log; the
+    graph-capture checks of its build."""
+    sweep = session.get(Sweep, sweep_id)
+    jobs = [(job.cell_index, job.repeat, job.state.value, job.attempts, job.max_attempts, job.started_at, job.finished_at,
+             job.result and (job.result.source, job.result.created_at, job.result.tokens_per_s, job.result.resolved_graph_mode),
+             crashes.read_log(session=session, job_id=job.id))
+            for job in sweep.jobs]
+    checks = session.execute(select(AlarmCheck.backend, AlarmCheck.graph_mode, AlarmCheck.method, AlarmCheck.outcome,
+                                    AlarmCheck.sweep_ids, AlarmCheck.ran_at)
+                             .order_by(AlarmCheck.graph_mode, AlarmCheck.method)).all()
+    return sweeps.summary(session=session, sweep=sweep).state, sweep.created_at, jobs, checks
+
+
+def test_a_folder_run_further_after_its_import_adds_the_runs_its_sweep_never_ran(migrated_sessions, tmp_path: Path) -> None:
+    """A budget cut the run after 2 of its 4 cells; it was imported, then the other 2 ran (``--only-missing``; one of
+    them crashed) in the same folder, imported again: the one sweep holds all 4, stored as one import of the whole
+    folder stores them."""
+    folder = _four_cells(tmp_path)
+    taken = _not_run_yet(folder, 2, 3)
+    with migrated_sessions.begin() as session:
+        first, created = _import(session, folder)
+        assert (first.id, created, _counts(session)) == (1, True, (1, 4, 2, 2))
+        assert [(j.state.value, j.max_attempts) for j in first.jobs] == [("succeeded", 1)] * 2 + [("queued", 0)] * 2
+        assert session.scalar(select(func.count()).select_from(AlarmCheck)) == 0  # no graphed cell ran yet
+    _run_since(taken)
+    crashed = folder / "cells" / "c0003-r0"
+    (crashed / "result.json").unlink()
+    (crashed / "exit.json").write_text(json.dumps(json.loads((crashed / "exit.json").read_text()) | {"exit_code": 1}))
+    with migrated_sessions.begin() as session:
+        again = _imported(session, folder)
+        assert (again.sweep.id, again.created, again.added, _counts(session)) == (1, False, 2, (1, 4, 3, 4))
+        stored = _as_stored(session, 1)
+        pooled = cells.load(session=session, scope=CellScope(build=again.sweep.build))
+        assert sorted((c.graph_mode, c.method, c.ran, c.died, c.sweep_ids) for c in pooled) == [
+            ("FULL_DECODE_ONLY", "dflash", 0, 1, [1]), ("FULL_DECODE_ONLY", "draft_model", 1, 0, [1]),
+            ("NONE", "dflash", 1, 0, [1]), ("NONE", "draft_model", 1, 0, [1])]
+        assert session.scalar(select(func.count()).select_from(CrashSignature)) == 1
+    assert stored[0] == "finished" and [job[2] for job in stored[2]] == ["succeeded"] * 3 + ["crashed"]
+    assert [job[3:5] for job in stored[2]] == [(1, 1)] * 4 and stored[3]  # the graphed cell that ran was judged
+    # A third import of the finished folder adds nothing.
+    with migrated_sessions.begin() as session:
+        third = _imported(session, folder)
+        assert (third.sweep.id, third.created, third.added, _counts(session)) == (1, False, 0, (1, 4, 3, 4))
+        assert _as_stored(session, 1) == stored
+    # The whole folder imported at once into a database of its own stores the same.
+    whole = f"sqlite:///{tmp_path / 'whole.db'}"
+    db.upgrade(whole)
+    engine = db.make_engine(whole)
+    try:
+        with db.make_sessionmaker(engine).begin() as session:
+            at_once, created = _import(session, folder)
+            assert created and _as_stored(session, at_once.id)[:3] == stored[:3]
+            assert [check[:5] for check in _as_stored(session, at_once.id)[3]] == [check[:5] for check in stored[3]]
+    finally:
+        engine.dispose()
+
+
+def test_new_runs_beside_a_stored_run_edited_are_refused_and_none_is_added(migrated_sessions, tmp_path: Path) -> None:
+    folder = _four_cells(tmp_path)
+    taken = _not_run_yet(folder, 2, 3)
     with migrated_sessions.begin() as session:
         _import(session, folder)
-    (folder / "cells" / "c0017-r0" / "exit.json").write_bytes(kept)
+    _run_since(taken)
+    with (folder / "cells" / "c0000-r0" / "cell.log").open("a") as log:
+        log.write("a line added after the run\n")
     with migrated_sessions.begin() as session:
-        with pytest.raises(RunsStored, match=r"17 of its 18 runs are stored already, as sweep 1 .* in "
-                                             r"cells/c0017-r0 \(not run in sweep 1\):"):
+        with pytest.raises(RunsStored) as refused:
             _import(session, folder)
-        assert _counts(session) == (1, 18, 17, 17)
+        assert _counts(session) == (1, 4, 2, 2)
+        assert [(j.state.value, j.attempts, j.max_attempts) for j in session.get(Sweep, 1).jobs][2:] == [("queued", 0, 0)] * 2
+    assert refused.value.differences == ["cells/c0000-r0/cell.log", "cells/c0002-r0 (not run in sweep 1)",
+                                         "cells/c0003-r0 (not run in sweep 1)"]
+    assert str(refused.value).startswith("2 of its 4 runs are stored already, as sweep 1 ")
+
+
+def test_runs_of_jobs_queued_for_this_services_workers_are_refused(migrated_sessions, tmp_path: Path) -> None:
+    """A job a worker of this service may still claim is that worker's to run: a run from elsewhere is not stored in
+    it, and the refusal says how the job stands."""
+    folder = _four_cells(tmp_path)
+    taken = _not_run_yet(folder, 2, 3)
+    with migrated_sessions.begin() as session:
+        sweep, _ = _import(session, folder)
+        for job in sweep.jobs[2:]:
+            job.max_attempts = 3  # queued as a submitted sweep's jobs are
+    _run_since(taken)
+    with migrated_sessions.begin() as session:
+        with pytest.raises(RunsStored) as refused:
+            _import(session, folder)
+        assert _counts(session) == (1, 4, 2, 2)
+    assert refused.value.differences == ["cells/c0002-r0 (queued in sweep 1)", "cells/c0003-r0 (queued in sweep 1)"]
+
+
+def test_a_run_another_sweep_holds_is_not_added_to_a_sweep_that_never_ran_it(migrated_sessions, tmp_path: Path) -> None:
+    """Two parts of one folder imported apart make two sweeps; the whole folder then would give each sweep's runs to
+    the other: refused, each run stays stored once."""
+    folder = _four_cells(tmp_path)
+    taken = _not_run_yet(folder, 0, 1)
+    with migrated_sessions.begin() as session:
+        _, created = _import(session, folder)
+        assert created  # sweep 1: cells 2 and 3
+    _run_since(taken)
+    first_half = _four_cells(tmp_path, "first-half")
+    _not_run_yet(first_half, 2, 3)
+    with migrated_sessions.begin() as session:
+        _, created = _import(session, first_half)
+        assert created  # sweep 2: cells 0 and 1
+    with migrated_sessions.begin() as session:
+        with pytest.raises(RunsStored, match=r"^2 of its 4 runs are stored already, as sweep 1 .*\(some also in sweep 2\)"):
+            _import(session, folder)
+        assert _counts(session) == (2, 8, 4, 4)
 
 
 def test_a_part_of_runs_stored_already_adds_nothing(migrated_sessions, tmp_path: Path) -> None:
