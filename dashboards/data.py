@@ -49,6 +49,12 @@ def calibration(*, session: Session, scope: CellScope) -> list[CalibrationCell]:
     return sorted(calibration_cells.load(session=session, scope=scope), key=lambda c: _order(c.cell))
 
 
+def sweep_gpu_kinds(*, session: Session, sweep_ids: list[int]) -> dict[int, str]:
+    """The GPU kinds each sweep ran on, in words (``app.cells.service.sweep_gpu_kinds``, one query): the overview names
+    them, so an H100's sweeps read H100 beside the H200's, whatever their names say."""
+    return {i: ", ".join(kinds) for i, kinds in cell_service.sweep_gpu_kinds(session=session, sweep_ids=sweep_ids).items()}
+
+
 def recent_builds(*, session: Session) -> tuple[str, ...]:
     return cell_service.recent_builds(session=session)
 
@@ -92,6 +98,7 @@ CELL_COLUMNS = (
     "acceptance_length_high", "tokens_per_s", "tokens_per_s_low", "tokens_per_s_high", *PER_JOULE, "speedup",
     "speedup_low", "speedup_high", "lossless", "lossless_low", "lossless_high", "lossless_requests", "synthetic_acceptance",
     "crash_kind", "crash_signature", "alarm", "sweeps", "jobs", "crashed_jobs", "vllm_version", "source", "ran_at",
+    "first_ran_at",
 )
 
 
@@ -152,7 +159,7 @@ def cells_frame(found: list[PooledCell], alarms: dict[tuple, list[Alarm]] | None
             "alarm": ", ".join(sorted({str(a.kind) for a in (alarms or {}).get(c.key, ())})) or None,
             "sweeps": " ".join(str(s) for s in c.sweep_ids), "jobs": " ".join(str(j) for j in c.job_ids),
             "crashed_jobs": _ids(c.crashed_in), "vllm_version": _versions(c.vllm_versions),
-            "source": ", ".join(sorted(c.sources)), "ran_at": c.ran_at,
+            "source": ", ".join(sorted(c.sources)), "ran_at": c.ran_at, "first_ran_at": c.first_ran_at,
         })
     return frames.table(rows, CELL_COLUMNS)
 
@@ -367,14 +374,35 @@ def run_facts(found: list[PooledCell] | list[Check]) -> dict[str, str]:
     alarm's checks of them)."""
     if not found:
         return {}
-    times = [c.ran_at for c in found if c.ran_at is not None]
+    ends = [c.ran_at for c in found if c.ran_at is not None]
+    # A cell's first start where it kept one (a pooled cell), else its newest finish (an alarm's check keeps that alone).
+    starts = [first for c in found if (first := getattr(c, "first_ran_at", None) or c.ran_at) is not None]
     return {
         "builds": ", ".join(sorted({c.build for c in found})),
         "vLLM": _versions({v for c in found for v in c.vllm_versions}) or "unknown (nothing ran)",
         "GPU": _gpus(found),
-        "ran": f"{min(times):%Y-%m-%d %H:%M} to {max(times):%Y-%m-%d %H:%M} UTC" if times else "not yet",
-        "sweeps": _first(sorted({(i, n) for c in found for i, n in zip(c.sweep_ids, c.sweep_names, strict=True)})),
+        "ran": f"{min(starts):%Y-%m-%d %H:%M} to {max(ends):%Y-%m-%d %H:%M} UTC" if ends else "not yet",
+        "sweeps": _newest(found),
     }
+
+
+def _newest(found: list[PooledCell] | list[Check], shown: int = 8) -> str:
+    """The ``shown`` sweeps that ran last, in id order, and how many ran before them: picked by each sweep's newest
+    finish (a pooled cell's ``sweeps_ran``; an alarm's check, its cell's newest for each of its sweeps), never by id
+    alone, which an import gives in the order it reads folders (the newest runs once hid among "27 earlier")."""
+    names: dict[int, str] = {}
+    ran: dict[int, tuple] = {}
+    for c in found:
+        own = getattr(c, "sweeps_ran", None) or {}
+        for i, n in zip(c.sweep_ids, c.sweep_names, strict=True):
+            names[i] = n
+            when = own.get(i, c.ran_at if not own else None)
+            if when is not None and (i not in ran or when > ran[i]):
+                ran[i] = when
+    # Sweeps with no finish (nothing of them ran yet) first, then by their newest finish; ties by id.
+    order = sorted(names, key=lambda i: (i in ran, ran.get(i) or 0, i))
+    text = ", ".join(f"{i} ({names[i]})" for i in sorted(order[-shown:]))
+    return f"{text} and {len(order) - shown} that ran earlier" if len(order) > shown else text
 
 
 def _gpus(found: list[PooledCell] | list[Check]) -> str:
@@ -390,11 +418,6 @@ def _versions(versions: set[str]) -> str:
     """A cell's vLLM versions in words: a result that did not record its version (``app.cells.pooling`` pools it as
     "?", as a ``vllm bench`` file imported) reads "not recorded"."""
     return ", ".join(sorted(v for v in versions if v != "?") + (["not recorded"] if "?" in versions else []))
-
-
-def _first(sweeps: list[tuple[int, str]], shown: int = 8) -> str:
-    text = ", ".join(f"{i} ({n})" for i, n in sweeps[-shown:])
-    return f"{text} and {len(sweeps) - shown} earlier" if len(sweeps) > shown else text
 
 
 def with_history_links(found: list[Alert]) -> list[tuple[Alert, str]]:

@@ -117,24 +117,25 @@ def _fixed(value: float, digits: int) -> str:
     return text[1:] if text[0] == "-" and not text.strip("-0.") else text
 
 
-def interval(value: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
-    """``0.910 [0.906, 0.914]``; the point alone when there is no interval."""
+def interval(value: float | None, low: float | None, high: float | None, digits: int = 3, unit: str = "") -> str:
+    """``0.910 [0.906, 0.914]``; the point alone when there is no interval. ``unit`` follows the point, as the CI
+    comment and every sentence write a ratio: ``0.89x [0.85, 0.93]``, never ``0.89 [0.85, 0.93]x``."""
     value, low, high = frames.known_float(value), frames.known_float(low), frames.known_float(high)
     if value is None:
         return ""
     if low is None or high is None:
-        return _fixed(value, digits)
-    return f"{_fixed(value, digits)} [{_fixed(low, digits)}, {_fixed(high, digits)}]"
+        return _fixed(value, digits) + unit
+    return f"{_fixed(value, digits)}{unit} [{_fixed(low, digits)}, {_fixed(high, digits)}]"
 
 
-def interval_cell(value: float | None, low: float | None, high: float | None, digits: int = 3) -> Markup:
+def interval_cell(value: float | None, low: float | None, high: float | None, digits: int = 3, unit: str = "") -> Markup:
     """``interval`` for a table's cell, its bracket in one unbreakable span: a narrow column puts the interval under
     its point, never ``[0.906,`` on one line and ``0.914]`` on the next; the cell's text is ``interval``'s. Formatted
     here, not split from ``interval``'s: a page writes thousands."""
     value, low, high = frames.known_float(value), frames.known_float(low), frames.known_float(high)
     if value is None or low is None or high is None:
-        return Markup(interval(value, low, high, digits))
-    return Markup(f'{_fixed(value, digits)} <span class="ci">[{_fixed(low, digits)}, {_fixed(high, digits)}]</span>')
+        return Markup(escape(interval(value, low, high, digits, unit)))
+    return Markup(f'{_fixed(value, digits)}{escape(unit)} <span class="ci">[{_fixed(low, digits)}, {_fixed(high, digits)}]</span>')
 
 
 class Breakable(dict[str, Markup]):

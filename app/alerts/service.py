@@ -88,7 +88,8 @@ def find(*, session: Session) -> list[Alert]:
         if all(c.build in committed for c in history):
             history.sort(key=lambda c: (committed[c.build], c.build))
         else:
-            history.sort(key=lambda c: (c.ran_at is None, c.ran_at or 0, c.build))
+            # By when each build first ran, as /history places it: a build run again later is no newer a build.
+            history.sort(key=lambda c: (c.first_ran_at is None, c.first_ran_at or 0, c.build))
         for metric in METRICS:
             points = [(c, _value(metric, c)) for c in history]
             points = [(c, v) for c, v in points if v is not None]

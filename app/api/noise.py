@@ -28,5 +28,6 @@ def out(found: noise.ClassNoise) -> NoiseOut:
         within_starts=within and within.groups, within_uneven=found.within_uneven,
         paired_sd=found.paired and found.paired.sd, paired_df=found.paired and found.paired.df,
         min_detectable=[DetectableOut(starts=n, effect=found.detectable(n)) for n in noise.MDE_STARTS],
-        newest=found.newest, hosts=list(found.hosts), gpu_names=list(found.gpu_names),
+        newest=found.newest, oldest=found.oldest, hosts=list(found.hosts), gpu_names=list(found.gpu_names),
+        builds=list(found.builds), sweep_ids=list(found.sweep_ids),
     )

@@ -31,13 +31,29 @@ class Cost:
         """``FLASHINFER, dflash k=3 draft eager, target PIECEWISE (asked FULL_AND_PIECEWISE): 0.47x [0.42, 0.52] of
         FLASH_ATTN with FULL_AND_PIECEWISE (4 engine starts, 20 rounds, against 4 starts, 20 rounds)``."""
         cell = self.cell
-        ref, value = (self.requested, self.vs_requested) if self.requested else (self.best, self.vs_best)
+        ref, value = self.against or (None, self.vs_best)
         draft = f", {cell.label} draft eager" if cell.draft_eager else f", {cell.label}"
         ran = ", ".join(sorted(cell.resolved_graph_modes))
         text = f"{cell.backend}{draft}, target {ran} (asked {cell.graph_mode}): {format_ratio(value)}"
         if ref is None:
             return f"{text} ({starts(cell)})"
         return f"{text} of {ref.backend} with {ref.graph_mode} ({starts(cell)}, against {starts(ref, engine=False)})"
+
+    @property
+    def against(self) -> tuple[PooledCell, Ratio | None] | None:
+        """The reference a sentence costs the cell against, with the ratio: (a) where another cell ran its mode as asked,
+        else (b) where another cell of its config ran faster; None where the cell is its own reference on both (its
+        ratio to itself is 1 by definition, and names no cost)."""
+        if self.requested is not None and self.requested is not self.cell:
+            return self.requested, self.vs_requested
+        if self.best is not None and self.best is not self.cell:
+            return self.best, self.vs_best
+        return None
+
+    @property
+    def costed(self) -> bool:
+        """Whether the cell has a reference other than itself to be costed against (``against``)."""
+        return self.against is not None
 
     @property
     def read(self) -> tuple[PooledCell, ...]:
@@ -99,5 +115,13 @@ def costs(cells: list[PooledCell], shown: CellScope | None = None) -> list[Cost]
 
 
 def most_expensive(found: list[Cost]) -> Cost | None:
-    """The fallback (a downgrade or an eager draft) that costs most against its reference."""
-    return next((c for c in found if c.cell.fallback), None)
+    """The fallback (a downgrade or an eager draft) that costs most against its reference; a fallback that is its own
+    reference (no cell of its config ran faster, as with the H100's draft cells, whose draft vLLM ran eagerly in every
+    start) has no cost to name: its "1.00x [0.97, 1.03]" would be a ratio to itself."""
+    return next((c for c in found if c.cell.fallback and c.costed), None)
+
+
+def uncosted(found: list[Cost]) -> list[Cost]:
+    """The fallbacks that are their own reference: vLLM ran less than they asked, and no cell of their config ran
+    otherwise to cost them against."""
+    return [c for c in found if c.cell.fallback and not c.costed]

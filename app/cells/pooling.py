@@ -90,7 +90,14 @@ class PooledCell:
     # What measured its results (``ResultSource``): a page marks a number from vLLM's own bench tools, which has no rounds.
     sources: set[str] = field(default_factory=set)
     gpu_names: set[str] = field(default_factory=set)
-    ran_at: datetime | None = None
+    ran_at: datetime | None = None  # its newest job's finish
+    # Its first job's start (its finish where no start was recorded): from here to ``ran_at`` its runs took place. A
+    # build's place in a series by when it ran (``/history``, the alerts) is this, its first run: a build run again
+    # later (a CI pair's base, an A/A) is no newer a build for it.
+    first_ran_at: datetime | None = None
+    # Each of its sweeps' newest finish among its jobs: which of them ran last (a run's facts name the newest sweeps,
+    # whatever order their ids were given in: an import numbers them as it reads them).
+    sweeps_ran: dict[int, datetime] = field(default_factory=dict)
     # Stored figures left out because no run can have made them (rows from before ``app.schemas.physical``).
     notes: list[str] = field(default_factory=list)
 

@@ -23,7 +23,7 @@ _CRASH_LOGGED = case((Crash.id.is_not(None), crashes.log_kept(Job.id)), else_=fa
 
 _COLUMNS = (
     Job.id, Job.sweep_id, Job.build, Job.gpu_kind, Job.backend, Job.graph_mode, Job.method, Job.config_hash,
-    Job.state, Job.finished_at, Job.repeat, Job.concurrency, Job.mode, Job.pair_id,
+    Job.state, Job.started_at, Job.finished_at, Job.repeat, Job.concurrency, Job.mode, Job.pair_id,
     Result.id.label("result_id"), Result.tokens_per_s, Result.tokens_per_s_low, Result.tokens_per_s_high,
     Result.tokens_per_s_level, Result.rounds, Result.tokens_per_joule, Result.tokens_per_joule_low,
     Result.tokens_per_joule_high, Result.energy_reason,
@@ -107,8 +107,16 @@ def _add(cell: PooledCell, row) -> None:
         cell.sweep_ids.append(row.sweep_id)
         cell.sweep_names.append(row.sweep_name)
     cell.states[row.state] += 1
-    if row.finished_at is not None and (cell.ran_at is None or row.finished_at > cell.ran_at):
-        cell.ran_at = row.finished_at
+    finished = row.finished_at
+    if finished is not None:
+        if cell.ran_at is None or finished > cell.ran_at:
+            cell.ran_at = finished
+        newest = cell.sweeps_ran.get(row.sweep_id)
+        if newest is None or finished > newest:
+            cell.sweeps_ran[row.sweep_id] = finished
+    began = row.started_at or finished
+    if began is not None and (cell.first_ran_at is None or began < cell.first_ran_at):
+        cell.first_ran_at = began
     if row.crash_kind is not None:
         cell.crash_kinds[str(row.crash_kind)] += 1
         cell.crash_signature, cell.crash_title = row.signature, row.title
@@ -172,6 +180,17 @@ def _lossless(session: Session, scope: CellScope, sweep_ids: set[int], cells: di
             continue
         cell.lossless_same += round(lossless_share(mine, theirs) * len(mine))
         cell.lossless_total += len(mine)
+
+
+def sweep_gpu_kinds(*, session: Session, sweep_ids: list[int]) -> dict[int, list[str]]:
+    """Each sweep's GPU kinds as its spec gives them (its jobs were made from them; ``gpus``, the deprecated name, in a
+    spec stored under it), in one query that reads those fields alone (a spec can be large): what a list of sweeps
+    names beside each, so an H100's sweeps read H100."""
+    if not sweep_ids:
+        return {}
+    stmt = select(Sweep.id, Sweep.spec["gpu_kinds"], Sweep.spec["gpus"]).where(Sweep.id.in_(sweep_ids))
+    return {sweep_id: [str(k) for k in kinds] if isinstance(kinds := named if named is not None else old, list) else []
+            for sweep_id, named, old in session.execute(stmt).all()}
 
 
 RECENT_SWEEPS = 10

@@ -54,6 +54,10 @@ class ClassNoise:
     newest: datetime | None
     hosts: tuple[str, ...]  # the workers' hosts that ran its starts (none for imported ones)
     gpu_names: tuple[str, ...]
+    # Where its starts came from: the builds and sweeps that ran them (an imported start has no host to say it).
+    builds: tuple[str, ...] = ()
+    sweep_ids: tuple[int, ...] = ()
+    oldest: datetime | None = None  # when its first start pooled finished
     # The fewest starts that hold half of ``within``'s squared deviations (``fewest_holding``); None without it.
     within_half_from: int | None = None
     # Whether a start's rounds spread far beyond the others' (``uneven_starts``): then ``within`` rests on a few starts.
@@ -67,6 +71,7 @@ class ClassNoise:
 @dataclass
 class _Cell:
     noise_class: NoiseClass
+    build: str = ""
     starts: list[float] = field(default_factory=list)  # each start's ln tokens/s (its rounds' median)
     rounds: list[tuple[int, float]] = field(default_factory=list)  # each start's rounds' terms (``round_terms``)
     halves: dict[str, dict[int, float]] = field(default_factory=dict)  # pair id -> pair order -> ln tokens/s
@@ -75,6 +80,8 @@ class _Cell:
         """Each whole pair's second half less its first (ln tokens/s)."""
         return [h[1] - h[0] for h in self.halves.values() if len(h) == 2]
     newest: Any = None  # the newest finish: as the driver gives it while reading, then a datetime
+    oldest: Any = None  # the first finish, likewise
+    sweeps: set[int] = field(default_factory=set)
     workers: set[int] = field(default_factory=set)
     hosts: set[str] = field(default_factory=set)
     gpu_names: set[str] = field(default_factory=set)
@@ -142,7 +149,7 @@ def read(*, session: Session) -> list[ClassNoise]:
     finished = type_coerce(Job.finished_at, String).label("finished")
     starts = session.connection().execute(
         select(*place, Result.tokens_per_s, Job.pair_id, Job.pair_order, Result.round_speeds, Result.round_squares, finished, Job.worker_id,
-               Result.gpu_name)
+               Result.gpu_name, Job.sweep_id)
         .join(Result, Result.job_id == Job.id).where(*plausible).order_by(Job.id)
     ).all()
     cell_of = _identities(session, {row[:9] for row in starts})
@@ -155,16 +162,20 @@ def read(*, session: Session) -> list[ClassNoise]:
             key = cell_of[place]
             cell = cells.get(key)
             if cell is None:
-                cell = cells[key] = _Cell(NoiseClass.of(*place[1:7]))  # GPU kind to concurrency, as ``place`` lists them
+                cell = cells[key] = _Cell(NoiseClass.of(*place[1:7]), place[0])  # GPU kind to concurrency, as ``place`` lists them
             of_place[place] = cell
-        speed, pair_id, pair_order, speeds, squares, finish, worker_id, gpu_name = row[9:]
+        speed, pair_id, pair_order, speeds, squares, finish, worker_id, gpu_name, sweep_id = row[9:]
+        cell.sweeps.add(sweep_id)
         start = math.log(speed)
         cell.starts.append(start)
         if pair_id is not None:
             cell.halves.setdefault(pair_id, {})[pair_order] = start
         cell.rounds.append((speeds or 0, squares or 0.0))
-        if finish is not None and (cell.newest is None or finish > cell.newest):
-            cell.newest = finish
+        if finish is not None:
+            if cell.newest is None or finish > cell.newest:
+                cell.newest = finish
+            if cell.oldest is None or finish < cell.oldest:
+                cell.oldest = finish
         if worker_id is not None:
             cell.workers.add(worker_id)
         if gpu_name:
@@ -174,6 +185,7 @@ def read(*, session: Session) -> list[ClassNoise]:
     as_datetime = _finish(session)
     for cell in kept:
         cell.newest = as_datetime(cell.newest) if cell.newest is not None else None
+        cell.oldest = as_datetime(cell.oldest) if cell.oldest is not None else None
         cell.hosts = {hosts[w] for w in cell.workers if hosts.get(w)}
     return _pooled(kept)
 
@@ -222,6 +234,7 @@ def _pooled(cells: list[_Cell]) -> list[ClassNoise]:
     for noise_class in sorted(by_class, key=lambda c: (c.gpu_kind, c.backend, c.graph_mode, c.method_class, c.mode, c.concurrency or 0)):
         group = by_class[noise_class]
         dates = [c.newest for c in group if c.newest is not None]
+        firsts = [c.oldest for c in group if c.oldest is not None]
         rounds = [r for c in group for r in c.rounds]
         within = pooled_terms(rounds)
         found.append(ClassNoise(
@@ -234,5 +247,8 @@ def _pooled(cells: list[_Cell]) -> list[ClassNoise]:
             gpu_names=tuple(sorted(set().union(*(c.gpu_names for c in group)))),
             within_half_from=fewest_holding(squares for size, squares in rounds if size >= 2) if within else None,
             within_uneven=uneven_starts(rounds),
+            builds=tuple(sorted({c.build for c in group})),
+            sweep_ids=tuple(sorted(set().union(*(c.sweeps for c in group)))),
+            oldest=min(firsts, default=None),
         ))
     return found

@@ -42,5 +42,8 @@ class NoiseOut(BaseModel):
     paired_df: int | None = Field(description="Its degrees of freedom: the A/A pairs")
     min_detectable: list[DetectableOut]
     newest: datetime | None = Field(description="When the newest start pooled finished")
+    oldest: datetime | None = Field(default=None, description="When the first start pooled finished")
     hosts: list[str] = Field(description="The workers' hosts that ran its starts (none for imported ones)")
     gpu_names: list[str]
+    builds: list[str] = Field(default_factory=list, description="The builds whose starts it pools")
+    sweep_ids: list[int] = Field(default_factory=list, description="The sweeps that ran the starts it pools")

@@ -38,8 +38,8 @@ def history(series: list[tuple[str, pd.DataFrame]]) -> Drawing | None:
         if points:
             lines.append((label, points))
     placed = {str(frame["placed_by"].iloc[0]) for _, frame in series if not frame.empty}
-    axis = {frozenset({"commit"}): "commit date (UTC)", frozenset({"run"}): "when the run ran (UTC)"}.get(
-        frozenset(placed), "commit date, or when it ran for series without commit dates (UTC)")
+    axis = {frozenset({"commit"}): "commit date (UTC)", frozenset({"run"}): "when the build first ran (UTC)"}.get(
+        frozenset(placed), "commit date, or when the build first ran for series without commit dates (UTC)")
     if not lines:
         return None
     return Drawing(_figure, (tuple(lines), axis), f"Acceptance rate and output tokens/s with 95 % intervals against {axis}, "

@@ -30,7 +30,8 @@ def fallback_page(request: Request, session: SessionDep, filters: FiltersDep, fo
     if format == "svg":
         return render.figure(drawings, figure)
     return render.page(
-        request, "fallback.html", filters, drawings=drawings, costs=costs, top=fallback.most_expensive(costs), scope=scope,
+        request, "fallback.html", filters, drawings=drawings, costs=costs, top=fallback.most_expensive(costs),
+        uncosted=fallback.uncosted(costs), scope=scope,
         figures=figures, facts=data.run_facts(list({id(c): c for cost in costs for c in cost.read}.values())),
         fmt=fallback.format_ratio, csv_link=filters.link("/fallback", format="csv"),
     )

@@ -66,9 +66,11 @@ def history_page(request: Request, session: SessionDep, filters: FiltersDep, for
 
 def _placed(group: pd.DataFrame) -> pd.DataFrame:
     """A series in the order of its builds' commits when every build recorded its commit date, else in the order
-    they ran; ``when`` holds the date it is placed at and ``placed_by`` which one it is."""
+    they first ran (``PooledCell.first_ran_at``: a build run again later, as a CI pair's base or an A/A, is no newer
+    for it; by its newest run the H100's base build once came after the build that slowed it, and was ringed as the
+    change); ``when`` holds the date it is placed at and ``placed_by`` which one it is."""
     by_commit = bool(group["committed_at"].notna().all())
-    group["when"] = group["committed_at"] if by_commit else group["ran_at"]
+    group["when"] = group["committed_at"] if by_commit else group["first_ran_at"]
     group["placed_by"] = "commit" if by_commit else "run"
     return group.sort_values("when", na_position="first")
 

@@ -16,14 +16,17 @@ from dashboards import data, render
 
 router = APIRouter()
 
+SWEEPS = 50  # the newest sweeps listed
+
 
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
-    rows = sweeps.summaries(session=session, limit=50, offset=0)
+    rows = sweeps.summaries(session=session, limit=SWEEPS, offset=0)
     now = utcnow()
     fleet = [workers.to_out(w, lease_seconds=settings.lease_seconds, now=now) for w in workers.list_all(session=session)]
     regressions, as_of = alert_service.latest_open(session=session)
-    return render.page(request, "index.html", None, sweeps=rows, live=[w for w in fleet if w.alive],
+    gpu_kinds = data.sweep_gpu_kinds(session=session, sweep_ids=[s.id for s in rows])
+    return render.page(request, "index.html", None, sweeps=rows, gpu_kinds=gpu_kinds, live=[w for w in fleet if w.alive],
                        dead=len(fleet) - sum(w.alive for w in fleet),
                        judgement=alarms.read(session=session, scope=CellScope(), checks=False),
                        misses=calibration.misses(session=session),

@@ -12,9 +12,11 @@ from dashboards import render
 
 router = APIRouter()
 
+SHOWN_SWEEPS = 12  # a class's builds named and sweeps linked in its row; the JSON lists every one
+
 
 @router.get("/noise", response_class=HTMLResponse)
 def noise_page(request: Request, session: SessionDep) -> HTMLResponse:
     found = noise.model(session=session)
     kinds = [(kind, list(classes)) for kind, classes in groupby(found, key=lambda c: c.noise_class.gpu_kind)]
-    return render.page(request, "noise.html", None, kinds=kinds, starts=noise.MDE_STARTS)
+    return render.page(request, "noise.html", None, kinds=kinds, starts=noise.MDE_STARTS, shown_sweeps=SHOWN_SWEEPS)

@@ -58,6 +58,6 @@ def test_compare_gives_each_sides_tokens_per_joule_and_their_ratio(site, page) -
     page.goto(f"{base}/compare?base={ids['base']}&head={ids['head']}")
     assert [t.split(" [")[0] for t in _per_joule(page, "#changes", "ngram")] == ["2.00", "4.00"]
     ratio = page.locator("#changes tr", has_text="ngram").locator(".per-joule-ratio").inner_text()
-    assert ratio.startswith("2.00 [") and ratio.endswith("x")  # head / base: 4.0 / 2.0
+    assert ratio.startswith("2.00x [") and ratio.endswith("]")  # head / base: 4.0 / 2.0
     assert _per_joule(page, "#changes", "draft_model") == ["not reported", "not reported"]
     assert page.locator("#changes tr", has_text="draft_model").locator(".per-joule-ratio").inner_text() == ""

@@ -24,7 +24,7 @@ FOLDERS = (DATA / "h200-2026-12-03" / "serving" / "h200-serving-8b-shape-c1-16",
 CRASH_LOG = DATA / "crashlogs" / "own-cpu-free-memory.log"
 # Each table's headings a reader reads its rows by, and the numbers they came for.
 MATRIX_HEADINGS = ["method", "graph mode", "ran", "acceptance [95 %]", "tokens/s [95 %]", "speedup", "marks"]
-COMPARE_HEADINGS = ["verdict", "method", "graph mode", "head / base [95 %]", "Δ acceptance [95 %]", "ran (base → head)", "why"]
+COMPARE_HEADINGS = ["verdict", "method", "graph mode", "head / base [95 %]", "Δ acceptance, points [95 %]", "ran (base → head)", "why"]
 PAGES = {
     "/": {},
     "/matrix": {"cells": MATRIX_HEADINGS},

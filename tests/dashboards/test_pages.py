@@ -99,15 +99,15 @@ def test_index_lists_sweeps_with_a_link_to_each(client, dataset) -> None:
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
     assert f'href="/sweeps/{sweep["id"]}"' in response.text
     [_, (_, cells)] = tables(response.text)["sweeps"]
-    assert cells[:4] == [str(sweep["id"]), "eagle-vs-ngram", "vllm-test", "queued"]
-    assert cells[4] == "queued 4"
+    assert cells[:5] == [str(sweep["id"]), "eagle-vs-ngram", "vllm-test", "cpu", "queued"]
+    assert cells[5] == "queued 4"
 
 
 def test_an_imported_sweeps_jobs_that_never_ran_read_not_run_not_queued(sqlite_url) -> None:
     imported_folder(sqlite_url, DATA / "h200-2026-12-04c" / "h200-bestk-8b")  # 10 of its 16 jobs ran
     for client in in_process(sqlite_url):
         [_, (_, cells)] = tables(client.get("/").text)["sweeps"]
-        assert cells[3] == "finished" and cells[4] == "not run 6, succeeded 10", cells
+        assert cells[3:6] == ["H200", "finished", "not run 6, succeeded 10"], cells
 
 
 def _page_once(client: httpx.Client, path: str, until, timeout_s: float = 20.0) -> str:

@@ -50,7 +50,7 @@ def test_the_matrix_puts_the_two_gpu_cell_beside_one_gpu_and_marks_the_acceptanc
     # 24 of 120 against 60 of 120: -30 points, flagged; tokens/s medians 155.5 against 104.
     assert two[1:10] == ["ngram k=3 tensor_parallel_size=2", "CPU_ATTN", "NONE", "2, unset", "0.200", "0.500",
                          two[7], "differs", two[9]]
-    assert two[7].startswith("-30.0 [") and two[9].startswith(f"{155.5 / 104:.2f} [")
+    assert two[7].startswith("-30.0 [") and two[9].startswith(f"{155.5 / 104:.2f}x [")
     assert page.locator("#parallel-cells tr.alarm .badge.alarm").inner_text() == "differs"
     # The four-GPU cell measured nothing: its crash kind, linked to its group, and no figure in its place.
     assert four[4:7] == ["4, unset", "", ""] and four[7] == "exception" and four[10] == "0 / 2"

@@ -178,7 +178,7 @@ def test_the_page_shows_what_the_stored_results_say(h200: TestClient) -> None:
         failed, sent = figures["failed"], figures["completed"] + figures["failed"]
         assert f"{failed} of {sent}" in row["failed, % [95 %]"] and row["failed, % [95 %]"].startswith(f"{100 * failed / sent:.1f} [")
         if result["speedup"] is not None:
-            assert row["speedup [95 %]"].startswith(f"{result['speedup']:.2f} [")
+            assert row["speedup [95 %]"].startswith(f"{result['speedup']:.2f}x [")
     # The 1-client baseline: 102 of 192 requests failed (53.1 %, Wilson [46.1, 60.1]); its draft failed fewer, flagged.
     # Its runner (cell schema 4) counted 200-OK streams of tokens that decoded to no text as failed: the page says so.
     assert rows[("baseline", 1)]["failed, % [95 %]"] == "53.1 [46.1, 60.1] 102 of 192 empty streams counted as failed"
@@ -209,7 +209,7 @@ def test_the_speedups_are_against_the_baseline_with_the_same_clients(h200: TestC
     # vLLM 0.26 turned async scheduling off for these draft_model cells ("Async scheduling not supported with
     # draft_model-based speculative decoding"), not for their baselines: each speedup is marked.
     sync = " sync scheduling"
-    assert speedups == {1: f"1.60 [1.40, 1.81]x{sync}", 16: f"1.33 [1.11, 1.60]x{sync}", 64: f"1.75 [1.54, 1.99]x{sync}"}
+    assert speedups == {1: f"1.60x [1.40, 1.81]{sync}", 16: f"1.33x [1.11, 1.60]{sync}", 64: f"1.75x [1.54, 1.99]{sync}"}
     api = {r["concurrency"]: round(r["speedup"], 3) for r in h200.get("/api/v1/results").json()
            if r["sweep_name"] == "h200-serving-8b-shape" and r["method"]}
     assert api == {1: 1.596, 16: 1.332, 64: 1.754}

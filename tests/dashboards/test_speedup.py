@@ -101,7 +101,7 @@ def test_a_reader_sees_where_each_k_stops_paying_and_the_best_k(site: str, page)
     assert best[0].startswith("best k: 2 at 1 sequence (1.50x [") and best[0].endswith("; 4 within noise")
     assert best[2].startswith("best k: 2 at 16 sequences (0.60x [") and "surely slower than the baseline" in best[2]
     rows = [r.split("\t") for r in line.locator("table.speedups tr").all_inner_texts()[1:]]
-    assert [(r[0].split()[0], r[1], r[2].split()[0]) for r in rows][:3] == [("2", "1", "1.50"), ("2", "4", "1.30"), ("2", "16", "0.60")]
+    assert [(r[0].split()[0], r[1], r[2].split()[0]) for r in rows][:3] == [("2", "1", "1.50x"), ("2", "4", "1.30x"), ("2", "16", "0.60x")]
     assert rows[0][3] == "1.50x"  # two k fit exactly: predicted = measured
     assert shown.loaded(line.locator("figure.chart img"))["natural_width"] > 300
     assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH

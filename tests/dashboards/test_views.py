@@ -75,7 +75,7 @@ def test_fallback_says_which_graph_mode_each_draft_ran(h200: TestClient) -> None
 
 def test_the_imported_matrix_reads_finished_with_its_unrun_cells_not_run(h200: TestClient) -> None:
     sweeps = {cells[1]: cells for _, cells in tables(h200.get("/").text)["sweeps"][1:]}
-    assert sweeps["h200-matrix"][3:5] == ["finished", "not run 3, succeeded 21"]
+    assert sweeps["h200-matrix"][3:6] == ["H200", "finished", "not run 3, succeeded 21"]
 
 
 def test_fallback_of_the_proof_has_intervals_from_the_rounds(tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_fallback_of_the_proof_has_intervals_from_the_rounds(tmp_path: Path) -> 
 
 def test_every_exported_h200_sweep_imports_with_what_it_ran(every_sweep: TestClient) -> None:
     for client in [every_sweep]:
-        sweeps = sorted((cells[1], cells[4]) for _, cells in tables(client.get("/").text)["sweeps"][1:])
+        sweeps = sorted((cells[1], cells[5]) for _, cells in tables(client.get("/").text)["sweeps"][1:])
         # Jobs the lease cut short import as not run, beside those that never started; batch 3 ran a sweep of
         # batch 2 again (the A/A repeats, the 8B shape) with a whole pass as warm-up.
         assert sweeps == [("h200-calibration-t1", "succeeded 4"), ("h200-capture-bug", "succeeded 3"),
@@ -218,15 +218,15 @@ def test_history_runs_in_commit_order_once_every_build_has_its_commit_date(tmp_p
     for client in in_process(copy_of("capture-bug", tmp_path)):
         def builds(client: TestClient = client) -> list[tuple[str, str]]:
             [_, *rows] = tables(client.get(cell).text)["points"]
-            return [(cells[1], cells[2].split()[-1]) for _, cells in rows]
+            return [(cells[1], cells[2].split(" (", 1)[1].rstrip(")")) for _, cells in rows]
 
-        assert builds() == [("vllm-0.26.0", "(ran)"), ("vllm-0.26.0-fi-full", "(ran)")]
+        assert builds() == [("vllm-0.26.0", "first ran"), ("vllm-0.26.0-fi-full", "first ran")]
         dates = {"vllm-0.26.0": "2026-11-20T09:00:00+00:00", "vllm-0.26.0-fi-full": "2026-11-10T09:00:00Z"}
         answer = client.post("/api/v1/workers", headers=AUTH, json={
             "name": "w", "host": "h", "gpu_kinds": ["H200"],
             "builds": [{"label": label, "committed_at": when} for label, when in dates.items()]})
         assert answer.status_code == 201, answer.text
-        assert builds() == [("vllm-0.26.0-fi-full", "(committed)"), ("vllm-0.26.0", "(committed)")]
+        assert builds() == [("vllm-0.26.0-fi-full", "committed"), ("vllm-0.26.0", "committed")]
         # The same date again is no conflict; another is (a build's facts are written once).
         build = {"label": "vllm-0.26.0", "committed_at": dates["vllm-0.26.0"]}
         again = {"name": "w", "host": "h", "gpu_kinds": ["H200"], "builds": [build]}
@@ -309,7 +309,7 @@ def test_a_fallback_row_that_is_its_own_reference_reads_the_reference_not_a_rati
     header, *rows = tables(h200.get("/fallback").text)["costs"]
     assert header[1][8:10] == ["cost vs (a) mode as requested", "cost vs (b) best"]
     [own] = [cells for _, cells in rows if cells[2:5] == ["dflash k=3", "FLASH_ATTN", "FULL_AND_PIECEWISE"]]
-    assert own[8:10] == ["the referencethe fastest that ran FULL_AND_PIECEWISE as asked",
+    assert own[8:10] == ["the referencethe fastest whose target ran FULL_AND_PIECEWISE as asked",
                          "the referencethe fastest cell of its config"]
     # So is draft_model's on FLASH_ATTN FULL_AND_PIECEWISE; every other row is measured against another cell.
     best = {tuple(cells[2:5]) for _, cells in rows if cells[9].startswith("the reference")}
