@@ -40,15 +40,11 @@ from app.schemas.cell import CellResult, CellSpec
 from app.schemas.sweep import SweepSpec
 from app.sweeps import imports, matrix
 from app.sweeps import service as sweeps
-from app.sweeps.imports import SPEC_ONLY, JobLayout, RanJob
+from app.sweeps.imports import SPEC_ONLY, JobLayout, RanJob, cell_dir_name
 from runners.offline import FINISHED_AT_FORMAT, exit_record
 from runners.outcome import outcome_of
 
 PAIRS = "pairs.json"
-
-
-def cell_dir_name(cell_index: int, repeat: int) -> str:
-    return f"c{cell_index:04d}-r{repeat}"
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from app.models import Job, Sweep
 from app.schemas.cell import CellResult, JobOutcome, Resolved
 from app.schemas.sweep import SweepSpec
 from app.sweeps import matrix
-from app.sweeps.imports import JobLayout, RanJob
+from app.sweeps.imports import JobLayout, RanJob, cell_dir_name
 
 RAN = (JobState.SUCCEEDED, JobState.CRASHED, JobState.TIMED_OUT)
 
@@ -118,7 +118,7 @@ def _ran(job: Job, log: str) -> RanJob:
             result = CellResult.model_validate(job.result.raw)
         except ValidationError as exc:
             raise ExportError(
-                f"job {job.id} (cells/c{job.cell_index:04d}-r{job.repeat}): its stored result is one an import refuses "
+                f"job {job.id} (cells/{cell_dir_name(job.cell_index, job.repeat)}): its stored result is one an import refuses "
                 f"({describe(exc)}), stored before the service refused such reports"
             ) from None
         outcome = JobOutcome(

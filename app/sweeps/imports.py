@@ -306,9 +306,13 @@ def _differences(
     return differences
 
 
+def cell_dir_name(cell_index: int, repeat: int) -> str:
+    """A job's folder's name under ``cells/`` in a folder of runs (``c0003-r1``), as expand, export and import name it."""
+    return f"c{cell_index:04d}-r{repeat}"
+
+
 def _folder_of(cell_index: int, repeat: int) -> str:
-    """A job's folder in a folder of runs (``runners.folders.cell_dir_name``)."""
-    return f"cells/c{cell_index:04d}-r{repeat}"
+    return f"cells/{cell_dir_name(cell_index, repeat)}"
 
 
 def _same_spec(sweep: Sweep, spec: SweepSpec) -> bool:
