@@ -132,6 +132,8 @@ class Sweep(Base):
     __table_args__ = (
         UniqueConstraint("idempotency_scope", "idempotency_key"),
         Index("ix_sweeps_created_at", "created_at"),  # the newest sweeps, whose builds pages show unasked
+        # An import finds the sweep of its folder by it; one folder is one sweep (app.sweeps.imports).
+        Index("ix_sweeps_folder_id", "folder_id", unique=True),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -154,6 +156,10 @@ class Sweep(Base):
     cancelled_at: Mapped[datetime | None] = mapped_column()
     # The token that submitted it (None: the bootstrap DRAFTBENCH_TOKEN or an import); it may cancel it.
     created_by_token_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id", ondelete="SET NULL"))
+    # The random identity of the folder of cells it was imported from (``folder.json``, written by
+    # ``draftbench expand``), which a folder keeps from before any of its cells ran: None for a sweep submitted here or
+    # imported from a folder without one.
+    folder_id: Mapped[str | None] = mapped_column(String(32))
 
     jobs: Mapped[list["Job"]] = relationship(back_populates="sweep", order_by="Job.id")
 

@@ -6,6 +6,12 @@ them back here and hands the outcomes to app.sweeps.imports, which stores them. 
 writes a sweep of the database the same way (``write_runs``, from app.sweeps.exports), with what its jobs hold
 beyond the spec (``JobLayout``): a cell's folders past the spec's repeats (paired starts added later), and
 ``pairs.json``, each paired job's folder name -> its pair id and order.
+
+``folder.json`` (``FOLDER_FILE``) holds the folder's identity, ``{"folder_id": "<32 hex digits>"}``: random from
+``expand`` on, or the identity of the sweep ``export`` writes. Runs cannot tell a folder that none of its cells has run
+yet from another of the same spec; its identity can, so that an import of it before its cells ran and one after are
+one sweep (app.sweeps.imports). It is a file of its own because ``sweep.json`` is a ``SweepSpec``, which takes no other
+key. A folder without it (an older ``expand``) reads as having none.
 """
 
 import errno
@@ -29,6 +35,7 @@ from pydantic import (
     StrictBool,
     StrictFloat,
     StrictInt,
+    StrictStr,
     ValidationError,
     field_validator,
 )
@@ -40,7 +47,7 @@ from app.schemas.cell import CellResult, CellSpec
 from app.schemas.sweep import SweepSpec
 from app.sweeps import imports, matrix
 from app.sweeps import service as sweeps
-from app.sweeps.imports import SPEC_ONLY, JobLayout, RanJob, cell_dir_name
+from app.sweeps.imports import FOLDER_FILE, SPEC_ONLY, JobLayout, RanJob, cell_dir_name
 from runners.offline import FINISHED_AT_FORMAT, exit_record
 from runners.outcome import outcome_of
 
@@ -49,20 +56,31 @@ PAIRS = "pairs.json"
 
 @dataclass(frozen=True)
 class Folder:
-    """What ``read_folder`` found: the sweep, every cell that ran, a digest of the folder's content, and what its
-    jobs hold beyond the spec."""
+    """What ``read_folder`` found: the sweep, every cell that ran, a digest of the folder's content, what its
+    jobs hold beyond the spec, and its identity (None for a folder without ``folder.json``)."""
 
     spec: SweepSpec
     ran: list[RanJob]
     digest: str
     layout: JobLayout
+    folder_id: str | None = None
 
 
-def write_cells(spec: SweepSpec, folder: Path) -> int:
-    """Write ``sweep.json`` and one ``cells/NAME/spec.json`` per cell and repeat; returns the cell count."""
+def new_folder_id() -> str:
+    """A new folder's identity: 128 random bits, so that no two folders expanded anywhere share one."""
+    return secrets.token_hex(16)
+
+
+def write_cells(spec: SweepSpec, folder: Path, folder_id: str | None = None) -> int:
+    """Write ``sweep.json``, ``folder.json`` and one ``cells/NAME/spec.json`` per cell and repeat; returns the cell count.
+
+    ``folder_id`` is the folder's identity: a new one unless given (``export`` gives its sweep's). Expanding again into
+    a folder makes it another folder, with a new identity, as its ``sweep.json`` may be another sweep's.
+    """
     cells = matrix.expand(spec)
     (folder / "cells").mkdir(parents=True, exist_ok=True)
     (folder / "sweep.json").write_text(json.dumps(spec.model_dump(mode="json"), indent=2))
+    (folder / FOLDER_FILE).write_text(json.dumps(_Identity(folder_id=folder_id or new_folder_id()).model_dump(), indent=2))
     for cell in cells:
         for repeat in range(spec.repeats):
             cell_dir = folder / "cells" / cell_dir_name(cell.index, repeat)
@@ -72,9 +90,10 @@ def write_cells(spec: SweepSpec, folder: Path) -> int:
 
 
 def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanJob], cut_logs: Mapping[tuple[int, int], str],
-               layout: JobLayout = SPEC_ONLY) -> None:
+               layout: JobLayout = SPEC_ONLY, folder_id: str | None = None) -> None:
     """The folder ``read_folder`` reads back as these runs: ``write_cells``'s files, and beside each run's
-    spec its ``cell.log``, ``exit.json`` and (when it has one) ``result.json``.
+    spec its ``cell.log``, ``exit.json`` and (when it has one) ``result.json``. ``folder_id`` is the identity of the
+    folder the runs came from (a new one when None), so that the folder, imported elsewhere, is still that folder.
 
     ``cut_logs`` are logs of cells that did not run to an end, written without ``exit.json`` as
     runners/offline.py leaves a cell its budget cut. ``layout``'s repeats past the spec's get their folders and
@@ -92,7 +111,7 @@ def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanJob], cut_logs: M
     staging = folder.parent / f".{folder.name}.export-{secrets.token_hex(4)}"
     staging.mkdir()
     try:
-        _write_runs(spec, staging, ran, cut_logs, layout)
+        _write_runs(spec, staging, ran, cut_logs, layout, folder_id)
         # Onto an empty folder or none; another that appeared meanwhile is not replaced.
         os.rename(staging, folder)
     except OSError as exc:
@@ -103,8 +122,8 @@ def write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanJob], cut_logs: M
 
 
 def _write_runs(spec: SweepSpec, folder: Path, ran: Sequence[RanJob], cut_logs: Mapping[tuple[int, int], str],
-                layout: JobLayout) -> None:
-    write_cells(spec, folder)
+                layout: JobLayout, folder_id: str | None) -> None:
+    write_cells(spec, folder, folder_id)
     cells = {cell.index: cell for cell in matrix.expand(spec)}
     for cell_index, repeats in layout.repeats.items():
         for repeat in range(spec.repeats, repeats):
@@ -167,12 +186,24 @@ class _Pairs(RootModel[dict[str, _Pair]]):
     """``pairs.json``: a job's folder name (``c0001-r2``) -> its pair."""
 
 
+class _Identity(BaseModel):
+    """``folder.json``: the folder's identity, as ``new_folder_id`` makes it (32 lowercase hex digits), and nothing else.
+    It may come from a host that is not trusted and is stored as the sweep's ``folder_id`` (at most 32 characters)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    folder_id: Annotated[StrictStr, Field(max_length=32, pattern=r"^[0-9a-f]{32}$")]
+
+
 def read_folder(folder: Path) -> Folder:
-    """The sweep, every cell that ran (``exit.json`` present), a digest of the folder's content, and the cells'
-    repeats past the spec's (each a folder holding a ``spec.json``) and pairs (``pairs.json``).
+    """The sweep, every cell that ran (``exit.json`` present), a digest of the folder's content, the cells'
+    repeats past the spec's (each a folder holding a ``spec.json``) and pairs (``pairs.json``), and the folder's
+    identity (``folder.json``).
 
     Equal digests mean the same files: a folder imported again as it was is recognised by it at once; the same runs
-    in other bytes (a log edited, a result rewritten) are recognised by their times (``app.sweeps.imports``). The folder may come
+    in other bytes (a log edited, a result rewritten) are recognised by their times (``app.sweeps.imports``), and a
+    folder run further since by its identity. The identity is part of the digest: two folders expanded from one spec,
+    before any of their cells ran, are two folders. The folder may come
     from a host that is not trusted: its files are read by app.files' rules (regular files inside it,
     never through a link, within the service's size limits) and validated. Raises FileRefused naming the
     file (and field) of the first one that is refused; nothing is read past it.
@@ -186,6 +217,10 @@ def read_folder(folder: Path) -> Folder:
     except InputError as exc:
         raise files.FileRefused(f"{folder / 'sweep.json'}: {'.'.join(map(str, exc.loc[1:]))}: {exc.msg}") from None
     digest = hashlib.sha256(found.data)
+    folder_id = _read_identity(folder)
+    if folder_id is not None:
+        # Absent, it adds nothing: an older folder keeps the digest it was imported under.
+        digest.update(f"\n{FOLDER_FILE}\n{folder_id}".encode())
     ran, names, repeats = [], {}, {}
     for cell in matrix.expand(spec):
         for repeat in _repeats(folder, cell.index, spec.repeats):
@@ -207,7 +242,17 @@ def read_folder(folder: Path) -> Folder:
     pairs = _read_pairs(folder, names)
     if pairs:
         digest.update(f"\n{PAIRS}\n{json.dumps(sorted(pairs.items()))}".encode())
-    return Folder(spec=spec, ran=ran, digest=digest.hexdigest(), layout=JobLayout(repeats=repeats, pairs=pairs))
+    return Folder(spec=spec, ran=ran, digest=digest.hexdigest(), layout=JobLayout(repeats=repeats, pairs=pairs),
+                  folder_id=folder_id)
+
+
+def _read_identity(folder: Path) -> str | None:
+    """``folder.json``'s ``folder_id``; None when the folder has no such file. FileRefused naming the file and the
+    field when it is not one ``new_folder_id`` makes (another type, too long, not lowercase hex, another key)."""
+    found = files.read_inside(folder, FOLDER_FILE, limit=files.body_limit())
+    if found is None:
+        return None
+    return files.validated(_Identity, found.data, name=folder / FOLDER_FILE).folder_id
 
 
 def _repeats(folder: Path, cell_index: int, spec_repeats: int) -> Iterator[int]:

@@ -83,7 +83,8 @@ def import_results(
 
     The same runs are stored once: a folder whose runs (each known by its cell, repeat and the times in its
     exit.json) a sweep holds already reports that sweep and adds nothing; one run further since its import
-    (--only-missing) adds the runs of the jobs that sweep never ran to it; one that holds them with other content
+    (--only-missing) adds the runs of the jobs that sweep never ran to it, even when it was imported before any
+    of its cells ran (its folder.json, written by expand, names its sweep); one that holds them with other content
     (a log, result or exit edited, a cell run again) is refused, naming the sweep and the files.
     Every file is checked before anything is stored: a refused one names itself and nothing is imported.
     """
@@ -98,7 +99,7 @@ def import_results(
     with _importing(database_url) as session:
         try:
             imported = import_sweep(session=session, spec=found.spec, ran=found.ran, digest=found.digest,
-                                    layout=found.layout)
+                                    layout=found.layout, folder_id=found.folder_id)
         except RunsStored as exc:
             raise CliError(f"nothing imported: {folder}: {exc}") from None
         sweep = imported.sweep
@@ -146,8 +147,9 @@ def export_sweep(
     folder: Annotated[Path, typer.Argument(file_okay=False, help="A new or empty folder")],
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Write a sweep of the database as the folder `draftbench import` reads: sweep.json, and each cell's
-    spec.json with, for a cell that ran, its cell.log, exit.json and result.json."""
+    """Write a sweep of the database as the folder `draftbench import` reads: sweep.json, folder.json (the identity of
+    the folder it was imported from, or a new one), and each cell's spec.json with, for a cell that ran, its cell.log,
+    exit.json and result.json."""
     from app import db
     from app.errors import NotFoundError
     from app.sweeps import exports
@@ -165,7 +167,7 @@ def export_sweep(
     finally:
         engine.dispose()
     try:
-        write_runs(done.spec, folder, done.ran, done.cut_logs, done.layout)
+        write_runs(done.spec, folder, done.ran, done.cut_logs, done.layout, done.folder_id)
     except FileExistsError as exc:
         raise CliError(f"{exc}: export writes only into a new or empty folder", code=2) from None
     except OSError as exc:

@@ -9,8 +9,9 @@ signatures are not exported: an import reads them again from the log, as ``draft
 
 Jobs without such an outcome (queued, running, cancelled, failed: the worker could not run the cell,
 or died) are cells that did not run to an end; only their log, if any, is kept, and they import as
-queued. Jobs beyond the spec's repeats (paired starts added later) and the pairs go with them (``JobLayout``).
-Nothing here writes to the database.
+queued. Jobs beyond the spec's repeats (paired starts added later) and the pairs go with them (``JobLayout``), and
+the identity of the folder the sweep was imported from (``folder_id``), so that the folder written here, imported
+elsewhere and run further there, stays one sweep (app.sweeps.imports). Nothing here writes to the database.
 """
 
 from collections import Counter
@@ -39,14 +40,16 @@ class ExportError(Exception):
 
 @dataclass(frozen=True)
 class Export:
-    """A sweep's spec, its jobs that ran to an outcome, the logs of the others, by (cell index, repeat), and its
-    jobs beyond the spec."""
+    """A sweep's spec, its jobs that ran to an outcome, the logs of the others, by (cell index, repeat), its
+    jobs beyond the spec, and the identity of its folder (None for a sweep submitted here or imported from a folder
+    without one: its folder gets a new one)."""
 
     spec: SweepSpec
     ran: list[RanJob]
     cut_logs: dict[tuple[int, int], str]
     states: Counter[str]
     layout: JobLayout
+    folder_id: str | None = None
 
 
 def find(*, session: Session, ref: str) -> Sweep:
@@ -79,7 +82,7 @@ def export(*, session: Session, sweep: Sweep) -> Export:
     pairs = {(job.cell_index, job.repeat): (job.pair_id, job.pair_order) for job in sweep.jobs
              if job.pair_id is not None and job.pair_order is not None}
     return Export(spec=spec, ran=ran, cut_logs=cut_logs, states=Counter(job.state.value for job in sweep.jobs),
-                  layout=JobLayout(repeats=repeats, pairs=pairs))
+                  layout=JobLayout(repeats=repeats, pairs=pairs), folder_id=sweep.folder_id)
 
 
 def _repeats(sweep: Sweep) -> dict[int, int]:

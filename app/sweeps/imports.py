@@ -10,6 +10,14 @@ they are adds nothing, and one that holds them with other content (a log edited,
 (``RunsStored``) rather than stored a second time or over what is stored. A folder run further after its import
 (``runners/offline.py --only-missing``), which differs from its sweep only in runs of jobs that sweep never ran, adds
 those runs to it, stored as its first import would have stored them.
+
+A folder is known by an identity of its own as well: the random ``folder_id`` that ``draftbench expand`` writes in
+``folder.json`` (``FOLDER_FILE``), which ``draftbench export`` writes again from its sweep, and a new sweep keeps. Runs
+alone cannot tell a folder imported before any of its cells ran, since it has none to be known by: imported again
+after they ran, it would become a second sweep beside the empty one. The sweep of its ``folder_id`` is the folder's,
+whether it holds any of its runs or not, and the same rules hold against it: runs of its jobs that never ran are
+added, any other difference is refused. Two folders expanded from one spec are two folders, and two sweeps. A folder
+without ``folder.json`` (an older ``expand``) is known by its runs alone, as before.
 """
 
 import hashlib
@@ -76,6 +84,9 @@ _RAN = (JobState.SUCCEEDED, JobState.CRASHED, JobState.TIMED_OUT, JobState.FAILE
 _SAME_DURATION_S = 0.002
 # The files a refusal names before it counts the rest.
 _NAMED = 5
+# The file beside ``sweep.json`` that holds a folder's identity (``{"folder_id": ...}``), as expand, export and the
+# import's refusals name it.
+FOLDER_FILE = "folder.json"
 
 
 @dataclass(frozen=True)
@@ -99,16 +110,24 @@ class _Difference:
 
 
 class RunsStored(ConflictError):
-    """A folder holds runs a stored sweep holds, but its content is not that sweep's: nothing is imported, and the
-    stored sweep stays as it is. The message names the sweep and where the folder differs from it."""
+    """A folder holds runs a stored sweep holds, or is the folder a stored sweep was imported from (``same_folder``: its
+    ``folder_id`` is the sweep's), but its content is not that sweep's: nothing is imported, and the stored sweep stays
+    as it is. The message names the sweep and where the folder differs from it."""
 
-    def __init__(self, sweep: Sweep, *, matched: int, ran: int, differences: Sequence[str], also: Sequence[int]) -> None:
+    def __init__(self, sweep: Sweep, *, matched: int, ran: int, differences: Sequence[str], also: Sequence[int],
+                 same_folder: bool = False) -> None:
         shown = ", ".join(differences[:_NAMED])
         more = f" (and {len(differences) - _NAMED} more)" if len(differences) > _NAMED else ""
         elsewhere = f" (some also in sweep {', '.join(map(str, also))})" if also else ""
+        if same_folder:
+            # It may hold none of its runs yet (imported before any ran): the folder's identity is what names the sweep.
+            held = (f"it is the folder imported as sweep {sweep.id} '{sweep.name}' (its {FOLDER_FILE} says so), which "
+                    f"holds {matched} of its {ran} runs{elsewhere}")
+        else:
+            held = f"{matched} of its {ran} runs are stored already, as sweep {sweep.id} '{sweep.name}'{elsewhere}"
         super().__init__(
-            f"{matched} of its {ran} runs are stored already, as sweep {sweep.id} '{sweep.name}'{elsewhere}, and it "
-            f"differs from that sweep in {shown}{more}: a run is stored once, and a stored run is never replaced"
+            f"{held}, and it differs from that sweep in {shown}{more}: a run is stored once, and a stored run is never "
+            "replaced"
         )
         self.sweep_id, self.differences = sweep.id, list(differences)
 
@@ -131,7 +150,7 @@ def started(finished_at: datetime, duration_s: float) -> datetime:
 
 def import_sweep(
     *, session: Session, spec: SweepSpec, ran: Sequence[RanJob], digest: str, source: ResultSource = ResultSource.CELL,
-    layout: JobLayout = SPEC_ONLY,
+    layout: JobLayout = SPEC_ONLY, folder_id: str | None = None,
 ) -> Imported:
     """The sweep that holds these runs, and whether it is new (False: a stored sweep holds them; ``added``: how many of
     them this import stored into it).
@@ -142,6 +161,10 @@ def import_sweep(
     runs are stored into those jobs as a new sweep's would be. RunsStored when a stored sweep holds some of them but
     the folder differs from it otherwise: another log, result or exit, runs of jobs it ran or lacks, another spec or
     layout; nothing is stored then.
+
+    ``folder_id`` is the folder's own identity (``FOLDER_FILE``; None for a folder without one, known by its runs
+    alone). A stored sweep of that ``folder_id`` is the folder's sweep even when it holds none of its runs (the folder
+    was imported before any of its cells ran), and the same rules hold against it; a new sweep keeps it.
 
     ``source`` says what measured the results: ``cell`` (runners/offline.py) or ``vllm-bench`` (a file of vLLM's own
     benchmark tools, app.sweeps.bench_files); it is also a tag of the sweep. ``layout`` adds
@@ -156,17 +179,21 @@ def import_sweep(
     spec = spec.model_copy(update={"paired_with": None})
     sweep = sweeps.build(spec, max_jobs=IMPORT_LIMIT, max_attempts=_NO_ATTEMPT)
     _lay_out(sweep, spec, layout)
-    stored = _stored_already(session=session, spec=spec, ran=ran, layout=layout, cells=sweep.jobs)
+    stored = _stored_already(session=session, spec=spec, ran=ran, layout=layout, cells=sweep.jobs, folder_id=folder_id)
     if stored is not None:
         held, new = stored
         if new:
-            # As if imported with the rest: the sweep began when the first of its runs did.
-            held.created_at = min(held.created_at, *(run.started_at for run in new))
+            # As if imported with the rest: the sweep began when the first of its runs did. One imported before any of
+            # its cells ran holds the time of that import, not of a run: it takes its first run's.
+            first = min(run.started_at for run in new)
+            ran_before = any(job.started_at is not None for job in held.jobs)
+            held.created_at = min(held.created_at, first) if ran_before else first
             _store_runs(session=session, sweep=held, spec=spec, ran=new, source=source)
         return Imported(held, created=False, added=len(new))
     sweep.tags = [*sweep.tags, "imported", *([source.value] if source is not ResultSource.CELL else [])]
     sweep.idempotency_scope, sweep.idempotency_key = idempotency.scope, idempotency.key
     sweep.request_hash = sweeps.request_hash(spec)
+    sweep.folder_id = folder_id
     if ran:
         sweep.created_at = min(run.started_at for run in ran)
     session.add(sweep)
@@ -220,26 +247,37 @@ def _lock(session: Session) -> None:
 
 def _stored_already(
     *, session: Session, spec: SweepSpec, ran: Sequence[RanJob], layout: JobLayout, cells: Sequence[Job],
+    folder_id: str | None,
 ) -> tuple[Sweep, list[RanJob]] | None:
-    """The stored sweep that holds these runs, with those of them it lacks that it may take (runs of its jobs that
-    never ran, when the folder differs from it in nothing else), or None when no sweep holds any of them. RunsStored
-    when one holds some of them but differs otherwise, or another sweep holds some of them too (the sweep holding the
-    most is named). ``cells`` are the jobs the import would make, not stored."""
+    """The stored sweep of this folder, with those of its runs it lacks that it may take (runs of its jobs that never
+    ran, when the folder differs from it in nothing else), or None when no sweep is. The folder's sweep is the one of
+    its ``folder_id``, whether it holds any of these runs or not, else the one holding the most of them. RunsStored
+    when that sweep differs from the folder otherwise, or another sweep holds some of its runs too. ``cells`` are the
+    jobs the import would make, not stored."""
     holders = _holders(session=session, build=spec.build, ran=ran, cells=cells)
-    if not holders:
+    named = _of_folder(session=session, folder_id=folder_id)
+    if named is None and not holders:
         return None
     counts = Counter(job.sweep_id for job in holders.values())
-    sweep_id = min(counts, key=lambda ident: (-counts[ident], ident))
-    sweep = session.get_one(Sweep, sweep_id)
-    matched = {key: job for key, job in holders.items() if job.sweep_id == sweep_id}
+    sweep = named if named is not None else session.get_one(Sweep, min(counts, key=lambda ident: (-counts[ident], ident)))
+    matched = {key: job for key, job in holders.items() if job.sweep_id == sweep.id}
     differences = _differences(session=session, sweep=sweep, spec=spec, ran=ran, matched=matched, layout=layout)
-    also = sorted(set(counts) - {sweep_id})
+    also = sorted(set(counts) - {sweep.id})
     new = [difference.adds for difference in differences if difference.adds is not None]
     # A run another sweep holds is never added: it would be stored twice.
     if len(new) < len(differences) or (new and also):
         raise RunsStored(sweep, matched=len(matched), ran=len(ran),
-                         differences=[difference.name for difference in differences], also=also)
+                         differences=[difference.name for difference in differences], also=also,
+                         same_folder=named is not None)
     return sweep, new
+
+
+def _of_folder(*, session: Session, folder_id: str | None) -> Sweep | None:
+    """The sweep imported from the folder of ``folder_id`` (one at most: ``ix_sweeps_folder_id`` is unique, and an
+    import makes a sweep of a ``folder_id`` only when none has it); None for a folder without one."""
+    if folder_id is None:
+        return None
+    return session.scalars(select(Sweep).where(Sweep.folder_id == folder_id)).one_or_none()
 
 
 def _holders(*, session: Session, build: str, ran: Sequence[RanJob], cells: Sequence[Job]) -> dict[tuple[int, int], Job]:

@@ -270,6 +270,7 @@ def test_the_cli_exports_by_name_and_refuses_an_unknown_sweep_or_a_folder_in_use
 
 def test_a_name_that_several_sweeps_share_asks_for_an_id(tmp_path: Path) -> None:
     url = copy_of("proof", tmp_path)
+    db.upgrade(url)  # the proof's database is at revision 0007: today's models read today's tables
     engine = db.make_engine(url)
     with db.session_scope(db.make_sessionmaker(engine)) as session:
         session.get_one(Sweep, 7).name = "h200-matrix"
