@@ -8,7 +8,7 @@ were measured: a point without an interval is never "surely" above or below 1.
 """
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -96,7 +96,8 @@ def break_even(points: Sequence[Point]) -> BreakEven | None:
       ``high`` the smallest x with ``high_x < 1``, ``low`` the largest x under ``high`` with ``low_x > 1``;
       either is None when no point qualifies (the break-even may lie beyond the loads measured);
     - otherwise ``UNDECIDED``, ``why`` saying what the points show (all above 1 but some interval holds 1, all below
-      but some holds 1, or below 1 at the fewest loads and above at more).
+      but some holds 1, or below 1 at the fewest loads and at or above 1 at some other: the loads below and above,
+      and those whose interval holds 1, since the points may cross 1 more than once).
 
     None for no points. O(n log n).
     """
@@ -115,13 +116,25 @@ def break_even(points: Sequence[Point]) -> BreakEven | None:
         if all(p.value < 1.0 for p in ordered):
             held = ", ".join(str(p.x) for p in ordered if not p.below)
             return BreakEven(Pays.UNDECIDED, why=f"below 1 at every load measured, but the interval at {held} holds 1")
-        return BreakEven(Pays.UNDECIDED, why="below 1 at the fewest loads measured and above 1 at more")
+        # Below 1 first, then above at some load: it may cross back (below again at more), so say where each lies.
+        below = _loads(p for p in ordered if p.value < 1.0)
+        above = _loads(p for p in ordered if p.value >= 1.0)
+        held = [p for p in ordered if not p.above and not p.below]
+        holds = (f"; the interval at {_loads(held)} holds 1" if len(held) == 1 else
+                 f"; the intervals at {_loads(held)} hold 1" if held else "")
+        return BreakEven(Pays.UNDECIDED, why=f"below 1 at {below} and at or above 1 at {above}{holds}")
     one, two = ordered[first_below - 1], ordered[first_below]
     share = (one.value - 1.0) / (one.value - two.value)
     x = math.exp(math.log(one.x) + share * (math.log(two.x) - math.log(one.x)))
     high = next((p.x for p in ordered if p.below), None)
     low = max((p.x for p in ordered if p.above and (high is None or p.x < high)), default=None)
     return BreakEven(Pays.UP_TO, x, low, high)
+
+
+def _loads(points: Iterable[Point]) -> str:
+    """Loads as a reader lists them: ``1``, ``1 and 4``, ``1, 4 and 64``."""
+    xs = [str(p.x) for p in points]
+    return xs[0] if len(xs) == 1 else f"{', '.join(xs[:-1])} and {xs[-1]}" if xs else ""
 
 
 def acceptance_length(accepted_per_position: Sequence[int], drafts: int) -> float:

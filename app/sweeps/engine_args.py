@@ -197,6 +197,9 @@ VLLM_ENV: dict[str, str] = {
     "VLLM_USE_DEEP_GEMM": "0 or 1",
     "VLLM_USE_TRITON_AWQ": "0 or 1",
     "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "0 or 1",
+    # vLLM 0.21+ estimates the CUDA graphs' memory at start (2 s of an H100 start, as its log times it:
+    # tests/data/h100-2026-12-05) and sizes the KV cache after it; 0 is the older sizing (a larger KV cache).
+    "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0 or 1: estimate the CUDA graphs' memory before sizing the KV cache",
     "VLLM_CPU_KVCACHE_SPACE": "GiB of KV cache on the CPU engine",
     "VLLM_CPU_OMP_THREADS_BIND": "CPU cores for the CPU engine's threads",
     "VLLM_LOGGING_LEVEL": "DEBUG, INFO, WARNING, ...",

@@ -96,15 +96,16 @@ def _real_results() -> list[tuple[str, CellResult, int, str]]:
 def test_every_real_vllm_result_stored_passes_with_each_of_its_rounds() -> None:
     real = _real_results()
     # 147 H200 results with counters (103 draft_model and 33 dflash at k=3; bestk-8b's draft_model at k=1, 2 and 4, 11 of
-    # them), 16 of the H100 (draft_model at k=3, 2026-12-05) and the six CPU ngram starts.
-    assert len(real) == 169 and {method for *_, method in real} == {"draft_model", "dflash", "ngram"}
+    # them), 16 of the H100 (draft_model at k=3, 2026-12-05), 8 of the H100's serving line (draft_model at k=1 and 2,
+    # tests/data/h100-2026-12-05b) and the six CPU ngram starts.
+    assert len(real) == 177 and {method for *_, method in real} == {"draft_model", "dflash", "ngram"}
     for name, result, k, method in real:
         assert counter_problems(result.spec_decode, k=k, method=method) == [], name
         for r in result.rounds:
             assert r.spec_decode is None or counter_problems(r.spec_decode, k=k, method=method) == [], name
     # Not vacuous: a real result with two positions' counts swapped breaks rule 1.
-    name, result, k, method = next(item for item in real if item[1].spec_decode.accepted_per_position[0] >
-                                   item[1].spec_decode.accepted_per_position[1])
+    name, result, k, method = next(item for item in real if len(item[1].spec_decode.accepted_per_position) >= 2 and
+                                   item[1].spec_decode.accepted_per_position[0] > item[1].spec_decode.accepted_per_position[1])
     first, second, *rest = result.spec_decode.accepted_per_position
     swapped = counters(result.spec_decode.num_drafts, result.spec_decode.num_draft_tokens,
                        result.spec_decode.num_accepted_tokens, [second, first, *rest])

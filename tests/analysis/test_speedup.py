@@ -107,3 +107,17 @@ def test_the_predicted_speedup_and_the_cell_that_leaves_it() -> None:
 def test_one_k_cannot_predict() -> None:
     found = predicted_speedups(taus={3: 2.0}, times={3: 5.0}, baseline_time=2.0, measured={3: Point(1, 0.8, 0.7, 0.9)})
     assert (found[3].predicted, found[3].off) == (None, False)
+
+
+def test_points_below_1_first_then_above_say_where_each_lies_even_when_they_cross_back() -> None:
+    # Below at the fewest loads, above at more: the loads on each side.
+    found = break_even([Point(1, 0.5, 0.4, 0.6), Point(8, 1.5, 1.4, 1.6)])
+    assert found.why == "below 1 at 1 and at or above 1 at 8"
+    # The H100's k=1 line (tests/data/h100-2026-12-05b): 1.00x, 0.96x, 1.05x and 0.88x at 1, 4, 16 and 64 clients. It
+    # crosses 1 twice, so "above 1 at more" (said before) was false: the points below are at 1, 4 and 64.
+    found = break_even([Point(1, 0.998, 0.96, 1.04), Point(4, 0.96, 0.93, 0.99), Point(16, 1.05, 0.93, 1.18),
+                        Point(64, 0.88, 0.70, 1.12)])
+    assert found.pays is Pays.UNDECIDED
+    assert found.why == "below 1 at 1, 4 and 64 and at or above 1 at 16; the intervals at 1, 16 and 64 hold 1"
+    # One interval holding 1 is said in the singular.
+    assert break_even([Point(1, 0.9, 0.8, 1.05), Point(4, 1.5, 1.4, 1.6)]).why.endswith("; the interval at 1 holds 1")
