@@ -110,18 +110,17 @@ def break_even(points: Sequence[Point]) -> BreakEven | None:
         return BreakEven(Pays.NOWHERE)
     first_below = next((i for i, p in enumerate(ordered) if p.value < 1.0), None)
     if first_below is None:
-        held = ", ".join(str(p.x) for p in ordered if not p.above)
-        return BreakEven(Pays.UNDECIDED, why=f"above 1 at every load measured, but the interval at {held} holds 1")
+        held = _holding([p for p in ordered if not p.above])
+        return BreakEven(Pays.UNDECIDED, why=f"above 1 at every load measured, but {held}")
     if first_below == 0:
         if all(p.value < 1.0 for p in ordered):
-            held = ", ".join(str(p.x) for p in ordered if not p.below)
-            return BreakEven(Pays.UNDECIDED, why=f"below 1 at every load measured, but the interval at {held} holds 1")
+            held = _holding([p for p in ordered if not p.below])
+            return BreakEven(Pays.UNDECIDED, why=f"below 1 at every load measured, but {held}")
         # Below 1 first, then above at some load: it may cross back (below again at more), so say where each lies.
         below = _loads(p for p in ordered if p.value < 1.0)
         above = _loads(p for p in ordered if p.value >= 1.0)
         held = [p for p in ordered if not p.above and not p.below]
-        holds = (f"; the interval at {_loads(held)} holds 1" if len(held) == 1 else
-                 f"; the intervals at {_loads(held)} hold 1" if held else "")
+        holds = f"; {_holding(held)}" if held else ""
         return BreakEven(Pays.UNDECIDED, why=f"below 1 at {below} and at or above 1 at {above}{holds}")
     one, two = ordered[first_below - 1], ordered[first_below]
     share = (one.value - 1.0) / (one.value - two.value)
@@ -135,6 +134,11 @@ def _loads(points: Iterable[Point]) -> str:
     """Loads as a reader lists them: ``1``, ``1 and 4``, ``1, 4 and 64``."""
     xs = [str(p.x) for p in points]
     return xs[0] if len(xs) == 1 else f"{', '.join(xs[:-1])} and {xs[-1]}" if xs else ""
+
+
+def _holding(points: Sequence[Point]) -> str:
+    """``the interval at 4 holds 1``, ``the intervals at 1 and 16 hold 1``: the loads whose interval holds 1."""
+    return f"the interval at {_loads(points)} holds 1" if len(points) == 1 else f"the intervals at {_loads(points)} hold 1"
 
 
 def acceptance_length(accepted_per_position: Sequence[int], drafts: int) -> float:

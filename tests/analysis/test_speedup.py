@@ -121,3 +121,6 @@ def test_points_below_1_first_then_above_say_where_each_lies_even_when_they_cros
     assert found.why == "below 1 at 1, 4 and 64 and at or above 1 at 16; the intervals at 1, 16 and 64 hold 1"
     # One interval holding 1 is said in the singular.
     assert break_even([Point(1, 0.9, 0.8, 1.05), Point(4, 1.5, 1.4, 1.6)]).why.endswith("; the interval at 1 holds 1")
+    # Several loads holding 1 read alike in every branch (before: "the interval at 4, 16 holds 1").
+    found = break_even([Point(1, 1.5, 1.4, 1.6), Point(4, 1.2, 0.9, 1.5), Point(16, 1.1, 0.95, 1.25)])
+    assert found.why == "above 1 at every load measured, but the intervals at 4 and 16 hold 1"
