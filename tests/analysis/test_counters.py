@@ -96,9 +96,9 @@ def _real_results() -> list[tuple[str, CellResult, int, str]]:
 def test_every_real_vllm_result_stored_passes_with_each_of_its_rounds() -> None:
     real = _real_results()
     # 147 H200 results with counters (103 draft_model and 33 dflash at k=3; bestk-8b's draft_model at k=1, 2 and 4, 11 of
-    # them), 16 of the H100 (draft_model at k=3, 2026-12-05), 8 of the H100's serving line (draft_model at k=1 and 2,
-    # tests/data/h100-2026-12-05b) and the six CPU ngram starts.
-    assert len(real) == 177 and {method for *_, method in real} == {"draft_model", "dflash", "ngram"}
+    # them), 16 of the H100 (draft_model at k=3, 2026-12-05), 16 of the H100's serving line (draft_model at k=1, 2 and 4,
+    # tests/data/h100-2026-12-05b and -05c) and the six CPU ngram starts.
+    assert len(real) == 185 and {method for *_, method in real} == {"draft_model", "dflash", "ngram"}
     for name, result, k, method in real:
         assert counter_problems(result.spec_decode, k=k, method=method) == [], name
         for r in result.rounds:
