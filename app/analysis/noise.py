@@ -181,9 +181,20 @@ def standard_error(spread: Spread, n_base: int, n_head: int) -> float:
 
 
 def min_detectable_effect(spread: Spread, n_base: int, n_head: int, *, alpha: float = ALPHA, power: float = POWER) -> float:
-    """The smallest relative change that ``n_base`` and ``n_head`` starts find with probability ``power`` at a
-    two-sided ``alpha``: :func:`detectable` of :func:`standard_error` with ``spread.df``."""
-    return detectable(standard_error(spread, n_base, n_head), spread.df, alpha=alpha, power=power)
+    """The smallest relative change that a comparison of ``n_base`` and ``n_head`` new starts will find with
+    probability ``power`` at a two-sided ``alpha``: :func:`detectable` of :func:`standard_error` on
+
+    .. math::
+
+        df' = df + (n_b - 1) + (n_h - 1)
+
+    since the comparison's own starts join the class's pool (each build's cell with two or more starts is an A/A
+    group), and its verdict stands on the pool as it is then. Read with ``spread.df`` alone, a class learned from
+    two starts (df 1, ``t_{1, 0.975}`` = 12.7) priced 3 starts a side at a 7.1-fold change (an H100 serving class,
+    2026-12-05), where those starts bring the verdict's ``df`` to 5 and about a 60 % change.
+    """
+    df = spread.df + (n_base - 1) + (n_head - 1)
+    return detectable(standard_error(spread, n_base, n_head), df, alpha=alpha, power=power)
 
 
 def detectable(se: float, df: int, *, alpha: float = ALPHA, power: float = POWER) -> float:

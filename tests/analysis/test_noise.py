@@ -81,14 +81,26 @@ def test_cv_is_the_spread_as_a_share_of_the_speed() -> None:
 
 
 def test_min_detectable_effect_by_hand() -> None:
-    # se = 0.1, t_{10, 0.975} + t_{10, 0.8} = 2.22814 + 0.87906 = 3.10720: exp(0.310720) - 1 = 0.36441.
+    # se = 0.1; the 2 + 2 new starts join the pool: df 10 + 1 + 1 = 12, t_{12, 0.975} + t_{12, 0.8} = 2.17881 + 0.87261
+    # = 3.05142: exp(0.305142) - 1 = 0.35682.
     spread = Spread(0.1, 10, 5, 15)
     assert standard_error(spread, 2, 2) == pytest.approx(0.1)
-    assert min_detectable_effect(spread, 2, 2) == pytest.approx(0.36441, abs=1e-5)
-    # More starts, a smaller effect: 8 a side halves se.
-    assert min_detectable_effect(spread, 8, 8) == pytest.approx(math.exp(3.10720 * 0.05) - 1, abs=1e-5)
-    # The same from a standard error and its degrees of freedom.
+    assert min_detectable_effect(spread, 2, 2) == pytest.approx(0.35682, abs=1e-5)
+    # More starts, a smaller effect: 8 a side halves se, on df 10 + 7 + 7 = 24 (2.06390 + 0.85686 = 2.92076).
+    assert min_detectable_effect(spread, 8, 8) == pytest.approx(math.exp(2.92076 * 0.05) - 1, abs=1e-5)
+    # From a standard error and its degrees of freedom as they are: t_{10} = 2.22814 + 0.87906 = 3.10720.
     assert detectable(0.1, 10) == pytest.approx(0.36441, abs=1e-5)
+
+
+def test_a_model_of_one_degree_of_freedom_is_read_with_the_starts_that_will_join_it() -> None:
+    # An H100 serving class of 2 starts (df 1, s 0.1709): read on df 1 alone, t_{1, 0.975} + t_{1, 0.8} = 12.7062 +
+    # 1.3764 priced 3 starts a side at exp(14.0826 x 0.1709 x sqrt(2/3)) - 1 = 6.13, a 613 % change. Those starts bring
+    # the verdict's df to 1 + 2 + 2 = 5: exp((2.57058 + 0.91954) x 0.1709 x sqrt(2/3)) - 1 = 0.628.
+    spread = Spread(0.1709, 1, 1, 2)
+    assert min_detectable_effect(spread, 3, 3) == pytest.approx(math.exp(3.49012 * 0.1709 * math.sqrt(2 / 3)) - 1, abs=1e-4)
+    assert min_detectable_effect(spread, 3, 3) == pytest.approx(0.628, abs=1e-3)
+    # One new start a side adds nothing: the model's df as it is.
+    assert min_detectable_effect(spread, 1, 1) == pytest.approx(detectable(0.1709 * math.sqrt(2), 1))
 
 
 def test_method_class_is_draft_or_none() -> None:

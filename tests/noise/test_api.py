@@ -20,10 +20,10 @@ def test_the_api_gives_each_class_its_spread_and_detectable_changes(client: Test
     assert none["method_class"] == "none" and (none["cells"], none["starts"], none["df"]) == (1, 3, 2)
     # Baseline: logs 0, 0, 0.3 about ln 1000: mean 0.1, squares 0.01 + 0.01 + 0.04 = 0.06 over 2: s = sqrt 0.03.
     assert math.isclose(none["sd"], math.sqrt(0.03)) and math.isclose(none["cv"], math.exp(math.sqrt(0.03)) - 1)
-    # Three starts a side: se = s sqrt(2/3); t_{2, 0.975} + t_{2, 0.8} = 4.30265 + 1.06066.
+    # Three starts a side: se = s sqrt(2/3), on df 2 + 2 + 2 = 6; t_{6, 0.975} + t_{6, 0.8} = 2.44691 + 0.90570.
     [three, eight] = none["min_detectable"]
     assert (three["starts"], eight["starts"]) == (3, 8)
-    assert math.isclose(three["effect"], math.exp(5.36332 * math.sqrt(0.03) * math.sqrt(2 / 3)) - 1, rel_tol=1e-5)
+    assert math.isclose(three["effect"], math.exp(3.35261 * math.sqrt(0.03) * math.sqrt(2 / 3)) - 1, rel_tol=1e-5)
     assert eight["effect"] < three["effect"]
     assert none["within_df"] == 6 and math.isclose(none["within_sd"], 0.2 / math.sqrt(3))
     assert none["hosts"] == ["h"] and none["newest"]

@@ -51,8 +51,8 @@ def test_each_class_pools_its_cells_starts_and_a_single_start_adds_nothing(clien
     for c in (draft, none):
         assert math.isclose(c.within.sd, 0.2 / math.sqrt(3)) and c.within.df == 4 and c.within.groups == 2
         assert c.hosts == ("h",) and c.newest is not None
-    # MDE at 3 a side, df 1: (12.7062 + 1.3764) x s sqrt(2/3).
-    assert math.isclose(none.detectable(3), math.exp((12.7062 + 1.3764) * 0.1 / math.sqrt(2) * math.sqrt(2 / 3)) - 1,
+    # MDE at 3 a side, df 1 + 2 + 2 = 5 (the new starts join the pool): (2.57058 + 0.91954) x s sqrt(2/3).
+    assert math.isclose(none.detectable(3), math.exp((2.57058 + 0.91954) * 0.1 / math.sqrt(2) * math.sqrt(2 / 3)) - 1,
                         rel_tol=1e-4)
 
 
