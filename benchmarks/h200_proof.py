@@ -10,7 +10,8 @@ vLLM (hard links, the files the patch changes copied) that the worker runs throu
 interpreter (``draftbench build create``'s patched build). It submits every sweep at once (their
 priorities order them), then, until all are finished or ``--budget-s`` is spent, copies the database and the cells' logs to ``--out`` after
 each poll, and prints a table of what finished. Run again with the same ``--work`` (the service and
-worker keep running in the background while the machine is held) to wait for the rest.
+worker keep running in the background while the machine is held) to wait for the rest; sweep files it names that
+this service has not had are submitted then (``submit_new``).
 """
 
 import argparse
@@ -70,7 +71,8 @@ def main() -> None:
                         "DRAFTBENCH_LEASE_SECONDS": "60", "DRAFTBENCH_STALL_CHECK_SECONDS": "10",
                         "PYTHONPATH": f"{os.environ.get('PYTHONPATH', '')}:{ROOT}"}
     models = make_models(args.work, args.python)
-    if not running(args.work / "service.pid"):
+    started = not running(args.work / "service.pid")
+    if started:
         if answering(server):
             sys.exit(f"a service from an earlier run still answers at {server}: stop it before starting another")
         for folder in args.imports:
@@ -91,21 +93,10 @@ def main() -> None:
         # The worker's own builds, not the count of known ones: an imported sweep makes its build known before any worker
         # runs it, and a sweep submitted before the worker registers its build is refused.
         wait(lambda: builds.keys() <= served_builds(server), 300, alive=lambda: worker.poll() is None, log=args.work / "worker.log")
-        # A head right after its base: a base job claimed between the two would run unpaired (the service knows a build
-        # only once a worker has registered it).
-        for sweep in args.sweeps:
-            # A paired sweep names its base by ${SWEEP_NAME} (the base's name, upper case, '-' as '_'), submitted before it.
-            body = string.Template(sweep.read_text()).substitute(models)
-            answer = httpx.post(f"{server}/api/v1/sweeps", content=body, timeout=60,
-                                headers={"Authorization": f"Bearer {TOKEN}", "content-type": "application/yaml"})
-            if answer.status_code != 201:
-                print(f"{sweep.name} refused ({answer.status_code}): {answer.text[:500]}", flush=True)
-                continue
-            submitted = answer.json()
-            models[f"SWEEP_{submitted['name'].upper().replace('-', '_')}"] = str(submitted["id"])
-            print(f"submitted {sweep.name}: sweep {submitted['id']}, {submitted['total']} jobs", flush=True)
-        if args.ci:
-            start_ci(args.work, args.ci, models, server, env, args.service_python)
+    with httpx.Client(base_url=server, timeout=60, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        submit_new(client, args.work, args.sweeps, models)
+    if args.ci and started:
+        start_ci(args.work, args.ci, models, server, env, args.service_python)
     while True:
         sweeps = httpx.get(f"{server}/api/v1/sweeps", timeout=30).json()
         keep(args.work, args.out)
@@ -119,6 +110,34 @@ def main() -> None:
         time.sleep(20)
     table(server)
     compared(server)
+
+
+def submit_new(client: httpx.Client, work: Path, sweeps: list[Path], models: dict[str, str]) -> None:
+    """Submits, in the order given, each sweep file this work folder's service has not had from this harness
+    (``work/submitted.json``: file -> the sweep's id and name), its placeholders filled from ``models``. So a call on a
+    warm machine may name more files, and a call naming the same ones again waits for them instead of running them
+    twice (before, only the call that started the service submitted: a file named later was dropped without a word).
+    A paired sweep names its base by ``${SWEEP_NAME}`` (the base's name, upper case, '-' as '_'): the ids of this
+    call's and earlier calls' submissions fill it, so a head comes right after its base (a base job claimed between
+    the two would run unpaired). A refused file is not recorded: the next call tries it again."""
+    record = work / "submitted.json"
+    done: dict[str, dict] = json.loads(record.read_text()) if record.exists() else {}
+    for entry in done.values():
+        models[f"SWEEP_{entry['name'].upper().replace('-', '_')}"] = str(entry["id"])
+    for sweep in sweeps:
+        if str(sweep) in done:
+            print(f"{sweep.name}: submitted before, as sweep {done[str(sweep)]['id']}", flush=True)
+            continue
+        body = string.Template(sweep.read_text()).substitute(models)
+        answer = client.post("/api/v1/sweeps", content=body, headers={"content-type": "application/yaml"})
+        if answer.status_code != 201:
+            print(f"{sweep.name} refused ({answer.status_code}): {answer.text[:500]}", flush=True)
+            continue
+        submitted = answer.json()
+        done[str(sweep)] = {"id": submitted["id"], "name": submitted["name"]}
+        record.write_text(json.dumps(done, indent=1))
+        models[f"SWEEP_{submitted['name'].upper().replace('-', '_')}"] = str(submitted["id"])
+        print(f"submitted {sweep.name}: sweep {submitted['id']}, {submitted['total']} jobs", flush=True)
 
 
 def answering(server: str) -> bool:

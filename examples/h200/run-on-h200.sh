@@ -11,7 +11,7 @@
 # CI_CHECK="SWEEP:BASE:HEAD:MINUTES": `draftbench ci` on examples/h200/SWEEP.yaml beside the sweeps.
 # GPUS: the worker's --gpus (default all: one worker per GPU); GPUS= (empty) starts one worker holding every GPU, which
 # tensor-parallel cells need (examples/h200/tp2-8b-*.yaml).
-# Call it again on the same warm machine to wait for the rest.
+# Call it again on the same warm machine to wait for the rest; SWEEPS it names that this service has not had are submitted then.
 set -euo pipefail
 # BUDGET counts from here, the install included: a call that runs past the device's 600 s limit loses the machine.
 STARTED=$(date +%s)
@@ -30,7 +30,7 @@ if [ -n "${FRESH:-}" ] && [ -f /tmp/h200/service.pid ]; then
   for p in $pids; do kill -- "-$p" 2>/dev/null || true; done
   for _ in $(seq 30); do alive=; for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done; [ -z "$alive" ] && break; sleep 1; done
   for p in $pids; do kill -9 -- "-$p" 2>/dev/null || true; done
-  rm -f /tmp/h200/draftbench.db* /tmp/h200/*.pid
+  rm -f /tmp/h200/draftbench.db* /tmp/h200/*.pid /tmp/h200/submitted.json
 fi
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 SWEEPS=${SWEEPS:-"peer shape-8b serving matrix-rest repeats"}
