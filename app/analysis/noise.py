@@ -191,7 +191,7 @@ def min_detectable_effect(spread: Spread, n_base: int, n_head: int, *, alpha: fl
     since the comparison's own starts join the class's pool (each build's cell with two or more starts is an A/A
     group), and its verdict stands on the pool as it is then. Read with ``spread.df`` alone, a class learned from
     two starts (df 1, ``t_{1, 0.975}`` = 12.7) priced 3 starts a side at a 7.1-fold change (an H100 serving class,
-    2026-12-05), where those starts bring the verdict's ``df`` to 5 and about a 60 % change.
+    2026-12-05), where those starts bring the verdict's ``df`` to 5 and about a 63 % change.
     """
     df = spread.df + (n_base - 1) + (n_head - 1)
     return detectable(standard_error(spread, n_base, n_head), df, alpha=alpha, power=power)
