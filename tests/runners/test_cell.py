@@ -117,6 +117,27 @@ def test_a_served_cells_requests_add_up_exactly_to_the_servers_metrics(served_ng
     assert request_acceptance.by_category(kept)
 
 
+def test_a_served_cells_server_is_a_fork_of_the_cell_that_imports_nothing_again(served_ngram_cell):
+    """The server runs in a fork of the cell's process, which had imported vLLM: a new interpreter paid the import
+    again (6.3 s on this machine for ``import vllm.entrypoints.openai.api_server``, 0.3 s after the cell's own imports;
+    7.8 s from a serving cell's start to the server's first line on an H100, 2026-12-05). vLLM's own lines name it."""
+    finished(served_ngram_cell)
+    [line] = [line for line in served_ngram_cell.log.splitlines() if line.startswith("vLLM's server: pid ")]
+    server_pid = line.split()[3].rstrip(",")
+    assert f"(APIServer pid={server_pid})" in served_ngram_cell.log
+
+
+def test_a_served_cell_whose_server_cannot_start_fails_with_the_servers_error(vllm_python, tmp_path, tiny_model, prompts):
+    """The forked server's own failure (no model at the path) ends it with its exit status and traceback in the cell's
+    log; the cell fails, as a crash the worker records, and never runs the cell's code twice."""
+    spec = cell_spec(tiny_model, prompts, None) | {"mode": "serve", "concurrency": 1}
+    spec["model"] = str(tmp_path / "no-such-model")
+    run = run_cell(vllm_python, tmp_path, spec)
+    assert run.returncode != 0 and run.result is None
+    assert "the vLLM server exited with 1 before it was healthy" in run.log
+    assert run.log.count("vLLM's server: pid ") == 1 and "Traceback" in run.log
+
+
 def test_real_vllm_counters_pass_the_consistency_check_in_every_round(ngram_cell, self_draft_cell, perturbed_draft_cell):
     """What the service shows as a result's ``counter_problems`` is empty for real vLLM's counters: an ngram cell (drafts
     may be shorter than k), the target drafting itself (everything accepted) and a perturbed draft (a middle acceptance,
