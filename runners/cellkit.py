@@ -14,8 +14,10 @@ import json
 import os
 import platform
 import random
+import sys
+import traceback
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 # app.schemas.cell.CELL_SCHEMA_VERSION and MAX_PASSES; the cell cannot import them (tests/runners/test_cellkit.py
 # ties them).
@@ -400,3 +402,24 @@ def nvidia_driver() -> str | None:
         return None
     words = first.split()
     return next((w for w in words if w[0].isdigit() and "." in w), None)
+
+
+def exit_after(run: Callable[[], object], *, returned: int) -> NoReturn:
+    """In a forked child: ``run()``, then end the process with ``os._exit``, so that it never returns into the code of
+    the process it was forked from (the fork server's loop, a cell's rounds). The status: ``returned`` when ``run``
+    returns, a ``SystemExit``'s as Python gives it (an int as it is, None 0, a message printed to stderr and 1), and 1
+    with the traceback printed for anything else. stdout and stderr are flushed first (``os._exit`` does not)."""
+    code = returned
+    try:
+        run()
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+        if not isinstance(stop.code, int) and stop.code is not None:
+            print(stop.code, file=sys.stderr)
+    except BaseException:
+        code = 1
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)

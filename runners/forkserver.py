@@ -41,8 +41,15 @@ import os
 import socket
 import sys
 import time
-import traceback
 import warnings
+
+# cellkit lives beside this file: run by path (the worker), this folder is on sys.path; imported as runners.forkserver
+# (tests), it is runners.cellkit. Imported here, not in a child: a child that failed to import it would return into
+# this server's loop.
+if __package__:
+    from runners import cellkit
+else:
+    import cellkit
 
 # The largest request (a cell's environment) and answer.
 MESSAGE_BYTES = 1 << 20
@@ -77,9 +84,9 @@ def cell_environment(cell: dict[str, str], given: dict[str, str], started: dict[
 
 
 def child(sock: socket.socket, request: dict, stdin: int, log: int) -> None:
-    """Become the cell: its group, stdio, folder and environment, then ``cell.main``; never returns."""
-    code = 1
-    try:
+    """Become the cell: its group, stdio, folder and environment, then ``cell.main``; never returns
+    (``cellkit.exit_after``: ``cell.main`` ends in ``os._exit`` itself, so a return is a failure)."""
+    def become() -> None:
         sock.close()
         os.setpgid(0, request["pgid"])
         os.dup2(stdin, 0)
@@ -95,17 +102,9 @@ def child(sock: socket.socket, request: dict, stdin: int, log: int) -> None:
 
         cell.CELL_STARTED = request["started"]
         cell.FORKED = True
-        cell.main(sys.argv)  # ends in os._exit
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-        if not isinstance(exc.code, int) and exc.code is not None:
-            print(exc.code, file=sys.stderr)
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        cell.main(sys.argv)
+
+    cellkit.exit_after(become, returned=1)
 
 
 def serve(sock: socket.socket) -> None:

@@ -47,7 +47,6 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 import urllib.request
 import warnings
 from collections.abc import Iterator
@@ -171,23 +170,16 @@ class ForkedServer:
 
 
 def _serve(args: list[str]) -> None:
-    """In the forked child: run the server as ``python -m SERVER_MODULE ARGS`` would, then exit with its status."""
-    code = 1
-    try:
+    """In the forked child: run the server as ``python -m SERVER_MODULE ARGS`` would (``cellkit.exit_after``)."""
+
+    def serve() -> None:
         # A spawned engine core would import vLLM again; the sweep's own choice stands.
         os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "fork")
         print(f"vLLM's server: pid {os.getpid()}, forked from the cell's {os.getppid()} with vLLM imported", flush=True)
         sys.argv = [SERVER_MODULE, *args]
         runpy.run_module(SERVER_MODULE, run_name="__main__", alter_sys=True)
-        code = 0
-    except SystemExit as stop:
-        code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+
+    cellkit.exit_after(serve, returned=0)
 
 
 def engine_flags(kwargs: dict[str, Any]) -> list[str]:

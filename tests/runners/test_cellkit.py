@@ -3,6 +3,7 @@ modules are read from their source, as the build's Python would import them)."""
 
 import ast
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -259,3 +260,33 @@ def test_tokens_per_s_is_the_median_round_and_a_round_of_no_time_is_left_out() -
     # 10, 20, 30, 50 tokens/s: the upper median of an even count.
     assert total.tokens_per_s == 30.0 and total.spec_decode is None and total.seconds == 5.0
     assert cellkit.totals([], speculative=False) == (0, 0.0, 0.0, None)
+
+
+def _exit_status_of(run, *, returned: int) -> tuple[int, str]:
+    """``cellkit.exit_after(run)`` in a forked child: its exit status and what it wrote to stderr."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        os.dup2(write, 2)
+        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115 - pytest's capture stands in for fd 2 otherwise
+        cellkit.exit_after(run, returned=returned)
+    os.close(write)
+    with os.fdopen(read) as said:
+        text = said.read()
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), text
+
+
+def _raise(exc: BaseException):
+    def run() -> None:
+        raise exc
+    return run
+
+
+def test_a_forked_child_ends_with_its_runs_status_and_never_returns_into_the_caller() -> None:
+    assert _exit_status_of(lambda: None, returned=7) == (7, "")
+    assert _exit_status_of(_raise(SystemExit(3)), returned=0) == (3, "")
+    assert _exit_status_of(_raise(SystemExit(None)), returned=1) == (0, "")
+    assert _exit_status_of(_raise(SystemExit("usage: cell.py SPEC RESULT")), returned=0) == (1, "usage: cell.py SPEC RESULT\n")
+    status, said = _exit_status_of(_raise(ValueError("no model")), returned=0)
+    assert status == 1 and "Traceback" in said and "ValueError: no model" in said
