@@ -191,6 +191,8 @@ VLLM_ENV: dict[str, str] = {
     "VLLM_BATCH_INVARIANT": "0 or 1: batch-invariant kernels",
     "VLLM_USE_FLASHINFER_SAMPLER": "0 or 1",
     "VLLM_ENABLE_V1_MULTIPROCESSING": "0 or 1",
+    # A serving cell's server forks its engine core unless a sweep says spawn, as `vllm serve` does (runners/serving.py).
+    "VLLM_WORKER_MULTIPROC_METHOD": "fork or spawn: how vLLM starts its engine core and workers",
     "VLLM_DISABLE_COMPILE_CACHE": "0 or 1",
     "VLLM_USE_AOT_COMPILE": "0 or 1",
     "VLLM_USE_STANDALONE_COMPILE": "0 or 1",
