@@ -74,7 +74,7 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float) -> tupl
     workload, concurrency = spec["workload"], spec.get("concurrency") or 1
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    server = ForkedServer(server_argv(kwargs, port)[2:])
+    server = ForkedServer(server_flags(kwargs, port))
     stop = lambda: _stop(server)  # noqa: E731
     try:
         wait_healthy(base, server, timeout_s=float(spec.get("timeout_s", 900)))
@@ -123,12 +123,17 @@ def run(spec: dict[str, Any], kwargs: dict[str, Any], *, started: float) -> tupl
 
 
 def server_argv(kwargs: dict[str, Any], port: int) -> list[str]:
-    """``python -m vllm.entrypoints.openai.api_server`` with the engine's keyword arguments as flags."""
-    return [sys.executable, "-m", SERVER_MODULE, "--host", "127.0.0.1", "--port", str(port), *engine_flags(kwargs)]
+    """``python -m vllm.entrypoints.openai.api_server`` with :func:`server_flags`."""
+    return [sys.executable, "-m", SERVER_MODULE, *server_flags(kwargs, port)]
+
+
+def server_flags(kwargs: dict[str, Any], port: int) -> list[str]:
+    """The server's flags: its address, and the engine's keyword arguments (:func:`engine_flags`)."""
+    return ["--host", "127.0.0.1", "--port", str(port), *engine_flags(kwargs)]
 
 
 class ForkedServer:
-    """vLLM's OpenAI server (``SERVER_MODULE`` run as ``__main__`` with ``args``) in a fork of this process, with
+    """vLLM's OpenAI server (``SERVER_MODULE`` run as ``__main__`` with the flags ``args``) in a fork of this process, with
     ``subprocess.Popen``'s ``pid``, ``returncode``, ``poll``, ``terminate`` and ``wait``.
 
     The child shares the cell's log, stdin (the lifeline's mark) and process group, as a ``Popen`` child would, and

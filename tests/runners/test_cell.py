@@ -125,6 +125,9 @@ def test_a_served_cells_server_is_a_fork_of_the_cell_that_imports_nothing_again(
     [line] = [line for line in served_ngram_cell.log.splitlines() if line.startswith("vLLM's server: pid ")]
     server_pid = line.split()[3].rstrip(",")
     assert f"(APIServer pid={server_pid})" in served_ngram_cell.log
+    # Its arguments are the flags alone: the module's name once stood in argv[1], which vLLM read as a model tag.
+    [given] = [line for line in served_ngram_cell.log.splitlines() if "non-default args:" in line]
+    assert "'model_tag'" not in given and f"'model': '{served_ngram_cell.spec['model']}'" in given, given
 
 
 def test_a_served_cell_whose_server_cannot_start_fails_with_the_servers_error(vllm_python, tmp_path, tiny_model, prompts):
