@@ -51,6 +51,12 @@ def in_process(url: str) -> Iterator[TestClient]:
     app.state.engine.dispose()
 
 
+def rounded_speedups(line: dict) -> dict[tuple[int, int], tuple[float, float, float]]:
+    """A ``/api/v1/speedups`` line's cells as (k, load) -> speedup and its interval, to two decimals as the page says."""
+    return {(c["k"], c["load"]): (round(c["speedup"], 2), round(c["speedup_low"], 2), round(c["speedup_high"], 2))
+            for c in line["cells"]}
+
+
 def noise_imported(url: str) -> None:
     """The 2026-12-01 noise sweeps (``NOISE``) imported into ``url``."""
     for sweep in ("h200-noise-8b", "h200-noise-8b-third"):

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.dashboards.h200 import DATA, imported_folder, in_process
+from tests.dashboards.h200 import DATA, imported_folder, in_process, rounded_speedups
 
 BESTK = DATA / "h200-2026-12-04c" / "h200-bestk-8b"
 REST = (DATA / "h200-2026-12-05" / "h200-bestk-8b-rest", DATA / "h200-2026-12-05" / "h200-bestk-8b-k4")
@@ -40,9 +40,7 @@ def test_speculation_pays_at_no_client_count_measured_and_the_best_k_says_so(h20
     # Baseline 183, 693, 2328, 6086 tok/s; k=1 115, 444, 1715, 4521; k=2 118, 423, 1504, 4435; k=4 91, 274, 877 (one
     # start each, rounds' intervals).
     [line] = h200.get("/api/v1/speedups").json()
-    speedups = {(c["k"], c["load"]): (round(c["speedup"], 2), round(c["speedup_low"], 2), round(c["speedup_high"], 2))
-                for c in line["cells"]}
-    assert speedups == {(1, 1): (0.63, 0.56, 0.70), (1, 4): (0.64, 0.53, 0.78), (1, 16): (0.74, 0.65, 0.84),
+    assert rounded_speedups(line) == {(1, 1): (0.63, 0.56, 0.70), (1, 4): (0.64, 0.53, 0.78), (1, 16): (0.74, 0.65, 0.84),
                         (1, 64): (0.74, 0.59, 0.93), (2, 1): (0.64, 0.58, 0.71), (2, 4): (0.61, 0.51, 0.73),
                         (2, 16): (0.65, 0.54, 0.77), (2, 64): (0.73, 0.61, 0.87), (4, 1): (0.50, 0.46, 0.54),
                         (4, 4): (0.39, 0.36, 0.43), (4, 16): (0.38, 0.33, 0.43)}
