@@ -95,6 +95,8 @@ SHUTDOWN_GRACE_S = 20.0
 # The harness's noise controls, on unless the cell's environment sets these to 0.
 GC_FREEZE_ENV = "DRAFTBENCH_GC_FREEZE"
 GC_PAUSE_ENV = "DRAFTBENCH_GC_PAUSE"
+# vLLM's own: a start may take the KV cache's size from an earlier start of its configuration (runners/execute.py).
+STARTUP_PLAN_ENV = "VLLM_ENABLE_STARTUP_PLAN"
 
 
 # ---------------------------------------------------------------------------- engine
@@ -294,6 +296,7 @@ def harness_settings(env) -> dict[str, Any]:
         "clock": time.get_clock_info("perf_counter").implementation,
         "cpus": len(os.sched_getaffinity(0)),
         "forked": FORKED,
+        "startup_plan": env.get(STARTUP_PLAN_ENV, "0") != "0",
     }
 
 

@@ -4,10 +4,10 @@ Usage (the worker starts it: ``runners/execute.py``'s ``ForkServer``):
 
     python runners/forkserver.py FD
 
-FD is this end of a ``SOCK_SEQPACKET`` socket pair. The server imports ``cell.py`` (beside it) and vLLM's engine
-API, says ``{"ready": ...}``, then for each request (JSON with the cell's ``argv``, ``cwd``, ``env``, the
-environment the server was started in (``given``), process group ``pgid`` and ``started``, and two file
-descriptors: the cell's stdin and its log's write end) forks a
+FD is this end of a ``SOCK_SEQPACKET`` socket pair. The server imports ``cell.py`` (beside it), vLLM's engine
+API and what vLLM's engine core imports as it starts (``warm_engine``), says ``{"ready": ...}``, then for each
+request (JSON with the cell's ``argv``, ``cwd``, ``env``, the environment the server was started in (``given``),
+process group ``pgid`` and ``started``, and two file descriptors: the cell's stdin and its log's write end) forks a
 child, answers ``{"pid": N}``, waits for the child and answers ``{"returncode": R}`` (negative: killed by that
 signal, as ``subprocess`` says it). It exits when the worker closes its end.
 
@@ -28,14 +28,16 @@ What a child gets, so that it runs as ``python runners/cell.py SPEC RESULT`` wou
 - the signal dispositions of a fresh Python (the server changes none) and, as ``os.fork`` does, Python's
   ``random`` reseeded; vLLM seeds its own generators from the engine's ``seed``.
 
-The server refuses to serve (``{"refused": why}``, then exits) when its import initialised CUDA: a child of a
-process with a CUDA context cannot use the GPU. The import leaves native threads waiting (two on the CPU build,
+The server refuses to serve (``{"refused": why}``, then exits) when its import of vLLM's API initialised CUDA: a
+child of a process with a CUDA context cannot use the GPU; the engine's modules it imports only after a forked probe
+found them harmless. The import leaves native threads waiting (two on the CPU build,
 one started by torch's import and one by vLLM's, both asleep on a futex); the process vLLM forks its engine core
 from holds them too. The server starts no thread of its own.
 
 Standard library only besides the cell's own imports: it runs inside the build being measured.
 """
 
+import importlib
 import json
 import os
 import socket
@@ -56,6 +58,11 @@ MESSAGE_BYTES = 1 << 20
 # This process's environment as Python found it: what the worker gave, and what the interpreter (a build's wrapper
 # script) added before Python started.
 STARTED_ENV = dict(os.environ)
+# What vLLM's engine core imports as it starts (its worker: model runner, layers, kernels' wrappers), imported here
+# too so that no cell's engine pays for it (``warm_engine``). Names move between releases: a missing one is skipped.
+ENGINE_MODULES = ("vllm.v1.worker.gpu_worker", "vllm.v1.worker.gpu_model_runner")
+# The probe's exit status when the engine's import initialised CUDA.
+PROBE_CUDA = 3
 
 
 def send(sock: socket.socket, message: dict) -> None:
@@ -70,10 +77,54 @@ def preload() -> dict:
     import vllm.engine.arg_utils
     from vllm import LLM  # noqa: F401
 
+    return {"import_s": time.perf_counter() - started, "vllm": vllm.__version__,
+            "cuda_initialised": cuda_initialised()}
+
+
+def cuda_initialised() -> bool:
+    """Whether this process has a CUDA context (torch says so, where torch was imported)."""
     torch = sys.modules.get("torch")
-    cuda = bool(torch is not None and torch.cuda.is_initialized())
-    return {"import_s": time.perf_counter() - started, "vllm": vllm.__version__, "cuda_initialised": cuda,
-            "threads": len(os.listdir("/proc/self/task"))}
+    return bool(torch is not None and torch.cuda.is_initialized())
+
+
+def warm_engine() -> dict:
+    """Import ``ENGINE_MODULES`` too, where a forked probe finds that they leave CUDA untouched; what the worker is told.
+
+    vLLM's engine core imports its worker when it starts, in every cell (its parent is the cell, forked from here):
+    on the CPU build 0.7 s of its start, against 6.3 s for vLLM's API. A module that initialised CUDA here would
+    leave every child without the GPU, so the probe imports them first and the server follows only where it found
+    CUDA untouched; a build without them (an older vLLM) is told so and served as before.
+    """
+    started = time.perf_counter()
+    pid = fork()
+    if pid == 0:
+        cellkit.exit_after(lambda: sys.exit(_probe()), returned=0)
+    _, status = os.waitpid(pid, 0)
+    probe = os.waitstatus_to_exitcode(status)
+    if probe != 0:
+        why = "its import initialised CUDA" if probe == PROBE_CUDA else f"the probe ended with {probe}"
+        return {"engine_import_s": None, "engine_modules": [], "engine_skipped": why}
+    imported = _import_engine()
+    return {"engine_import_s": time.perf_counter() - started, "engine_modules": imported,
+            "engine_skipped": None if imported else "this vLLM has none of them"}
+
+
+def _probe() -> int:
+    """In the probe: the engine's modules imported, ``PROBE_CUDA`` where that initialised CUDA, else 0."""
+    _import_engine()
+    return PROBE_CUDA if cuda_initialised() else 0
+
+
+def _import_engine() -> list[str]:
+    """Import each of ``ENGINE_MODULES`` this build has; the names imported."""
+    imported = []
+    for name in ENGINE_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+        imported.append(name)
+    return imported
 
 
 def cell_environment(cell: dict[str, str], given: dict[str, str], started: dict[str, str]) -> dict[str, str]:
@@ -107,6 +158,16 @@ def child(sock: socket.socket, request: dict, stdin: int, log: int) -> None:
     cellkit.exit_after(become, returned=1)
 
 
+def fork() -> int:
+    """``os.fork``, with what is buffered written first, so that no child repeats it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with warnings.catch_warnings():
+        # Python 3.12 warns of forking with threads: the import's are asleep (see the module's docstring).
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
+
+
 def serve(sock: socket.socket) -> None:
     """Fork a child per request until the worker hangs up."""
     while True:
@@ -115,12 +176,7 @@ def serve(sock: socket.socket) -> None:
             return
         request = json.loads(data)
         stdin, log = fds
-        sys.stdout.flush()
-        sys.stderr.flush()
-        with warnings.catch_warnings():
-            # Python 3.12 warns of forking with threads: the import's are asleep (see the module's docstring).
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+        pid = fork()
         if pid == 0:
             child(sock, request, stdin, log)
         os.close(stdin)
@@ -140,6 +196,8 @@ def main(argv: list[str]) -> None:
     if facts["cuda_initialised"]:
         send(sock, {"refused": "importing vLLM initialised CUDA: a forked cell could not use the GPU"})
         return
+    facts |= warm_engine()
+    facts["threads"] = len(os.listdir("/proc/self/task"))
     print(f"fork server ready: {json.dumps(facts)}", flush=True)
     send(sock, {"ready": facts})
     serve(sock)

@@ -254,6 +254,9 @@ class Harness(Input):
     # The cell's process was forked from its build's fork server (runners/forkserver.py): vLLM was imported
     # before the cell started, and import_s is the server's import for the cell that started it, else ~0.
     forked: bool = False
+    # vLLM was let reuse its configuration's KV cache size from an earlier start instead of profiling memory
+    # (VLLM_ENABLE_STARTUP_PLAN, the worker's default): whether it did, its log says ("Applying persisted startup plan").
+    startup_plan: bool = False
 
 
 class Energy(Input):

@@ -202,6 +202,8 @@ VLLM_ENV: dict[str, str] = {
     # vLLM 0.21+ estimates the CUDA graphs' memory at start (2 s of an H100 start, as its log times it:
     # tests/data/h100-2026-12-05) and sizes the KV cache after it; 0 is the older sizing (a larger KV cache).
     "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0 or 1: estimate the CUDA graphs' memory before sizing the KV cache",
+    # The worker sets 1 (runners/execute.py's START_ENV); 0 profiles memory at every start, as vLLM does by default.
+    "VLLM_ENABLE_STARTUP_PLAN": "0 or 1: reuse a configuration's KV cache size from an earlier start instead of profiling",
     "VLLM_CPU_KVCACHE_SPACE": "GiB of KV cache on the CPU engine",
     "VLLM_CPU_OMP_THREADS_BIND": "CPU cores for the CPU engine's threads",
     "VLLM_LOGGING_LEVEL": "DEBUG, INFO, WARNING, ...",

@@ -102,16 +102,20 @@ def test_sweep_runs_to_results_with_baseline(service, worker, tiny_model, pertur
     assert log.status_code == 200 and "cell result written" in log.text
     # The cells compiled the model's code into the worker's bytecode cache (its build check loads no model).
     assert any(path.name.startswith("qwen3.") for path in worker.pycache.rglob("*.pyc"))
-    # Every cell was forked from the build's fork server (which imported vLLM before the first), timed each pass of
-    # each round and ran with the harness's garbage-collector settings.
+    # Every cell was forked from the build's fork server (which imported vLLM and its engine's worker before the
+    # first), timed each pass of each round and ran with the harness's garbage-collector settings, and its vLLM was
+    # let reuse a startup plan (the CPU engine sizes its KV cache without one).
     for row in rows:
         [path] = worker.workdir.glob(f"job-{row['job_id']}-*/result.json")
         result = json.loads(path.read_text())
         assert result["schema_version"] == 9 and result["harness"]["forked"]
-        assert result["harness"]["gc_freeze"] and result["harness"]["gc_pause"]
+        assert result["harness"]["gc_freeze"] and result["harness"]["gc_pause"] and result["harness"]["startup_plan"]
         for measured in result["rounds"]:
             assert measured["passes"] and sum(p["output_tokens"] for p in measured["passes"]) == measured["output_tokens"]
             assert sum(p["seconds"] for p in measured["passes"]) == pytest.approx(measured["seconds"])
+    [server_log] = worker.workdir.glob("forkserver-*.log")
+    ready = json.loads(server_log.read_text().split("fork server ready: ")[1].splitlines()[0])
+    assert ready["engine_modules"] == ["vllm.v1.worker.gpu_worker", "vllm.v1.worker.gpu_model_runner"]
     # vLLM was imported before they started: only a cell that started the server paid for its import.
     assert sum(row["import_s"] < 1.0 for row in rows) >= len(rows) - 1, [row["import_s"] for row in rows]
 

@@ -307,6 +307,8 @@ def test_the_harness_settings_come_from_the_cells_environment_when_it_runs() -> 
     assert settings["clock"] == time.get_clock_info("perf_counter").implementation
     assert settings["cpus"] == len(os.sched_getaffinity(0))
     assert cell.harness_settings({})["gc_freeze"] and not cell.harness_settings({cell.GC_PAUSE_ENV: "0"})["gc_pause"]
+    assert not cell.harness_settings({})["startup_plan"] and not settings["startup_plan"]
+    assert cell.harness_settings({cell.STARTUP_PLAN_ENV: "1"})["startup_plan"]
 
 
 def test_an_unseeded_cell_at_temperature_one_measures_like_a_seeded_one(unseeded_cell) -> None:

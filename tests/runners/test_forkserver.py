@@ -22,17 +22,29 @@ from tests import procs
 
 FAKE_VLLM = {
     "vllm/__init__.py": """
-        import os, time
+        import os, sys, time
         __version__ = "0.0-standin"
 
         class LLM:
             def __init__(self, **kwargs):
-                print(f"engine pid {os.getpid()} group {os.getpgid(0)} added {os.environ.get('STANDIN_ADDED')}", flush=True)
+                print(f"engine pid {os.getpid()} group {os.getpgid(0)} added {os.environ.get('STANDIN_ADDED')}"
+                      f" worker {'vllm.v1.worker.gpu_worker' in sys.modules}", flush=True)
                 if os.environ.get("STANDIN_ENGINE") == "hang":
                     time.sleep(600)
                 raise RuntimeError("EngineCore encountered a fatal error")
     """,
     "vllm/engine/__init__.py": "",
+    # The engine's worker, which the server imports before any cell (forkserver.warm_engine); here without the model
+    # runner, as a build may lack one of forkserver.ENGINE_MODULES. With STANDIN_WORKER=cuda its import initialises
+    # CUDA, as the stand-in torch of CUDA_TORCH tells.
+    "vllm/v1/__init__.py": "",
+    "vllm/v1/worker/__init__.py": "",
+    "vllm/v1/worker/gpu_worker.py": """
+        import os
+        if os.environ.get("STANDIN_WORKER") == "cuda":
+            import torch
+            torch.cuda.initialised = True
+    """,
     "vllm/engine/arg_utils.py": """
         import dataclasses
 
@@ -41,6 +53,14 @@ FAKE_VLLM = {
             model: str = ""
     """,
 }
+CUDA_TORCH = """
+    class cuda:
+        initialised = False
+
+        @staticmethod
+        def is_initialized():
+            return cuda.initialised
+"""
 SPEC = {"model": "/models/none", "workload": {"dataset": "draftbench", "num_prompts": 1, "max_tokens": 1},
         "backend": "CPU_ATTN", "graph_mode": "NONE", "speculative": None}
 
@@ -69,6 +89,7 @@ def test_a_forked_cells_crash_is_its_own_and_the_server_forks_the_next(tmp_path:
     try:
         first = run_cell(server, tmp_path / "a", env | {"STANDIN_ENGINE": "crash"})
         assert server.ready is not None and server.ready["vllm"] == "0.0-standin" and not server.ready["cuda_initialised"]
+        assert server.ready["engine_modules"] == ["vllm.v1.worker.gpu_worker"] and server.ready["engine_skipped"] is None
         second = run_cell(server, tmp_path / "b", env | {"STANDIN_ENGINE": "crash"})
     finally:
         server.close()
@@ -80,6 +101,24 @@ def test_a_forked_cells_crash_is_its_own_and_the_server_forks_the_next(tmp_path:
     pids = [int((tmp_path / name / "cell.log").read_text().split("engine pid ")[1].split()[0]) for name in "ab"]
     assert pids[0] != pids[1]
     assert "fork server ready" in (tmp_path / "forkserver.log").read_text()
+    # The engine's worker was imported before the cell started: the server's, not the cell's.
+    assert all(" worker True" in (tmp_path / name / "cell.log").read_text() for name in "ab")
+
+
+def test_a_server_leaves_out_the_engines_modules_where_their_import_initialises_cuda(tmp_path: Path, standin: Path) -> None:
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text(textwrap.dedent(CUDA_TORCH))
+    env = execute.cell_env({}, None) | {"PYTHONPATH": f"{standin}:{tmp_path}", "STANDIN_WORKER": "cuda"}
+    server = execute.ForkServer(sys.executable, env, tmp_path / "forkserver.log")
+    try:
+        finished = run_cell(server, tmp_path / "a", env)
+        ready = server.ready
+    finally:
+        server.close()
+    # The probe's import initialised CUDA, the server's did not: it serves, and the cell imports the worker itself.
+    assert server.refused is None and ready is not None and not ready["cuda_initialised"]
+    assert ready["engine_modules"] == [] and ready["engine_skipped"] == "its import initialised CUDA"
+    assert finished.exit_code == 1 and " worker False" in (tmp_path / "a" / "cell.log").read_text()
 
 
 def test_a_forked_cell_that_hangs_is_ended_by_its_timeout_with_its_group(tmp_path: Path, standin: Path) -> None:

@@ -21,6 +21,15 @@ def test_offline_cells_get_their_vllm_variables_and_the_bytecode_cache(monkeypat
     assert execute.cell_env({}, None)["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
+def test_cells_let_vllm_reuse_its_startup_plan_unless_the_host_or_the_sweep_says_not(monkeypatch) -> None:
+    monkeypatch.delenv("VLLM_ENABLE_STARTUP_PLAN", raising=False)
+    assert execute.cell_env({}, None)["VLLM_ENABLE_STARTUP_PLAN"] == "1"
+    assert execute.cell_env({"VLLM_ENABLE_STARTUP_PLAN": "0"}, None)["VLLM_ENABLE_STARTUP_PLAN"] == "0"
+    monkeypatch.setenv("VLLM_ENABLE_STARTUP_PLAN", "0")
+    assert execute.cell_env({}, None)["VLLM_ENABLE_STARTUP_PLAN"] == "0"
+    assert execute.cell_env({"VLLM_ENABLE_STARTUP_PLAN": "1"}, None)["VLLM_ENABLE_STARTUP_PLAN"] == "1"
+
+
 @pytest.mark.vllm
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # one engine start; the import itself is tested on both
 def test_a_folder_runs_without_the_service_and_imports_as_it_ran(vllm_python, tiny_model, tmp_path, migrated_sessions) -> None:
