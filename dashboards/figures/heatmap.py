@@ -26,7 +26,7 @@ SMALL, TITLE_SIZE, KEY_SIZE = 8, 10, 7
 # the colour bar's gap, width and the room for its ticks; above them the title; below the two-line mode names, the x
 # label and the key.
 SQUARE_WIDTH, SQUARE_HEIGHT, GAP, BAR_GAP, BAR_WIDTH, BAR_TICKS, TOP, BOTTOM = 1.9, 0.75, 0.2, 0.15, 0.15, 0.55, 0.4, 0.85
-KEY = "v downgraded · E draft eager · ! alarm · 0/1 degenerate · grey: no value (why, written in)"
+KEY = ("v downgraded", "E draft eager", "! alarm", "0/1 degenerate", "grey: no value (why, written in)")
 X_LABEL = "graph mode requested"
 
 
@@ -69,18 +69,32 @@ def _mode_name(mode: str) -> str:
     return mode.replace("_", "_\n", 1) if len(mode) > 10 else mode
 
 
-def _layout(backends: tuple[str, ...], modes: tuple[str, ...], metric: str,
-            title: str) -> tuple[tuple[float, float], tuple[float, float, float, float], tuple[float, float, float, float]]:
-    """(the figure's size in inches, the squares' box and the colour bar's in fractions of it). The squares are at
-    least as tall as the colour bar's label, which runs along the bar; the figure as wide as the title and the key,
-    which start at the squares' left edge."""
+def _layout(backends: tuple[str, ...], modes: tuple[str, ...], metric: str, title: str) -> tuple[
+        tuple[float, float], tuple[float, float, float, float], tuple[float, float, float, float], str]:
+    """(the figure's size in inches, the squares' box and the colour bar's in fractions of it, the key's text). The
+    squares are at least as tall as the colour bar's label, which runs along the bar; the figure as wide as the title
+    and the key, which start at the squares' left edge."""
     left = text_inches(backends, SMALL) + GAP
     width, height = SQUARE_WIDTH * len(modes), max(SQUARE_HEIGHT * len(backends), text_inches([METRICS[metric][0]], SMALL) + 0.2)
     right = BAR_GAP + BAR_WIDTH + BAR_TICKS + SMALL / 72
-    total = left + max(width + right, text_inches([title], TITLE_SIZE), text_inches([KEY], KEY_SIZE)) + 0.1
-    tall = height + TOP + BOTTOM
-    return ((total, tall), (left / total, BOTTOM / tall, width / total, height / tall),
-            ((left + width + BAR_GAP) / total, BOTTOM / tall, BAR_WIDTH / total, height / tall))
+    key = key_text(width + right)
+    total = left + max(width + right, text_inches([title], TITLE_SIZE), text_inches([key], KEY_SIZE)) + 0.1
+    bottom = BOTTOM + key.count("\n") * KEY_SIZE / 72 * 1.2
+    tall = height + TOP + bottom
+    return ((total, tall), (left / total, bottom / tall, width / total, height / tall),
+            ((left + width + BAR_GAP) / total, bottom / tall, BAR_WIDTH / total, height / tall), key)
+
+
+def key_text(room: float) -> str:
+    """``KEY``'s entries in lines no wider than ``room`` inches where they fit (a one-square panel keeps its width, so
+    that a serving line's panels sit several to a row), broken only between entries."""
+    lines = [KEY[0]]
+    for entry in KEY[1:]:
+        if text_inches([f"{lines[-1]} · {entry}"], KEY_SIZE) <= room:
+            lines[-1] = f"{lines[-1]} · {entry}"
+        else:
+            lines.append(entry)
+    return "\n".join(lines)
 
 
 def _figure(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, metric: str, title: str,
@@ -88,7 +102,7 @@ def _figure(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, met
     grid = np.full((len(backends), len(modes)), np.nan)
     for row, col, value, _, _ in cells:
         grid[row, col] = np.nan if value is None else value
-    size, squares, bar_box = _layout(backends, modes, metric, title)
+    size, squares, bar_box, key = _layout(backends, modes, metric, title)
     fig = Figure(figsize=size)
     ax = fig.add_axes(squares)
     low, high = scale or (None, None)
@@ -109,7 +123,7 @@ def _figure(backends: tuple[str, ...], modes: tuple[str, ...], cells: tuple, met
         bar.ax.tick_params(labelsize=SMALL)
         bar.set_label(METRICS[metric][0], fontsize=SMALL)
     # The key hangs under the axis label, wherever the tick labels put it, from the squares' left edge.
-    ax.annotate(KEY, xy=(0, 0), xycoords=(ax.transAxes, ax.xaxis.label), xytext=(0, -3), textcoords="offset points",
+    ax.annotate(key, xy=(0, 0), xycoords=(ax.transAxes, ax.xaxis.label), xytext=(0, -3), textcoords="offset points",
                 ha="left", va="top", fontsize=KEY_SIZE, color="#444")
     return fig
 

@@ -18,7 +18,7 @@ from dashboards.data import cells_frame
 from dashboards.figures import Drawing, text_inches
 from dashboards.figures.bars import speed_bars
 from dashboards.figures.calibration import calibration
-from dashboards.figures.heatmap import METRICS, heatmap
+from dashboards.figures.heatmap import KEY, METRICS, heatmap, key_text
 from dashboards.figures.history import history
 from dashboards.figures.serving import COLUMNS, serving_figure
 from dashboards.figures.throughput import throughput_by_cell
@@ -89,6 +89,17 @@ def test_every_figure_holds_what_it_draws_in_the_box_its_image_reserves(name: st
     assert (width, height) == pytest.approx(drawing.size)
     # A hundredth of an inch: a pixel at 100 dpi.
     assert held.x0 >= -0.01 and held.y0 >= -0.01 and held.x1 <= width + 0.01 and held.y1 <= height + 0.01, (held, width, height)
+
+
+def test_the_heatmaps_key_breaks_between_its_entries_only_where_the_squares_are_narrower_than_it() -> None:
+    assert key_text(100.0) == " · ".join(KEY)
+    narrow = key_text(2.9)  # one graph mode: 1.9 inches of square and 1 of colour bar
+    assert narrow.split("\n") == [" · ".join(KEY[:4]), KEY[4]]
+    assert all(text_inches([line], 7) <= 2.9 for line in narrow.split("\n"))
+    # A one-mode panel is as wide as its labels, squares and bar, not as its key: three sit side by side in a 1400 px
+    # window (less the page's 8 px margins, with /matrix's 24 px between panels).
+    one = heatmap(_frame(MODES[:1], speed=0.5), "acceptance", "H100 · draft_model k=2 c=16 · vllm-0.26.0")
+    assert 3 * one.width + 2 * 24 <= 1400 - 2 * 8, one.width
 
 
 def test_text_inches_measures_the_widest_line_as_matplotlib_sets_it() -> None:
