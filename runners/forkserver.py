@@ -30,9 +30,9 @@ What a child gets, so that it runs as ``python runners/cell.py SPEC RESULT`` wou
 
 The server refuses to serve (``{"refused": why}``, then exits) when its import of vLLM's API initialised CUDA: a
 child of a process with a CUDA context cannot use the GPU; the engine's modules it imports only after a forked probe
-found them harmless. The import leaves native threads waiting (two on the CPU build,
-one started by torch's import and one by vLLM's, both asleep on a futex); the process vLLM forks its engine core
-from holds them too. The server starts no thread of its own.
+found them harmless. The import leaves native threads waiting (two on the CPU build, one started by torch's import
+and one by vLLM's, both asleep on a futex); the process vLLM forks its engine core from holds them too. The server
+starts no thread of its own.
 
 Standard library only besides the cell's own imports: it runs inside the build being measured.
 """
