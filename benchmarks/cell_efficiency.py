@@ -12,10 +12,13 @@ and modifiers joined by ``+``:
   the worker's default; one server per way, so the first forked run of a way pays the server's import);
 - ``+inproc``: vLLM's engine core in the cell's own process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``);
 - ``+nogc``, ``+nogc-freeze``, ``+nogc-pause``: the harness's garbage-collector settings off (both, or one:
-  ``DRAFTBENCH_GC_FREEZE=0``, ``DRAFTBENCH_GC_PAUSE=0``), to see whether they move the spread.
+  ``DRAFTBENCH_GC_FREEZE=0``, ``DRAFTBENCH_GC_PAUSE=0``), to see whether they move the spread;
+- ``+noplan``: without vLLM's startup plan (``VLLM_ENABLE_STARTUP_PLAN=0``; the worker sets 1), so every start
+  profiles memory again. A run's ``plan`` says what vLLM's log says it did with the plan: ``saved`` (it profiled
+  and kept the result), ``applied`` (it skipped profiling), ``refused`` (less free memory than when it was saved).
 
 The ways alternate within each run (fresh, forked, fresh, forked, ...), so a host's drift falls on all alike.
-Printed per run: import_s, engine_start_s, warmup_s, the measured seconds, the cell's wall seconds (to its
+Printed per run: the plan, import_s, engine_start_s, warmup_s, the measured seconds, the cell's wall seconds (to its
 result) and the process's (with shutdown), efficiency (measured over wall), tokens/s with the start's interval
 (``app.analysis.passes.start_interval``, as the service stores it: a block bootstrap over the passes) and the passes'
 spread (coefficient of variation of their tokens/s); then the medians per way, and the spread of tokens/s between
@@ -66,7 +69,11 @@ MODIFIERS = {
     "nogc": {"DRAFTBENCH_GC_FREEZE": "0", "DRAFTBENCH_GC_PAUSE": "0"},
     "nogc-freeze": {"DRAFTBENCH_GC_FREEZE": "0"},
     "nogc-pause": {"DRAFTBENCH_GC_PAUSE": "0"},
+    "noplan": {"VLLM_ENABLE_STARTUP_PLAN": "0"},
 }
+# What vLLM 0.26's v1/worker/startup_plan.py logs for each outcome, in the order a start meets them.
+PLAN_LINES = {"Startup plan not applied": "refused", "Applying persisted startup plan": "applied",
+              "Saved startup plan": "saved"}
 COLUMNS = ("import_s", "engine_start_s", "warmup_s", "measured_s", "wall_s", "run_s", "efficiency", "tokens_per_s",
            "pass_cv")
 
@@ -106,8 +113,15 @@ def cell_spec(shape: str, model: Path, *, draft: str, rounds: int, min_window_s:
             "timeout_s": timeout_s, "mode": "offline", "env": {}}
 
 
-def measured(result: dict, run_s: float) -> dict:
-    """One run's row: the result's times, efficiency, tokens/s with the start's interval, and the passes' spread."""
+def plan_outcome(log: str) -> str:
+    """What the start did with vLLM's startup plan, by its log (``PLAN_LINES``): the first outcome logged, or "-"."""
+    found = [(log.find(line), outcome) for line, outcome in PLAN_LINES.items() if line in log]
+    return min(found)[1] if found else "-"
+
+
+def measured(result: dict, run_s: float, plan: str = "-") -> dict:
+    """One run's row: what the start did with vLLM's startup plan, the result's times, efficiency, tokens/s with
+    the start's interval, and the passes' spread."""
     rounds = result.get("rounds") or []
     interval, passes = start_interval([(r["seconds"], r["output_tokens"],
                                         [(p["seconds"], p["output_tokens"]) for p in r.get("passes", [])])
@@ -115,7 +129,7 @@ def measured(result: dict, run_s: float) -> dict:
     speeds = [p["output_tokens"] / p["seconds"] for r in rounds for p in r.get("passes", []) if p["seconds"] > 0]
     seconds = sum(r["seconds"] for r in rounds)
     return {
-        "import_s": result.get("import_s"), "engine_start_s": result["engine_start_s"], "warmup_s": result["warmup_s"],
+        "plan": plan, "import_s": result.get("import_s"), "engine_start_s": result["engine_start_s"], "warmup_s": result["warmup_s"],
         "measured_s": seconds, "wall_s": result["wall_s"], "run_s": run_s, "efficiency": seconds / result["wall_s"],
         "tokens_per_s": interval.median, "low": interval.low, "high": interval.high, "level": interval.confidence,
         "passes": passes, "pass_cv": statistics.stdev(speeds) / statistics.fmean(speeds) if len(speeds) > 1 else None,
@@ -133,7 +147,17 @@ def run_one(python: str, spec: dict, folder: Path, env: dict[str, str], server: 
     if finished.exit_code != 0 or not (folder / "result.json").is_file():
         return {"failed": f"exit {finished.exit_code}, signal {finished.signal}, timed out {finished.timed_out}: "
                           f"see {folder / 'cell.log'}"}
-    return measured(json.loads((folder / "result.json").read_text()), finished.duration_s)
+    log = (folder / "cell.log").read_text(errors="replace") if (folder / "cell.log").is_file() else ""
+    return measured(json.loads((folder / "result.json").read_text()), finished.duration_s, plan_outcome(log))
+
+
+def server_text(ready: dict | None) -> str:
+    """A fork server's ready line in words: its imports of vLLM and of vLLM's engine worker (runners/forkserver.py)."""
+    if ready is None:
+        return "never ready"
+    engine = (f"the engine worker in {shown(ready.get('engine_import_s'))} s" if ready.get("engine_modules")
+              else f"not the engine worker ({ready.get('engine_skipped') or 'not said'})")
+    return f"vLLM in {shown(ready.get('import_s'))} s, {engine}"
 
 
 def shown(value: float | None, digits: int = 2) -> str:
@@ -146,7 +170,8 @@ def row_text(way: str, run: int | str, row: dict) -> str:
     interval = f"{row['tokens_per_s']:.1f} [{shown(row['low'], 1)}, {shown(row['high'], 1)}]"
     cells = [shown(row[c]) for c in COLUMNS[:6]] + [f"{100 * row['efficiency']:.0f} %", interval,
                                                      "-" if row["pass_cv"] is None else f"{100 * row['pass_cv']:.1f} %"]
-    return f"| {way} | {run} | " + " | ".join(cells) + f" | {shown(row['level'])} | {row['passes'] or '-'} |"
+    return (f"| {way} | {run} | {row['plan']} | " + " | ".join(cells)
+            + f" | {shown(row['level'])} | {row['passes'] or '-'} |")
 
 
 def summary(way: str, rows: list[dict]) -> str:
@@ -204,9 +229,9 @@ def main() -> None:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     print(f"# {spec['model']} ({args.shape}, draft {args.draft}), {spec['backend']}/{spec['graph_mode']}, "
           f"{args.rounds} rounds x {args.min_window_s} s; {python}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}\n")
-    print("| way | run | import_s | engine_start_s | warmup_s | measured_s | wall_s | run_s | efficiency | "
+    print("| way | run | plan | import_s | engine_start_s | warmup_s | measured_s | wall_s | run_s | efficiency | "
           "tokens/s [interval] | pass CV | level | passes |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows: dict[str, list[dict]] = {way: [] for way in ways}
     try:
         for run in range(args.runs):
@@ -214,8 +239,7 @@ def main() -> None:
                 row = run_one(python, spec, args.work / "runs" / stamp / f"{run}-{way}", envs[way], servers.get(way))
                 rows[way].append(row)
                 print(row_text(way, run, row), flush=True)
-        imports = ", ".join(f"{way}'s server imported vLLM in {shown((server.ready or {}).get('import_s'))} s"
-                            for way, server in servers.items())
+        imports = ", ".join(f"{way}'s server: {server_text(server.ready)}" for way, server in servers.items())
     finally:
         for server in servers.values():
             server.close()

@@ -45,3 +45,27 @@ def test_the_benchmark_imports_nothing_beside_the_standard_library() -> None:
     done = subprocess.run([sys.executable, "-S", "-c", "import benchmarks.cell_efficiency"], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_start_says_what_vllm_did_with_its_startup_plan() -> None:
+    # The lines vLLM 0.26's v1/worker/startup_plan.py logs, as they stand in a cell's log.
+    assert cell_efficiency.parse_way("forked+noplan") == (True, {"VLLM_ENABLE_STARTUP_PLAN": "0"})
+    saved = "INFO [gpu_worker.py:560] Available KV cache memory: 16.99 GiB\nINFO [startup_plan.py:189] Saved startup plan to /c/p.json\n"
+    applied = "INFO [startup_plan.py:153] Applying persisted startup plan (fingerprint ab12): kv_cache_memory_bytes=1\n"
+    refused = ("INFO Startup plan not applied: current free memory (78.60 GiB) is below the recorded baseline "
+               "(78.66 GiB); falling back to full memory profiling.\n")
+    assert [cell_efficiency.plan_outcome(log) for log in (saved, applied, refused + saved, "no plan here")] == [
+        "saved", "applied", "refused", "-"]
+    rounds = [{"seconds": 1.0, "output_tokens": 100, "passes": [{"seconds": 1.0, "output_tokens": 100}]}]
+    result = {"engine_start_s": 1.0, "warmup_s": 0.1, "wall_s": 2.0, "rounds": rounds}
+    assert cell_efficiency.measured(result, 2.5, "applied")["plan"] == "applied"
+
+
+def test_a_fork_servers_ready_line_in_words() -> None:
+    assert cell_efficiency.server_text({"import_s": 9.51, "engine_import_s": 1.42,
+                                        "engine_modules": ["vllm.v1.worker.gpu_worker"], "engine_skipped": None}) == (
+        "vLLM in 9.51 s, the engine worker in 1.42 s")
+    assert cell_efficiency.server_text({"import_s": 9.5, "engine_import_s": None, "engine_modules": [],
+                                        "engine_skipped": "its import initialised CUDA"}) == (
+        "vLLM in 9.50 s, not the engine worker (its import initialised CUDA)")
+    assert cell_efficiency.server_text(None) == "never ready"
