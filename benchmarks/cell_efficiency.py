@@ -15,7 +15,9 @@ and modifiers joined by ``+``:
   ``DRAFTBENCH_GC_FREEZE=0``, ``DRAFTBENCH_GC_PAUSE=0``), to see whether they move the spread;
 - ``+noplan``: without vLLM's startup plan (``VLLM_ENABLE_STARTUP_PLAN=0``; the worker sets 1), so every start
   profiles memory again. A run's ``plan`` says what vLLM's log says it did with the plan: ``saved`` (it profiled
-  and kept the result), ``applied`` (it skipped profiling), ``refused`` (less free memory than when it was saved).
+  and kept the result), ``applied`` (it skipped profiling), ``refused`` (less free memory than when it was saved);
+- ``+noengine``: the fork server leaves vLLM's engine worker to each engine (``DRAFTBENCH_ENGINE_PRELOAD=0``), to
+  measure what its import in the server saves.
 
 The ways alternate within each run (fresh, forked, fresh, forked, ...), so a host's drift falls on all alike.
 Printed per run: the plan, import_s, engine_start_s, warmup_s, the measured seconds, the cell's wall seconds (to its
@@ -70,6 +72,7 @@ MODIFIERS = {
     "nogc-freeze": {"DRAFTBENCH_GC_FREEZE": "0"},
     "nogc-pause": {"DRAFTBENCH_GC_PAUSE": "0"},
     "noplan": {"VLLM_ENABLE_STARTUP_PLAN": "0"},
+    "noengine": {"DRAFTBENCH_ENGINE_PRELOAD": "0"},
 }
 # What vLLM 0.26's v1/worker/startup_plan.py logs for each outcome, in the order a start meets them.
 PLAN_LINES = {"Startup plan not applied": "refused", "Applying persisted startup plan": "applied",

@@ -61,6 +61,9 @@ STARTED_ENV = dict(os.environ)
 # What vLLM's engine core imports as it starts (its worker: model runner, layers, kernels' wrappers), imported here
 # too so that no cell's engine pays for it (``warm_engine``). Names move between releases: a missing one is skipped.
 ENGINE_MODULES = ("vllm.v1.worker.gpu_worker", "vllm.v1.worker.gpu_model_runner")
+# "0" in the server's environment leaves ENGINE_MODULES to each engine, so a benchmark can measure what importing them
+# here saves (benchmarks/cell_efficiency.py's +noengine).
+ENGINE_PRELOAD_ENV = "DRAFTBENCH_ENGINE_PRELOAD"
 # The probe's exit status when the engine's import initialised CUDA.
 PROBE_CUDA = 3
 
@@ -95,6 +98,8 @@ def warm_engine() -> dict:
     leave every child without the GPU, so the probe imports them first and the server follows only where it found
     CUDA untouched; a build without them (an older vLLM) is told so and served as before.
     """
+    if os.environ.get(ENGINE_PRELOAD_ENV) == "0":
+        return {"engine_import_s": None, "engine_modules": [], "engine_skipped": f"{ENGINE_PRELOAD_ENV}=0"}
     started = time.perf_counter()
     pid = fork()
     if pid == 0:

@@ -121,6 +121,20 @@ def test_a_server_leaves_out_the_engines_modules_where_their_import_initialises_
     assert finished.exit_code == 1 and " worker False" in (tmp_path / "a" / "cell.log").read_text()
 
 
+def test_a_server_told_so_leaves_the_engines_modules_to_each_engine(tmp_path: Path, standin: Path) -> None:
+    env = execute.cell_env({}, None) | {"PYTHONPATH": str(standin), forkserver.ENGINE_PRELOAD_ENV: "0"}
+    server = execute.ForkServer(sys.executable, env, tmp_path / "forkserver.log")
+    try:
+        finished = run_cell(server, tmp_path / "a", env | {"STANDIN_ENGINE": "crash"})
+        ready = server.ready
+    finally:
+        server.close()
+    assert ready is not None and ready["engine_modules"] == [] and ready["engine_import_s"] is None
+    assert ready["engine_skipped"] == "DRAFTBENCH_ENGINE_PRELOAD=0"
+    # The cell's engine imported its worker itself, as before the server imported it.
+    assert finished.exit_code == 1 and " worker False" in (tmp_path / "a" / "cell.log").read_text()
+
+
 def test_a_forked_cell_that_hangs_is_ended_by_its_timeout_with_its_group(tmp_path: Path, standin: Path) -> None:
     env = execute.cell_env({}, None) | {"PYTHONPATH": str(standin)}
     server = execute.ForkServer(sys.executable, env, tmp_path / "forkserver.log")
