@@ -74,7 +74,7 @@ MODIFIERS = {
     "noplan": {"VLLM_ENABLE_STARTUP_PLAN": "0"},
     "noengine": {"DRAFTBENCH_ENGINE_PRELOAD": "0"},
 }
-# What vLLM 0.26's v1/worker/startup_plan.py logs for each outcome, in the order a start meets them.
+# What vLLM 0.26's v1/worker/startup_plan.py logs for each outcome (a start that profiles may log two: the first counts).
 PLAN_LINES = {"Startup plan not applied": "refused", "Applying persisted startup plan": "applied",
               "Saved startup plan": "saved"}
 COLUMNS = ("import_s", "engine_start_s", "warmup_s", "measured_s", "wall_s", "run_s", "efficiency", "tokens_per_s",
