@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 
 from app.analysis.passes import start_interval
-from runners import execute
+from runners import execute, forkserver
 
 ROOT = Path(__file__).resolve().parent.parent
 CELL_SCRIPT = ROOT / "runners" / "cell.py"
@@ -72,7 +72,7 @@ MODIFIERS = {
     "nogc-freeze": {"DRAFTBENCH_GC_FREEZE": "0"},
     "nogc-pause": {"DRAFTBENCH_GC_PAUSE": "0"},
     "noplan": {"VLLM_ENABLE_STARTUP_PLAN": "0"},
-    "noengine": {"DRAFTBENCH_ENGINE_PRELOAD": "0"},
+    "noengine": {forkserver.ENGINE_PRELOAD_ENV: "0"},
 }
 # What vLLM 0.26's v1/worker/startup_plan.py logs for each outcome (a start that profiles may log two: the first counts).
 PLAN_LINES = {"Startup plan not applied": "refused", "Applying persisted startup plan": "applied",
